@@ -1,0 +1,85 @@
+// Devices: which backend runs an op. Chosen at run time (as Burn and LibTorch do).
+#pragma once
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "ember/dtype.h"
+
+namespace ember {
+
+/// Backend families. `ref` is the portable reference (the oracle), `cpu` the fast default.
+enum class DeviceType : uint8_t { ref, cpu, vulkan, cuda };
+
+/// Which adapter a GPU backend should take, as Burn's WgpuDevice.
+/// DefaultDevice picks discrete, then integrated, virtual, CPU; Existing(id) names a device the
+/// application created and registered.
+struct DeviceKind {
+  enum class Kind : uint8_t { DiscreteGpu, IntegratedGpu, VirtualGpu, Cpu, DefaultDevice, Existing };
+  Kind kind = Kind::DefaultDevice;
+  int64_t index = 0;
+
+  static DeviceKind DiscreteGpu(int64_t i = 0) { return {Kind::DiscreteGpu, i}; }
+  static DeviceKind IntegratedGpu(int64_t i = 0) { return {Kind::IntegratedGpu, i}; }
+  static DeviceKind VirtualGpu(int64_t i = 0) { return {Kind::VirtualGpu, i}; }
+  static DeviceKind Cpu() { return {Kind::Cpu, 0}; }
+  static DeviceKind DefaultDevice() { return {Kind::DefaultDevice, 0}; }
+  static DeviceKind Existing(int64_t id) { return {Kind::Existing, id}; }
+  /// Parses "IntegratedGpu(1)", "Cpu", "DefaultDevice", "Existing(3)". Throws ember::Error.
+  static DeviceKind parse(const std::string& s);
+  std::string str() const;
+  bool operator==(const DeviceKind& o) const { return kind == o.kind && index == o.index; }
+};
+
+/// A device: a backend type plus an index (an adapter for GPU backends).
+class Device {
+ public:
+  /// The fast CPU backend (the default).
+  static Device cpu();
+  /// The reference backend: plain loops, every dtype; the oracle the others are tested against.
+  static Device ref();
+  /// A Vulkan adapter. Throws ember::Error ("backend not built" / "no such device").
+  static Device vulkan(DeviceKind kind = DeviceKind::DefaultDevice());
+  /// CUDA device `index`. Throws ember::Error ("backend not built" / "no such device").
+  static Device cuda(int64_t index = 0);
+  /// Parses "cpu", "ref", "vulkan", "vulkan:IntegratedGpu(1)", "cuda:0". Throws ember::Error.
+  static Device parse(const std::string& s);
+  /// The device new tensors go to: env EMBER_DEVICE if set, else cpu; or set_default_device().
+  static Device default_device();
+  static void set_default_device(const Device& d);
+
+  Device() : type_(DeviceType::cpu), index_(0) {}
+  DeviceType type() const { return type_; }
+  int64_t index() const { return index_; }
+  std::string str() const;  // "cpu", "ref", "vulkan:0", "cuda:0"
+  bool operator==(const Device& o) const { return type_ == o.type_ && index_ == o.index_; }
+  bool operator!=(const Device& o) const { return !(*this == o); }
+  /// Host-addressable memory (ref and cpu): data pointers can be read directly.
+  bool is_host() const { return type_ == DeviceType::ref || type_ == DeviceType::cpu; }
+
+  Device(DeviceType t, int64_t index) : type_(t), index_(index) {}
+
+ private:
+  DeviceType type_;
+  int64_t index_;
+};
+std::ostream& operator<<(std::ostream& os, const Device& d);
+
+/// One entry of available_devices(): what `ember devices` prints.
+struct DeviceInfo {
+  Device device;
+  std::string name;         // e.g. "reference (portable loops)", "llvmpipe (LLVM 15)"
+  std::string kind;         // "Cpu", "DiscreteGpu", ...
+  std::vector<DType> dtypes;  // supported dtypes
+  std::string details;      // free text: threads, memory, driver
+};
+
+/// Every device that can run now (ref and cpu always; GPU backends when built and present).
+std::vector<DeviceInfo> available_devices();
+/// Whether `device` can hold and compute tensors of `dtype`.
+bool supports_dtype(const Device& device, DType dtype);
+/// Waits until every queued op on `device` has finished.
+void sync(const Device& device);
+
+}  // namespace ember

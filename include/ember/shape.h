@@ -1,0 +1,26 @@
+// Shapes, strides and the helpers that check them.
+#pragma once
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace ember {
+
+using Shape = std::vector<int64_t>;
+using Strides = std::vector<int64_t>;
+
+/// Product of the sizes; 1 for a 0-d shape.
+int64_t numel_of(const Shape& s);
+/// Row-major strides in elements.
+Strides contiguous_strides(const Shape& s);
+/// "[2, 3]".
+std::string shape_str(const Shape& s);
+/// NumPy broadcasting of two shapes. Throws ember::Error tagged `op` when they do not broadcast.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadcast");
+/// Wraps a possibly negative dim into [0, rank). rank 0 accepts -1 and 0. Throws ember::Error.
+int64_t wrap_dim(int64_t dim, int64_t rank, const char* op);
+
+std::ostream& operator<<(std::ostream& os, const Shape& s);
+
+}  // namespace ember

@@ -1,0 +1,253 @@
+// ember::Tensor: a strided view of a device buffer with a dtype, dynamic rank and autograd hooks.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <ostream>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ember/device.h"
+#include "ember/dtype.h"
+#include "ember/error.h"
+#include "ember/shape.h"
+
+namespace ember {
+
+class Backend;
+struct AutogradMeta;  // defined by autodiff; null when a tensor does not track gradients
+
+/// A device buffer. Views share one Storage; `version` counts in-place writes (autodiff uses it).
+struct Storage {
+  Backend* backend = nullptr;
+  Device device;
+  void* data = nullptr;  // host pointer for host devices, an opaque handle otherwise
+  int64_t nbytes = 0;
+  int64_t version = 0;
+  Storage(Backend* b, Device d, int64_t bytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+};
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape shape;
+  Strides strides;     // in elements; may be 0 (broadcast) or negative (internal flips)
+  int64_t offset = 0;  // in elements
+  DType dtype = DType::f32;
+  std::shared_ptr<AutogradMeta> autograd;
+};
+
+/// Tensor options for factories: dtype and device (defaults: f32, Device::default_device()).
+struct TensorOptions {
+  DType dtype_ = DType::f32;
+  Device device_ = Device::default_device();
+  TensorOptions() = default;
+  TensorOptions(DType d) : dtype_(d) {}     // NOLINT
+  TensorOptions(Device d) : device_(d) {}   // NOLINT
+  TensorOptions(DType t, Device d) : dtype_(t), device_(d) {}
+  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
+  TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
+};
+
+/// A tensor handle. Copying a Tensor shares the data (like torch.Tensor); use clone() to copy.
+/// A default-constructed Tensor is undefined (defined() == false); using it throws ember::Error.
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- metadata ----
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const;
+  const Shape& sizes() const { return shape(); }
+  const Strides& strides() const;
+  int64_t size(int64_t dim) const;  // negative dims count from the end
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const { return int64_t(shape().size()); }
+  int64_t numel() const;
+  int64_t offset() const;
+  DType dtype() const;
+  Device device() const;
+  bool is_contiguous() const;
+  int64_t element_size() const { return dtype_size(dtype()); }
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  /// True when both share a Storage.
+  bool is_alias_of(const Tensor& o) const;
+
+  /// Host pointer to element 0 of this view. Throws unless the device is host memory and T
+  /// matches the dtype.
+  template <typename T>
+  T* data_ptr() const {
+    check_host_access(dtype_of<T>::value, "data_ptr");
+    return static_cast<T*>(raw_data()) ;
+  }
+  void* raw_data() const;  // host pointer to element 0 (host devices only)
+
+  // ---- conversion and host access ----
+  /// Copy to another device (returns *this when already there).
+  Tensor to(const Device& d) const;
+  /// Cast (returns *this when already that dtype). Float->int truncates toward zero.
+  Tensor to(DType t) const;
+  Tensor to(const Device& d, DType t) const { return to(t).to(d); }
+  /// The single value of a one-element tensor, converted to T. Throws if numel() != 1.
+  template <typename T>
+  T item() const;
+  /// All values, row-major, converted to T.
+  template <typename T>
+  std::vector<T> to_vector() const;
+  /// Deep copy with the same shape, dtype, device (contiguous).
+  Tensor clone() const;
+  /// This tensor if contiguous, else a contiguous copy.
+  Tensor contiguous() const;
+  std::string str() const;  // PyTorch-style printing, summarised past 1000 elements
+
+  // ---- views (share storage; no copy) ----
+  /// Reshape without copying; throws if the strides cannot express it. -1 infers one dim.
+  Tensor view(Shape shape) const;
+  /// As view() when possible, else a contiguous copy.
+  Tensor reshape(Shape shape) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor permute(std::vector<int64_t> dims) const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor t() const;  // 2-d transpose (0-d and 1-d returned as is)
+  Tensor mT() const;  // transpose of the last two dims
+  /// Python's x[start:stop:step] along dim; start/stop may be negative and are clamped; step > 0.
+  Tensor slice(int64_t dim, int64_t start, int64_t stop, int64_t step = 1) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor expand(Shape shape) const;  // -1 keeps a size
+  Tensor broadcast_to(Shape shape) const { return expand(std::move(shape)); }
+  Tensor expand_as(const Tensor& o) const { return expand(o.shape()); }
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  /// Windows of `size` every `step` along dim, as a new last dim (torch.Tensor.unfold).
+  Tensor unfold(int64_t dim, int64_t size, int64_t step) const;
+  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
+  /// Reverses the given dims (a copy, as torch.flip).
+  Tensor flip(std::vector<int64_t> dims) const;
+  Tensor operator[](int64_t index) const { return select(0, index); }
+
+  // ---- in-place (write through views; bump the storage version) ----
+  Tensor& fill_(const Scalar& v);
+  Tensor& zero_() { return fill_(0); }
+  /// Copies src (broadcast to this shape, converted to this dtype, any device) into this view.
+  Tensor& copy_(const Tensor& src);
+  Tensor& add_(const Tensor& o, const Scalar& alpha = 1);
+  Tensor& add_(const Scalar& o);
+  Tensor& sub_(const Tensor& o, const Scalar& alpha = 1);
+  Tensor& sub_(const Scalar& o);
+  Tensor& mul_(const Tensor& o);
+  Tensor& mul_(const Scalar& o);
+  Tensor& div_(const Tensor& o);
+  Tensor& div_(const Scalar& o);
+  Tensor& clamp_(const Scalar& lo, const Scalar& hi);
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& v);
+  Tensor& uniform_(double lo = 0, double hi = 1);
+  Tensor& normal_(double mean = 0, double std = 1);
+
+  // ---- common math as methods (the functions in ember/ops/*.h are the full set) ----
+  Tensor sum() const;
+  Tensor sum(std::vector<int64_t> dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(std::vector<int64_t> dims, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor min() const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor abs() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor relu() const;
+  Tensor sigmoid() const;
+  Tensor tanh() const;
+  Tensor matmul(const Tensor& o) const;
+  Tensor pow(const Scalar& e) const;
+
+  void check_host_access(DType expected, const char* op) const;
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// ---- operators (PyTorch type promotion and broadcasting) ----
+Tensor operator-(const Tensor& a);
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, const Scalar& b);
+Tensor operator-(const Tensor& a, const Scalar& b);
+Tensor operator*(const Tensor& a, const Scalar& b);
+Tensor operator/(const Tensor& a, const Scalar& b);
+Tensor operator+(const Scalar& a, const Tensor& b);
+Tensor operator-(const Scalar& a, const Tensor& b);
+Tensor operator*(const Scalar& a, const Tensor& b);
+Tensor operator/(const Scalar& a, const Tensor& b);
+
+// ---- creation ----
+/// Uninitialised memory.
+Tensor empty(Shape shape, TensorOptions opts = {});
+Tensor zeros(Shape shape, TensorOptions opts = {});
+Tensor ones(Shape shape, TensorOptions opts = {});
+Tensor full(Shape shape, const Scalar& value, TensorOptions opts = {});
+Tensor empty_like(const Tensor& t);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor full_like(const Tensor& t, const Scalar& value);
+/// [start, end) every step, as torch.arange; dtype i64 when all three are integers, else f32
+/// unless opts say otherwise.
+Tensor arange(const Scalar& end, TensorOptions opts = {});
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1,
+              TensorOptions opts = {});
+Tensor arange_typed(const Scalar& start, const Scalar& end, const Scalar& step, DType dtype,
+                    Device device);
+/// `steps` evenly spaced values from start to end inclusive.
+Tensor linspace(double start, double end, int64_t steps, TensorOptions opts = {});
+/// n x m identity (m = n when m < 0).
+Tensor eye(int64_t n, int64_t m = -1, TensorOptions opts = {});
+/// A 0-d tensor.
+Tensor scalar_tensor(const Scalar& v, TensorOptions opts = {});
+/// Copies host values; shape defaults to [data.size()]. Throws when numel(shape) != size.
+template <typename T>
+Tensor from_vector(std::span<const T> data, Shape shape, Device device = Device::default_device());
+template <typename T>
+Tensor from_vector(const std::vector<T>& data, Shape shape,
+                   Device device = Device::default_device()) {
+  return from_vector<T>(std::span<const T>(data.data(), data.size()), std::move(shape), device);
+}
+/// tensor({1.f, 2.f, 3.f}) is f32 [3]; tensor({1, 2}, {2, 1}) is i32 [2, 1]...
+template <typename T>
+Tensor tensor(std::initializer_list<T> values, Shape shape = {},
+              Device device = Device::default_device()) {
+  std::vector<T> v(values);
+  if (shape.empty()) shape = {int64_t(v.size())};
+  return from_vector<T>(std::span<const T>(v.data(), v.size()), std::move(shape), device);
+}
+/// Copies raw host bytes of `dtype` into a new tensor.
+Tensor from_blob(const void* data, Shape shape, DType dtype,
+                 Device device = Device::default_device());
+
+// ---- random (Philox-4x32-10: the same seed gives the same numbers on every backend) ----
+/// Seeds the generator of `device` (all devices when none is given).
+void manual_seed(uint64_t seed);
+void manual_seed(const Device& device, uint64_t seed);
+Tensor rand(Shape shape, TensorOptions opts = {});    // U[0, 1)
+Tensor randn(Shape shape, TensorOptions opts = {});   // N(0, 1), Box-Muller
+/// Integers uniform in [low, high); dtype i64 unless opts say otherwise.
+Tensor randint(int64_t low, int64_t high, Shape shape, TensorOptions opts = {DType::i64});
+/// 1 with probability p (per element of p, or a scalar p), as the dtype of p.
+Tensor bernoulli(const Tensor& p);
+Tensor bernoulli(Shape shape, double p, TensorOptions opts = {});
+/// A random permutation of 0..n-1 (i64).
+Tensor randperm(int64_t n, TensorOptions opts = {DType::i64});
+Tensor rand_like(const Tensor& t);
+Tensor randn_like(const Tensor& t);
+
+}  // namespace ember

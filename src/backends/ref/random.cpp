@@ -1,0 +1,44 @@
+#include "backends/ref/dispatch.h"
+#include "backends/ref/kernels.h"
+#include "core/philox.h"
+
+namespace ember::ref {
+
+void random(const ir::Random& op) {
+  const int64_t n = op.dst.numel();
+  const bool wide = op.dst.dtype() == DType::f64;
+  std::vector<double> probs;
+  if (op.prob.defined()) probs = op.prob.contiguous().to_vector<double>();
+  dispatch_dtype(op.dst.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* p = ptr<T>(op.dst);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto r = philox::philox4x32(op.offset + uint64_t(i), op.seed);
+      double v = 0;
+      switch (op.dist) {
+        case ir::RandomDist::uniform: {
+          const double u = wide ? philox::uniform01_53(r[0], r[1]) : philox::uniform01(r[0]);
+          v = op.p0 + (op.p1 - op.p0) * u;
+          if (v >= op.p1 && op.p1 > op.p0) v = op.p0;  // keep [lo, hi) after rounding
+          break;
+        }
+        case ir::RandomDist::normal: v = op.p0 + op.p1 * philox::normal(r[0], r[1]); break;
+        case ir::RandomDist::bernoulli: {
+          const double prob = probs.empty() ? op.p0 : probs[size_t(i)];
+          v = philox::uniform01(r[0]) < prob ? 1.0 : 0.0;
+          break;
+        }
+        case ir::RandomDist::randint: {
+          const uint64_t range = uint64_t(int64_t(op.p1) - int64_t(op.p0));
+          const uint64_t bits = (uint64_t(r[0]) << 32) | r[1];
+          const int64_t k = int64_t(op.p0) + int64_t(range ? bits % range : 0);
+          p[i] = cast<T>(k);
+          continue;
+        }
+      }
+      p[i] = cast<T>(v);
+    }
+  });
+}
+
+}  // namespace ember::ref

@@ -1,0 +1,57 @@
+#include "ember/shape.h"
+
+#include <sstream>
+
+#include "ember/error.h"
+
+namespace ember {
+
+int64_t numel_of(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+Strides contiguous_strides(const Shape& s) {
+  Strides st(s.size());
+  int64_t acc = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= std::max<int64_t>(s[i], 1);
+  }
+  return st;
+}
+
+std::string shape_str(const Shape& s) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+  os << ']';
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << shape_str(s); }
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      EMBER_FAIL(op, "shapes ", shape_str(a), " and ", shape_str(b),
+                 " cannot be broadcast (dim ", i, ": ", da, " vs ", db, ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+int64_t wrap_dim(int64_t dim, int64_t rank, const char* op) {
+  const int64_t r = std::max<int64_t>(rank, 1);
+  if (dim < -r || dim >= r)
+    EMBER_FAIL(op, "dim ", dim, " out of range for a tensor of rank ", rank, " (expected [", -r,
+               ", ", r - 1, "])");
+  return dim < 0 ? dim + r : dim;
+}
+
+}  // namespace ember

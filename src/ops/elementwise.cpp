@@ -1,0 +1,373 @@
+// Element-wise frontend: dtype rules, broadcasting, promotion; lowers to ir::Unary / ir::Binary.
+#include "ember/ops/elementwise.h"
+
+#include <limits>
+
+#include "tensor/internal.h"
+
+namespace ember {
+
+using detail::check_defined;
+using detail::describe;
+using detail::make_tensor;
+using ir::BinaryOp;
+using ir::UnaryOp;
+
+namespace detail {
+
+namespace {
+
+bool float_only(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::neg: case UnaryOp::abs: case UnaryOp::sign: case UnaryOp::square:
+    case UnaryOp::floor: case UnaryOp::ceil: case UnaryOp::round: case UnaryOp::trunc:
+    case UnaryOp::frac: case UnaryOp::relu: case UnaryOp::leaky_relu: case UnaryOp::bitwise_not:
+    case UnaryOp::logical_not: case UnaryOp::isnan: case UnaryOp::isinf: case UnaryOp::isfinite:
+    case UnaryOp::nan_to_num:
+      return false;
+    default: return true;
+  }
+}
+
+bool is_predicate(UnaryOp op) {
+  return op == UnaryOp::isnan || op == UnaryOp::isinf || op == UnaryOp::isfinite ||
+         op == UnaryOp::logical_not;
+}
+
+bool is_compare(BinaryOp op) { return op >= BinaryOp::eq; }
+
+// The dtype `op` computes in for inputs promoting to `rt`, or an error.
+DType binary_compute_dtype(BinaryOp op, DType rt, const Tensor& a, const Tensor& b) {
+  const char* n = ir::name(op);
+  auto reject = [&](const char* what) {
+    EMBER_FAIL(n, what, " (", describe(a), " and ", describe(b), ")");
+  };
+  switch (op) {
+    case BinaryOp::div:
+      return is_floating(rt) ? rt : kDefaultFloat;
+    case BinaryOp::atan2: case BinaryOp::hypot: case BinaryOp::copysign:
+      return is_floating(rt) ? rt : kDefaultFloat;
+    case BinaryOp::sub:
+      if (is_bool(rt)) reject("subtraction of bool tensors is not supported; use logical_xor");
+      return rt;
+    case BinaryOp::div_floor: case BinaryOp::div_trunc: case BinaryOp::remainder:
+    case BinaryOp::fmod: case BinaryOp::pow:
+      if (is_bool(rt)) reject("is not supported for bool tensors");
+      return rt;
+    case BinaryOp::bitwise_and: case BinaryOp::bitwise_or: case BinaryOp::bitwise_xor:
+      if (is_floating(rt)) reject("is only supported for integer and bool tensors");
+      return rt;
+    case BinaryOp::shift_left: case BinaryOp::shift_right:
+      if (!is_integral(rt)) reject("is only supported for integer tensors");
+      return rt;
+    default: return rt;
+  }
+}
+
+Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, DType rt) {
+  const char* n = ir::name(op);
+  check_same_device(a, b, n);
+  const DType compute = binary_compute_dtype(op, rt, a, b);
+  const Shape s = broadcast_shapes(a.shape(), b.shape(), n);
+  Tensor out = make_tensor(s, is_compare(op) ? DType::b8 : compute, a.device());
+  run(ir::Binary{op, cast(a, compute).expand(s), cast(b, compute).expand(s), out});
+  return out;
+}
+
+}  // namespace
+
+Tensor unary(UnaryOp op, const Tensor& x, double p0, double p1, double p2) {
+  const char* n = ir::name(op);
+  check_defined(x, n);
+  DType dt = x.dtype();
+  if (float_only(op)) {
+    if (!is_floating(dt)) dt = kDefaultFloat;
+  } else if (op == UnaryOp::bitwise_not) {
+    if (is_floating(dt)) EMBER_FAIL(n, "is only supported for integer and bool tensors, got ", describe(x));
+  } else if (op == UnaryOp::frac || op == UnaryOp::leaky_relu) {
+    if (!is_floating(dt)) EMBER_FAIL(n, "expects a floating-point tensor, got ", describe(x));
+  } else if (op == UnaryOp::neg || op == UnaryOp::abs || op == UnaryOp::relu) {
+    if (is_bool(dt)) EMBER_FAIL(n, "is not supported for bool tensors, got ", describe(x));
+  } else if (op == UnaryOp::square || op == UnaryOp::sign) {
+    if (is_bool(dt) && op == UnaryOp::square) dt = DType::i64;
+  }
+  Tensor src = cast(x, dt);
+  Tensor out = make_tensor(x.shape(), is_predicate(op) ? DType::b8 : dt, x.device());
+  run(ir::Unary{op, src, out, p0, p1, p2});
+  return out;
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  check_same_device(a, b, ir::name(op));
+  return binary_impl(op, a, b, result_type(a, b));
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, const Scalar& b) {
+  check_defined(a, ir::name(op));
+  const DType rt = result_type(a, b);
+  return binary_impl(op, a, scalar_to_tensor(b, rt, a.device()), rt);
+}
+
+Tensor binary(BinaryOp op, const Scalar& a, const Tensor& b) {
+  check_defined(b, ir::name(op));
+  const DType rt = result_type(b, a);
+  return binary_impl(op, scalar_to_tensor(a, rt, b.device()), b, rt);
+}
+
+std::vector<Tensor> broadcast_all(const std::vector<Tensor>& ts, const char* op) {
+  Shape s;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    check_defined(ts[i], op);
+    if (i) check_same_device(ts[0], ts[i], op);
+    s = i ? broadcast_shapes(s, ts[i].shape(), op) : ts[i].shape();
+  }
+  std::vector<Tensor> out;
+  for (const auto& t : ts) out.push_back(t.expand(s));
+  return out;
+}
+
+}  // namespace detail
+
+using detail::binary;
+using detail::unary;
+
+#define EMBER_UNARY(fn, op) \
+  Tensor fn(const Tensor& x) { return unary(UnaryOp::op, x); }
+EMBER_UNARY(neg, neg)
+EMBER_UNARY(abs, abs)
+EMBER_UNARY(sign, sign)
+EMBER_UNARY(exp, exp)
+EMBER_UNARY(exp2, exp2)
+EMBER_UNARY(expm1, expm1)
+EMBER_UNARY(log, log)
+EMBER_UNARY(log2, log2)
+EMBER_UNARY(log10, log10)
+EMBER_UNARY(log1p, log1p)
+EMBER_UNARY(sqrt, sqrt)
+EMBER_UNARY(rsqrt, rsqrt)
+EMBER_UNARY(square, square)
+EMBER_UNARY(reciprocal, reciprocal)
+EMBER_UNARY(sin, sin)
+EMBER_UNARY(cos, cos)
+EMBER_UNARY(tan, tan)
+EMBER_UNARY(asin, asin)
+EMBER_UNARY(acos, acos)
+EMBER_UNARY(atan, atan)
+EMBER_UNARY(sinh, sinh)
+EMBER_UNARY(cosh, cosh)
+EMBER_UNARY(tanh, tanh)
+EMBER_UNARY(asinh, asinh)
+EMBER_UNARY(acosh, acosh)
+EMBER_UNARY(atanh, atanh)
+EMBER_UNARY(erf, erf)
+EMBER_UNARY(erfinv, erfinv)
+EMBER_UNARY(floor, floor)
+EMBER_UNARY(ceil, ceil)
+EMBER_UNARY(round, round)
+EMBER_UNARY(trunc, trunc)
+EMBER_UNARY(frac, frac)
+EMBER_UNARY(isnan, isnan)
+EMBER_UNARY(isinf, isinf)
+EMBER_UNARY(isfinite, isfinite)
+EMBER_UNARY(bitwise_not, bitwise_not)
+EMBER_UNARY(logical_not, logical_not)
+#undef EMBER_UNARY
+
+Tensor nan_to_num(const Tensor& x, double nan, const double* posinf, const double* neginf) {
+  check_defined(x, "nan_to_num");
+  double hi = std::numeric_limits<double>::max(), lo = std::numeric_limits<double>::lowest();
+  switch (x.dtype()) {
+    case DType::f32: hi = std::numeric_limits<float>::max(); break;
+    case DType::f16: hi = 65504.0; break;
+    case DType::bf16: hi = 3.3895313892515355e38; break;
+    default: break;
+  }
+  if (x.dtype() != DType::f64) lo = -hi;
+  return unary(UnaryOp::nan_to_num, x, nan, posinf ? *posinf : hi, neginf ? *neginf : lo);
+}
+
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  if (alpha.to_double() == 1 && !alpha.is_float()) return binary(BinaryOp::add, a, b);
+  return binary(BinaryOp::add, a, binary(BinaryOp::mul, b, alpha));
+}
+Tensor add(const Tensor& a, const Scalar& b) { return binary(BinaryOp::add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  if (alpha.to_double() == 1 && !alpha.is_float()) return binary(BinaryOp::sub, a, b);
+  return binary(BinaryOp::sub, a, binary(BinaryOp::mul, b, alpha));
+}
+Tensor sub(const Tensor& a, const Scalar& b) { return binary(BinaryOp::sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::mul, a, b); }
+Tensor mul(const Tensor& a, const Scalar& b) { return binary(BinaryOp::mul, a, b); }
+
+namespace {
+BinaryOp div_op(const std::string& mode) {
+  if (mode.empty()) return BinaryOp::div;
+  if (mode == "floor") return BinaryOp::div_floor;
+  if (mode == "trunc") return BinaryOp::div_trunc;
+  EMBER_FAIL("div", "rounding_mode must be \"\", \"trunc\" or \"floor\", got \"", mode, "\"");
+}
+}  // namespace
+
+Tensor div(const Tensor& a, const Tensor& b, const std::string& m) { return binary(div_op(m), a, b); }
+Tensor div(const Tensor& a, const Scalar& b, const std::string& m) { return binary(div_op(m), a, b); }
+Tensor div(const Scalar& a, const Tensor& b, const std::string& m) { return binary(div_op(m), a, b); }
+Tensor floor_divide(const Tensor& a, const Tensor& b) { return binary(BinaryOp::div_floor, a, b); }
+Tensor remainder(const Tensor& a, const Tensor& b) { return binary(BinaryOp::remainder, a, b); }
+Tensor remainder(const Tensor& a, const Scalar& b) { return binary(BinaryOp::remainder, a, b); }
+Tensor fmod(const Tensor& a, const Tensor& b) { return binary(BinaryOp::fmod, a, b); }
+Tensor fmod(const Tensor& a, const Scalar& b) { return binary(BinaryOp::fmod, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary(BinaryOp::pow, a, b); }
+Tensor pow(const Tensor& a, const Scalar& b) {
+  check_defined(a, "pow");
+  if (is_integral(a.dtype()) && !b.is_float() && b.to_int() < 0)
+    EMBER_FAIL("pow", "integers to negative integer powers are not allowed (", describe(a),
+               " ** ", b, ")");
+  return binary(BinaryOp::pow, a, b);
+}
+Tensor pow(const Scalar& a, const Tensor& b) { return binary(BinaryOp::pow, a, b); }
+Tensor atan2(const Tensor& a, const Tensor& b) { return binary(BinaryOp::atan2, a, b); }
+Tensor hypot(const Tensor& a, const Tensor& b) { return binary(BinaryOp::hypot, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::minimum, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::maximum, a, b); }
+Tensor copysign(const Tensor& a, const Tensor& b) { return binary(BinaryOp::copysign, a, b); }
+Tensor bitwise_and(const Tensor& a, const Tensor& b) { return binary(BinaryOp::bitwise_and, a, b); }
+Tensor bitwise_or(const Tensor& a, const Tensor& b) { return binary(BinaryOp::bitwise_or, a, b); }
+Tensor bitwise_xor(const Tensor& a, const Tensor& b) { return binary(BinaryOp::bitwise_xor, a, b); }
+Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::shift_left, a, b);
+}
+Tensor bitwise_right_shift(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::shift_right, a, b);
+}
+#define EMBER_CMP(fn, op)                                                              \
+  Tensor fn(const Tensor& a, const Tensor& b) { return binary(BinaryOp::op, a, b); } \
+  Tensor fn(const Tensor& a, const Scalar& b) { return binary(BinaryOp::op, a, b); }
+EMBER_CMP(eq, eq)
+EMBER_CMP(ne, ne)
+EMBER_CMP(lt, lt)
+EMBER_CMP(le, le)
+EMBER_CMP(gt, gt)
+EMBER_CMP(ge, ge)
+#undef EMBER_CMP
+Tensor logical_and(const Tensor& a, const Tensor& b) { return binary(BinaryOp::logical_and, a, b); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return binary(BinaryOp::logical_or, a, b); }
+Tensor logical_xor(const Tensor& a, const Tensor& b) { return binary(BinaryOp::logical_xor, a, b); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_defined(cond, "where");
+  if (!is_bool(cond.dtype()))
+    EMBER_FAIL("where", "condition must be bool, got ", describe(cond));
+  auto t = detail::broadcast_all({cond, a, b}, "where");
+  const DType rt = detail::result_type(a, b);
+  Tensor out = make_tensor(t[0].shape(), rt, a.device());
+  run(ir::Where{t[0], detail::cast(t[1], rt), detail::cast(t[2], rt), out});
+  return out;
+}
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
+  check_defined(a, "where");
+  return where(cond, a, detail::scalar_to_tensor(b, detail::result_type(a, b), a.device()));
+}
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) {
+  check_defined(b, "where");
+  return where(cond, detail::scalar_to_tensor(a, detail::result_type(b, a), b.device()), b);
+}
+
+Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi) {
+  check_defined(x, "clamp");
+  if (!lo.defined() && !hi.defined())
+    EMBER_FAIL("clamp", "at least one of min and max must be given");
+  Tensor r = x;
+  if (lo.defined()) r = maximum(r, lo);
+  if (hi.defined()) r = minimum(r, hi);
+  return r;
+}
+Tensor clamp(const Tensor& x, const Scalar& lo, const Scalar& hi) {
+  return binary(BinaryOp::minimum, binary(BinaryOp::maximum, x, lo), hi);
+}
+Tensor clamp_min(const Tensor& x, const Scalar& lo) { return binary(BinaryOp::maximum, x, lo); }
+Tensor clamp_max(const Tensor& x, const Scalar& hi) { return binary(BinaryOp::minimum, x, hi); }
+
+Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w) {
+  detail::check_floating(a, "lerp");
+  return add(a, mul(w, sub(b, a)));
+}
+Tensor lerp(const Tensor& a, const Tensor& b, const Scalar& w) {
+  detail::check_floating(a, "lerp");
+  return add(a, mul(sub(b, a), w));
+}
+Tensor addcmul(const Tensor& x, const Tensor& t1, const Tensor& t2, const Scalar& value) {
+  return add(x, mul(mul(t1, t2), value));
+}
+Tensor addcdiv(const Tensor& x, const Tensor& t1, const Tensor& t2, const Scalar& value) {
+  if (is_integral(t1.dtype()) && is_integral(t2.dtype()))
+    EMBER_FAIL("addcdiv", "integer division with addcdiv is not supported (", describe(t1), " / ",
+               describe(t2), ")");
+  return add(x, mul(div(t1, t2), value));
+}
+
+// ---- operators ----
+Tensor operator-(const Tensor& a) { return neg(a); }
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator+(const Tensor& a, const Scalar& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Scalar& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Scalar& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Scalar& b) { return div(a, b); }
+Tensor operator+(const Scalar& a, const Tensor& b) { return binary(BinaryOp::add, a, b); }
+Tensor operator-(const Scalar& a, const Tensor& b) { return binary(BinaryOp::sub, a, b); }
+Tensor operator*(const Scalar& a, const Tensor& b) { return binary(BinaryOp::mul, a, b); }
+Tensor operator/(const Scalar& a, const Tensor& b) { return binary(BinaryOp::div, a, b); }
+
+// ---- in place: compute, check the result dtype fits, write through the view ----
+namespace {
+bool can_cast(DType from, DType to) {
+  if (is_floating(from) && !is_floating(to)) return false;
+  if (!is_bool(from) && is_bool(to)) return false;
+  return true;
+}
+Tensor& assign(Tensor& self, const Tensor& r, const char* op) {
+  if (!can_cast(r.dtype(), self.dtype()))
+    EMBER_FAIL(op, "result type ", dtype_name(r.dtype()), " can't be cast to the output dtype ",
+               dtype_name(self.dtype()));
+  if (r.shape() != self.shape())
+    EMBER_FAIL(op, "output with shape ", shape_str(self.shape()),
+               " doesn't match the broadcast shape ", shape_str(r.shape()));
+  return self.copy_(r);
+}
+}  // namespace
+
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) { return assign(*this, add(*this, o, alpha), "add_"); }
+Tensor& Tensor::add_(const Scalar& o) { return assign(*this, add(*this, o), "add_"); }
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) { return assign(*this, sub(*this, o, alpha), "sub_"); }
+Tensor& Tensor::sub_(const Scalar& o) { return assign(*this, sub(*this, o), "sub_"); }
+Tensor& Tensor::mul_(const Tensor& o) { return assign(*this, mul(*this, o), "mul_"); }
+Tensor& Tensor::mul_(const Scalar& o) { return assign(*this, mul(*this, o), "mul_"); }
+Tensor& Tensor::div_(const Tensor& o) { return assign(*this, div(*this, o), "div_"); }
+Tensor& Tensor::div_(const Scalar& o) { return assign(*this, div(*this, o), "div_"); }
+Tensor& Tensor::clamp_(const Scalar& lo, const Scalar& hi) {
+  return assign(*this, clamp(*this, lo, hi), "clamp_");
+}
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
+  check_defined(mask, "masked_fill_");
+  if (!is_bool(mask.dtype()))
+    EMBER_FAIL("masked_fill_", "mask must be bool, got ", describe(mask));
+  const Shape s = broadcast_shapes(shape(), mask.shape(), "masked_fill_");
+  if (s != shape())
+    EMBER_FAIL("masked_fill_", "mask shape ", shape_str(mask.shape()),
+               " does not broadcast to the tensor's shape ", shape_str(shape()));
+  Tensor fillv = detail::scalar_to_tensor(v, dtype(), device());
+  return copy_(where(mask, fillv, *this).to(dtype()));
+}
+
+Tensor Tensor::abs() const { return ember::abs(*this); }
+Tensor Tensor::exp() const { return ember::exp(*this); }
+Tensor Tensor::log() const { return ember::log(*this); }
+Tensor Tensor::sqrt() const { return ember::sqrt(*this); }
+Tensor Tensor::tanh() const { return ember::tanh(*this); }
+Tensor Tensor::relu() const { return unary(UnaryOp::relu, *this); }
+Tensor Tensor::sigmoid() const { return unary(UnaryOp::sigmoid, *this); }
+Tensor Tensor::pow(const Scalar& e) const { return ember::pow(*this, e); }
+
+}  // namespace ember

@@ -1,0 +1,62 @@
+#include "runtime/backend.h"
+
+#include <mutex>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/ref/ref_backend.h"
+
+namespace ember {
+
+uint64_t Backend::next_random_offset(uint64_t count) {
+  // One Philox counter per element: the next draw starts where this one ends.
+  const uint64_t o = offset_;
+  offset_ += count;
+  return o;
+}
+
+Backend& backend_for(const Device& device) {
+  static ref::RefBackend ref_backend;
+  static cpu::CpuBackend cpu_backend;
+  switch (device.type()) {
+    case DeviceType::ref: return ref_backend;
+    case DeviceType::cpu: return cpu_backend;
+    case DeviceType::vulkan:
+      EMBER_FAIL("device", "backend not built: vulkan (Ember was built without EMBER_BACKEND_VULKAN)");
+    case DeviceType::cuda:
+      EMBER_FAIL("device", "backend not built: cuda (Ember was built without EMBER_BACKEND_CUDA)");
+  }
+  EMBER_FAIL("device", "unknown device ", device.str());
+}
+
+namespace {
+struct FirstTensor {
+  const Tensor& operator()(const ir::Copy& o) const { return o.dst; }
+  const Tensor& operator()(const ir::Fill& o) const { return o.dst; }
+  const Tensor& operator()(const ir::Unary& o) const { return o.dst; }
+  const Tensor& operator()(const ir::Binary& o) const { return o.dst; }
+  const Tensor& operator()(const ir::Where& o) const { return o.dst; }
+  const Tensor& operator()(const ir::Reduce& o) const { return o.dst; }
+  const Tensor& operator()(const ir::Scan& o) const { return o.dst; }
+  const Tensor& operator()(const ir::Sort& o) const { return o.values; }
+  const Tensor& operator()(const ir::Gather& o) const { return o.dst; }
+  const Tensor& operator()(const ir::Scatter& o) const { return o.dst; }
+  const Tensor& operator()(const ir::IndexSelect& o) const { return o.dst; }
+  const Tensor& operator()(const ir::IndexAdd& o) const { return o.dst; }
+  const Tensor& operator()(const ir::Nonzero& o) const { return o.dst; }
+  const Tensor& operator()(const ir::Matmul& o) const { return o.dst; }
+  const Tensor& operator()(const ir::Im2col& o) const { return o.dst; }
+  const Tensor& operator()(const ir::Col2im& o) const { return o.dst; }
+  const Tensor& operator()(const ir::AdaptivePool& o) const { return o.dst; }
+  const Tensor& operator()(const ir::Interpolate& o) const { return o.dst; }
+  const Tensor& operator()(const ir::Random& o) const { return o.dst; }
+};
+}  // namespace
+
+void run(const ir::Op& op) {
+  const Tensor& t = std::visit(FirstTensor{}, op);
+  // Writes bump the version counter that autodiff uses to detect in-place modification.
+  t.impl()->storage->version++;
+  backend_for(t.device()).execute(op);
+}
+
+}  // namespace ember

@@ -1,0 +1,43 @@
+// The backend interface: a small runtime (memory, copies, sync) plus execute() of primitive ops.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ember/device.h"
+#include "ir/ops.h"
+
+namespace ember {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual Device device() const = 0;
+  /// Allocate / free `nbytes` of device memory (a host pointer for host backends).
+  virtual void* allocate(int64_t nbytes) = 0;
+  virtual void deallocate(void* ptr, int64_t nbytes) = 0;
+  /// Copy bytes between host memory and this device's buffer at a byte offset.
+  virtual void write(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) = 0;
+  virtual void read(const void* src, int64_t src_offset, void* dst, int64_t nbytes) = 0;
+  /// Queues (or runs) one primitive. Backends may defer work until sync() or a read.
+  virtual void execute(const ir::Op& op) = 0;
+  virtual void sync() {}
+  virtual bool supports_dtype(DType t) const = 0;
+  virtual DeviceInfo info() const = 0;
+  /// Next Philox offset for this device's generator (advances it by `count`).
+  uint64_t next_random_offset(uint64_t count);
+  uint64_t seed() const { return seed_; }
+  void set_seed(uint64_t s) { seed_ = s; offset_ = 0; }
+
+ private:
+  uint64_t seed_ = 0x5eed;
+  uint64_t offset_ = 0;
+};
+
+/// The backend that owns `device`. Throws ember::Error for devices that are not built/present.
+Backend& backend_for(const Device& device);
+/// Shorthand: backend_for(t.device()).execute(op).
+void run(const ir::Op& op);
+
+}  // namespace ember

@@ -1,0 +1,52 @@
+// Helpers shared by the frontend op implementations (src/tensor, src/ops). Internal.
+#pragma once
+#include <vector>
+
+#include "ember/tensor.h"
+#include "ir/ops.h"
+#include "runtime/backend.h"
+
+namespace ember::detail {
+
+/// A new contiguous tensor (uninitialised).
+Tensor make_tensor(const Shape& shape, DType dtype, const Device& device);
+/// A view of `base`'s storage with new geometry (keeps no autograd history).
+Tensor make_view(const Tensor& base, Shape shape, Strides strides, int64_t offset);
+/// Throws "[op] tensor is undefined" when !t.defined().
+void check_defined(const Tensor& t, const char* op);
+/// Throws "[op] tensors are on different devices: cpu and ref (shapes [..] and [..])".
+void check_same_device(const Tensor& a, const Tensor& b, const char* op);
+/// Throws "[op] expected a floating-point tensor, got int64 [2, 3]".
+void check_floating(const Tensor& t, const char* op);
+/// "float32 [2, 3] on cpu" for error messages.
+std::string describe(const Tensor& t);
+
+/// Result dtype of an op between tensors/scalars, as torch.result_type: the highest category
+/// (bool < int < float) wins; within it, dimensioned tensors outrank 0-d tensors, which outrank
+/// scalars.
+DType result_type(const Tensor& a, const Tensor& b);
+DType result_type(const Tensor& a, const Scalar& b);
+/// A 0-d tensor of `dtype` holding v on `device`.
+Tensor scalar_to_tensor(const Scalar& v, DType dtype, const Device& device);
+/// t.to(dtype) that is a no-op for matching dtypes.
+inline Tensor cast(const Tensor& t, DType dtype) { return t.dtype() == dtype ? t : t.to(dtype); }
+/// Sorted, unique, wrapped dims; empty `dims` means all dims.
+std::vector<int64_t> normalize_dims(const std::vector<int64_t>& dims, int64_t rank, const char* op);
+/// Shape with `dims` removed (or set to 1 when keepdim).
+Shape reduced_shape(const Shape& s, const std::vector<int64_t>& dims, bool keepdim);
+/// Throws "[op] index N is out of range for dim D of size S" when any index is outside
+/// [-size, size) (allow_negative) or [0, size). Returns the index with negatives wrapped.
+Tensor check_index(const Tensor& index, int64_t size, const char* op, bool allow_negative = true);
+
+/// One unary primitive. Float-only ops (`float_only`) promote integer/bool input to f32; the
+/// result has the input's dtype (bool for predicates). Checks the dtype is accepted.
+Tensor unary(ir::UnaryOp op, const Tensor& x, double p0 = 0, double p1 = 0, double p2 = 0);
+/// One binary primitive with broadcasting and promotion to `compute` (or result_type(a, b) when
+/// compute is not given). Comparisons and logical ops return bool.
+Tensor binary(ir::BinaryOp op, const Tensor& a, const Tensor& b);
+Tensor binary(ir::BinaryOp op, const Tensor& a, const Scalar& b);
+Tensor binary(ir::BinaryOp op, const Scalar& a, const Tensor& b);
+/// Broadcasts `ts` to one shape (views, no copy). Throws naming `op` and all shapes.
+std::vector<Tensor> broadcast_all(const std::vector<Tensor>& ts, const char* op);
+
+}  // namespace ember::detail

@@ -1,0 +1,93 @@
+// Random tensors from the per-device Philox generator.
+#include "tensor/internal.h"
+
+namespace ember {
+
+using detail::make_tensor;
+
+namespace {
+void draw(Tensor& t, ir::RandomDist dist, double p0, double p1, const Tensor& prob = Tensor()) {
+  Backend& b = backend_for(t.device());
+  const uint64_t off = b.next_random_offset(uint64_t(t.numel()));
+  if (t.is_contiguous()) {
+    run(ir::Random{dist, t, p0, p1, b.seed(), off, prob});
+  } else {
+    Tensor tmp = make_tensor(t.shape(), t.dtype(), t.device());
+    run(ir::Random{dist, tmp, p0, p1, b.seed(), off, prob});
+    t.copy_(tmp);
+  }
+}
+}  // namespace
+
+void manual_seed(uint64_t seed) {
+  backend_for(Device::cpu()).set_seed(seed);
+  backend_for(Device::ref()).set_seed(seed);
+}
+void manual_seed(const Device& device, uint64_t seed) { backend_for(device).set_seed(seed); }
+
+Tensor& Tensor::uniform_(double lo, double hi) {
+  detail::check_floating(*this, "uniform_");
+  if (!(lo <= hi)) EMBER_FAIL("uniform_", "expects from <= to, got from=", lo, " to=", hi);
+  draw(*this, ir::RandomDist::uniform, lo, hi);
+  return *this;
+}
+
+Tensor& Tensor::normal_(double mean, double std) {
+  detail::check_floating(*this, "normal_");
+  if (!(std >= 0)) EMBER_FAIL("normal_", "expects std >= 0, got ", std);
+  draw(*this, ir::RandomDist::normal, mean, std);
+  return *this;
+}
+
+Tensor rand(Shape shape, TensorOptions o) {
+  Tensor t = make_tensor(shape, o.dtype_, o.device_);
+  return t.uniform_(0, 1);
+}
+
+Tensor randn(Shape shape, TensorOptions o) {
+  Tensor t = make_tensor(shape, o.dtype_, o.device_);
+  return t.normal_(0, 1);
+}
+
+Tensor randint(int64_t low, int64_t high, Shape shape, TensorOptions o) {
+  if (high <= low) EMBER_FAIL("randint", "expects low < high, got low=", low, " high=", high);
+  if (is_bool(o.dtype_)) EMBER_FAIL("randint", "dtype bool is not supported");
+  Tensor t = make_tensor(shape, o.dtype_, o.device_);
+  draw(t, ir::RandomDist::randint, double(low), double(high));
+  return t;
+}
+
+Tensor bernoulli(const Tensor& p) {
+  detail::check_floating(p, "bernoulli");
+  Tensor t = make_tensor(p.shape(), p.dtype(), p.device());
+  const auto lo = p.numel() ? p.to_vector<double>() : std::vector<double>{};
+  for (double v : lo)
+    if (!(v >= 0 && v <= 1))
+      EMBER_FAIL("bernoulli", "probabilities must be in [0, 1], got ", v, " (shape ",
+                 shape_str(p.shape()), ")");
+  draw(t, ir::RandomDist::bernoulli, 0, 0, p);
+  return t;
+}
+
+Tensor bernoulli(Shape shape, double p, TensorOptions o) {
+  if (!(p >= 0 && p <= 1)) EMBER_FAIL("bernoulli", "p must be in [0, 1], got ", p);
+  Tensor t = make_tensor(shape, o.dtype_, o.device_);
+  draw(t, ir::RandomDist::bernoulli, p, 0);
+  return t;
+}
+
+Tensor randperm(int64_t n, TensorOptions o) {
+  if (n < 0) EMBER_FAIL("randperm", "n must be non-negative, got ", n);
+  // Sort random keys: the same permutation on every backend for a given seed.
+  Tensor keys = make_tensor({n}, DType::f64, o.device_);
+  draw(keys, ir::RandomDist::uniform, 0, 1);
+  Tensor values = make_tensor({n}, DType::f64, o.device_);
+  Tensor idx = make_tensor({n}, DType::i64, o.device_);
+  run(ir::Sort{keys, 0, false, values, idx});
+  return detail::cast(idx, o.dtype_);
+}
+
+Tensor rand_like(const Tensor& t) { return rand(t.shape(), {t.dtype(), t.device()}); }
+Tensor randn_like(const Tensor& t) { return randn(t.shape(), {t.dtype(), t.device()}); }
+
+}  // namespace ember
