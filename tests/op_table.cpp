@@ -1,0 +1,201 @@
+// The op table runner and its helpers.
+#include "op_table.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+namespace ember::testing {
+
+namespace {
+std::vector<OpCase>& registry() {
+  static std::vector<OpCase> r;
+  return r;
+}
+}  // namespace
+
+int register_case(OpCase c) {
+  registry().push_back(std::move(c));
+  return int(registry().size());
+}
+const std::vector<OpCase>& all_cases() { return registry(); }
+
+Tensor uniform(const Shape& shape, DType dtype, uint64_t seed, double lo, double hi) {
+  manual_seed(Device::ref(), seed);
+  Tensor u = rand(shape, {DType::f64, Device::ref()}) * (hi - lo) + lo;
+  if (is_bool(dtype)) return ge(u, (lo + hi) / 2);
+  if (!is_floating(dtype)) u = floor(u);
+  return u.to(dtype);
+}
+
+Tensor integers(const Shape& shape, DType dtype, uint64_t seed, int64_t lo, int64_t hi) {
+  manual_seed(Device::ref(), seed);
+  return randint(lo, hi, shape, {DType::i64, Device::ref()}).to(dtype);
+}
+
+std::vector<DType> all_dtypes() { return {kAllDTypes, kAllDTypes + kNumDTypes}; }
+std::vector<DType> float_dtypes() { return {DType::f32, DType::f64, DType::f16, DType::bf16}; }
+std::vector<DType> numeric_dtypes() {
+  auto v = all_dtypes();
+  v.pop_back();
+  return v;
+}
+std::vector<DType> int_dtypes() {
+  return {DType::i8, DType::i16, DType::i32, DType::i64, DType::u8, DType::u16, DType::u32, DType::u64};
+}
+std::vector<DType> signed_dtypes() {
+  return {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i8, DType::i16, DType::i32, DType::i64};
+}
+
+namespace {
+void tolerance(DType t, double& rtol, double& atol) {
+  switch (t) {
+    case DType::f64: rtol = 1e-10; atol = 1e-12; break;
+    case DType::f32: rtol = 1e-5; atol = 1e-6; break;
+    case DType::f16: rtol = 2e-3; atol = 1e-3; break;
+    case DType::bf16: rtol = 1.6e-2; atol = 1e-2; break;
+    default: rtol = 0; atol = 0; break;
+  }
+}
+}  // namespace
+
+std::string compare(const Tensor& want, const Tensor& got, double tol_scale) {
+  std::ostringstream os;
+  if (!want.defined() || !got.defined())
+    return want.defined() == got.defined() ? "" : "one output is undefined";
+  if (want.shape() != got.shape()) {
+    os << "shape " << shape_str(got.shape()) << " != expected " << shape_str(want.shape());
+    return os.str();
+  }
+  if (want.dtype() != got.dtype()) {
+    os << "dtype " << dtype_name(got.dtype()) << " != expected " << dtype_name(want.dtype());
+    return os.str();
+  }
+  double rtol, atol;
+  tolerance(want.dtype(), rtol, atol);
+  rtol *= tol_scale;
+  atol *= tol_scale;
+  const auto w = want.to_vector<double>(), g = got.to_vector<double>();
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (std::isnan(w[i]) && std::isnan(g[i])) continue;
+    if (w[i] == g[i]) continue;
+    if (std::fabs(w[i] - g[i]) <= atol + rtol * std::fabs(w[i])) continue;
+    os << "element " << i << ": got " << g[i] << ", expected " << w[i] << " (shape "
+       << shape_str(want.shape()) << ", " << dtype_name(want.dtype()) << ")";
+    return os.str();
+  }
+  return "";
+}
+
+namespace {
+
+enum class Layout { contiguous, permuted, stepped, broadcast };
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::contiguous: return "contiguous";
+    case Layout::permuted: return "permuted";
+    case Layout::stepped: return "stepped-slice";
+    case Layout::broadcast: return "broadcast";
+  }
+  return "?";
+}
+
+// The same logical values as `base` (contiguous on `device`), laid out as `layout`.
+// Broadcast changes the values: row 0 repeated along dim 0.
+Tensor apply_layout(const Tensor& base, Layout layout) {
+  const int64_t r = base.dim();
+  if (r == 0 || base.numel() == 0) return base;
+  switch (layout) {
+    case Layout::contiguous: return base;
+    case Layout::permuted: {
+      if (r < 2) return apply_layout(base, Layout::stepped);
+      std::vector<int64_t> rev(size_t(r));
+      for (int64_t i = 0; i < r; ++i) rev[size_t(i)] = r - 1 - i;
+      return base.permute(rev).contiguous().permute(rev);
+    }
+    case Layout::stepped: {
+      Shape big = base.shape();
+      big.back() *= 2;
+      Tensor holder = zeros(big, {base.dtype(), base.device()});
+      Tensor view = holder.slice(-1, 0, big.back(), 2);
+      view.copy_(base);
+      return view;
+    }
+    case Layout::broadcast: return base.narrow(0, 0, 1).expand(base.shape());
+  }
+  return base;
+}
+
+std::vector<Device> devices_under_test() {
+  std::vector<Device> out;
+  for (const auto& d : available_devices()) out.push_back(d.device);
+  return out;
+}
+
+}  // namespace
+
+TEST(OpTable, EveryOpMatchesReferenceOnEveryBackendAndLayout) {
+  int64_t op_dtype_cases = 0, runs = 0;
+  std::vector<std::string> failures;
+  const auto devices = devices_under_test();
+  const Layout layouts[] = {Layout::contiguous, Layout::permuted, Layout::stepped, Layout::broadcast};
+  for (const OpCase& c : all_cases()) {
+    for (DType dt : c.dtypes) {
+      ++op_dtype_cases;
+      const Inputs base = c.inputs(dt, 1234 + uint64_t(op_dtype_cases));
+      for (Layout layout : layouts) {
+        // The expected values: reference backend on contiguous copies of this layout's values.
+        Inputs ref_in;
+        for (size_t i = 0; i < base.size(); ++i) {
+          const bool vary = c.vary.empty() || c.vary[i];
+          ref_in.push_back(vary ? apply_layout(base[i], layout).contiguous() : base[i]);
+        }
+        std::vector<Tensor> want;
+        try {
+          want = c.fn(ref_in);
+        } catch (const std::exception& e) {
+          failures.push_back(c.name + " [" + dtype_name(dt) + ", ref, " + layout_name(layout) +
+                             "]: threw " + e.what());
+          continue;
+        }
+        for (const Device& dev : devices) {
+          ++runs;
+          const std::string where = c.name + " [" + dtype_name(dt) + ", " + dev.str() + ", " +
+                                    layout_name(layout) + "]";
+          try {
+            Inputs in;
+            for (size_t i = 0; i < base.size(); ++i) {
+              const bool vary = c.vary.empty() || c.vary[i];
+              Tensor on_dev = base[i].defined() ? base[i].to(dev) : base[i];
+              in.push_back(vary && on_dev.defined() ? apply_layout(on_dev, layout) : on_dev);
+            }
+            const auto got = c.fn(in);
+            if (got.size() != want.size()) {
+              failures.push_back(where + ": output count differs");
+              continue;
+            }
+            for (size_t k = 0; k < got.size(); ++k) {
+              if (got[k].defined() && got[k].device() != dev) {
+                failures.push_back(where + ": output " + std::to_string(k) + " is on " +
+                                   got[k].device().str());
+                continue;
+              }
+              const std::string m = compare(want[k], got[k], c.tol_scale);
+              if (!m.empty()) failures.push_back(where + " output " + std::to_string(k) + ": " + m);
+            }
+          } catch (const std::exception& e) {
+            failures.push_back(where + ": threw " + e.what());
+          }
+        }
+      }
+    }
+  }
+  std::cout << "op table: " << all_cases().size() << " cases, " << op_dtype_cases
+            << " op x dtype cases, " << runs << " runs (x " << devices.size()
+            << " backends x 4 layouts), " << failures.size() << " failures\n";
+  for (size_t i = 0; i < failures.size() && i < 60; ++i) ADD_FAILURE() << failures[i];
+  EXPECT_GT(op_dtype_cases, 0);
+}
+
+}  // namespace ember::testing
