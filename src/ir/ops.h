@@ -34,7 +34,7 @@ enum class ReduceOp : uint8_t { sum, prod, max, min, any, all };
 enum class ScanOp : uint8_t { cumsum, cumprod, cummax, cummin };
 enum class ScatterReduce : uint8_t { none, sum, prod, mean, amax, amin };
 enum class RandomDist : uint8_t { uniform, normal, bernoulli, randint };
-enum class InterpMode : uint8_t { nearest, linear, cubic };  // linear covers 1d/2d/3d
+enum class InterpMode : uint8_t { nearest, linear, cubic, nearest_exact };  // linear: 1d/2d/3d
 
 /// dst = cast(src); src is broadcast to dst's shape, dtypes may differ. dst may be on another
 /// device only for Copy (the frontend routes through host memory).
@@ -84,7 +84,7 @@ struct Col2im {
 struct AdaptivePool { bool max; Tensor src, dst, indices; };
 /// Resize the spatial dims of src [N, C, *S] into dst [N, C, *O]. `scales` (per spatial dim, 0 =
 /// use sizes) as torch's scale_factor with recompute_scale_factor=False. nearest is torch's
-/// legacy 'nearest'; linear/cubic honour align_corners; cubic uses A = -0.75 with edge clamping.
+/// legacy 'nearest', nearest_exact 'nearest-exact'; linear/cubic honour align_corners; cubic uses A = -0.75 with edge clamping.
 struct Interpolate {
   InterpMode mode; bool align_corners; std::vector<double> scales; Tensor src, dst;
 };

@@ -3,6 +3,7 @@
 #include "ember/nn/functional/activation.h"
 #include "ember/nn/functional/attention.h"
 #include "ember/nn/functional/conv.h"
+#include "ember/nn/functional/interpolate.h"
 #include "ember/nn/functional/loss.h"
 #include "ember/nn/functional/norm.h"
 #include "ember/nn/functional/pool.h"
