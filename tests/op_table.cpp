@@ -110,7 +110,7 @@ Tensor apply_layout(const Tensor& base, Layout layout) {
     case Layout::contiguous: return base;
     case Layout::permuted: {
       if (r < 2) return apply_layout(base, Layout::stepped);
-      std::vector<int64_t> rev(size_t(r));
+      std::vector<int64_t> rev(static_cast<size_t>(r));
       for (int64_t i = 0; i < r; ++i) rev[size_t(i)] = r - 1 - i;
       return base.permute(rev).contiguous().permute(rev);
     }

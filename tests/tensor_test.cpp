@@ -1,12 +1,163 @@
+// Tensor core: creation, views, aliasing, conversion, printing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "ember/ember.h"
+#include "op_table.h"
 
 using namespace ember;
 
-TEST(TensorTest, CreationAndItem) {
+namespace {
+std::vector<float> vals(const Tensor& t) { return t.to_vector<float>(); }
+}  // namespace
+
+TEST(TensorTest, CreationShapesAndItem) {
   Tensor t = tensor<float>({1.f, 2.f, 3.f, 4.f}, {2, 2});
   EXPECT_EQ(t.shape(), (Shape{2, 2}));
   EXPECT_EQ(t.dtype(), DType::f32);
   EXPECT_FLOAT_EQ(t.select(1, 1)[1].item<float>(), 4.f);
+  EXPECT_EQ(zeros({2, 3}).numel(), 6);
+  EXPECT_EQ(full({2}, 7, DType::i32).to_vector<int32_t>(), (std::vector<int32_t>{7, 7}));
+  Tensor s = scalar_tensor(3.5);
+  EXPECT_EQ(s.dim(), 0);
+  EXPECT_EQ(s.item<double>(), 3.5);
+  EXPECT_EQ(arange(5).dtype(), DType::i64);
+  EXPECT_EQ(arange(5).to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(arange(0.0, 1.0, 0.25).to_vector<float>(), (std::vector<float>{0, 0.25f, 0.5f, 0.75f}));
+  EXPECT_EQ(arange(10, 0, -3).to_vector<int64_t>(), (std::vector<int64_t>{10, 7, 4, 1}));
+  EXPECT_EQ(vals(linspace(0, 1, 5)), (std::vector<float>{0, 0.25f, 0.5f, 0.75f, 1}));
+  EXPECT_EQ(vals(eye(2, 3)), (std::vector<float>{1, 0, 0, 0, 1, 0}));
+  EXPECT_EQ(zeros({0, 3}).numel(), 0);
+  EXPECT_EQ(ones_like(zeros({2}, DType::u8)).to_vector<int>(), (std::vector<int>{1, 1}));
+}
+
+TEST(TensorTest, ViewsShareStorageAndWriteThrough) {
+  Tensor x = arange(12, {DType::f32}).reshape({3, 4});
+  Tensor col = x.select(1, 2);
+  EXPECT_TRUE(col.is_alias_of(x));
+  col.fill_(-1);
+  EXPECT_EQ(vals(x.select(1, 2)), (std::vector<float>{-1, -1, -1}));
+  Tensor tr = x.t();
+  EXPECT_FALSE(tr.is_contiguous());
+  EXPECT_EQ(tr.shape(), (Shape{4, 3}));
+  EXPECT_EQ(vals(tr.select(0, 1)), (std::vector<float>{1, 5, 9}));
+  // Stepped slice with a negative start.
+  EXPECT_EQ(vals(arange(10, DType::f32).slice(0, -7, 10, 3)), (std::vector<float>{3, 6, 9}));
+  EXPECT_EQ(vals(arange(10, DType::f32).slice(0, 2, 100)).size(), 8u);
+  // unfold: windows of 3 every 2.
+  Tensor u = arange(7, DType::f32).unfold(0, 3, 2);
+  EXPECT_EQ(u.shape(), (Shape{3, 3}));
+  EXPECT_EQ(vals(u.select(0, 2)), (std::vector<float>{4, 5, 6}));
+  // expand gives stride 0; writing through x is visible in the expansion.
+  Tensor row = arange(3, DType::f32);
+  Tensor e = row.expand({2, 3});
+  EXPECT_EQ(e.strides(), (Strides{0, 1}));
+  row.add_(1);
+  EXPECT_EQ(vals(e), (std::vector<float>{1, 2, 3, 1, 2, 3}));
+  // view needs compatible strides; reshape copies when it must.
+  EXPECT_THROW(tr.view({12}), Error);
+  Tensor r = tr.reshape({12});
+  EXPECT_FALSE(r.is_alias_of(x));
+  EXPECT_EQ(r.to_vector<float>()[1], 4.f);
+  EXPECT_TRUE(x.reshape({2, 6}).is_alias_of(x));
+  EXPECT_EQ(x.view({-1, 2}).shape(), (Shape{6, 2}));
+  EXPECT_EQ(x.unsqueeze(1).shape(), (Shape{3, 1, 4}));
+  EXPECT_EQ(x.unsqueeze(-1).squeeze().shape(), (Shape{3, 4}));
+  EXPECT_EQ(x.flatten().shape(), (Shape{12}));
+  EXPECT_EQ(x.permute({1, 0}).shape(), (Shape{4, 3}));
+  EXPECT_EQ(vals(x.diagonal()), (std::vector<float>{0, 5, 10}));
+  EXPECT_EQ(vals(x.diagonal(1)), (std::vector<float>{1, -1, 11}));
+  EXPECT_EQ(vals(x.narrow(0, 1, 1).flatten()), (std::vector<float>{4, 5, -1, 7}));
+  Tensor f = x.flip({0, 1});
+  EXPECT_FALSE(f.is_alias_of(x));
+  EXPECT_EQ(vals(f.select(0, 0)), (std::vector<float>{11, 10, -1, 8}));
+}
+
+TEST(TensorTest, InPlaceThroughOverlappingViews) {
+  Tensor x = arange(9, DType::f32).reshape({3, 3});
+  x.copy_(x.t());  // source aliases destination: must behave as if copied first
+  EXPECT_EQ(vals(x), (std::vector<float>{0, 3, 6, 1, 4, 7, 2, 5, 8}));
+  Tensor y = arange(4, DType::i32);
+  y.slice(0, 1, 4).copy_(y.slice(0, 0, 3));
+  EXPECT_EQ(y.to_vector<int>(), (std::vector<int>{0, 0, 1, 2}));
+  EXPECT_THROW(y.add_(0.5), Error);  // float result into an int tensor
+  Tensor m = zeros({2, 2});
+  m.masked_fill_(tensor<bool>({true, false}), 5);
+  EXPECT_EQ(vals(m), (std::vector<float>{5, 0, 5, 0}));
+}
+
+TEST(TensorTest, ConversionsAndDevices) {
+  Tensor x = tensor<float>({-1.7f, 2.5f, 300.f});
+  EXPECT_EQ(x.to(DType::i32).to_vector<int>(), (std::vector<int>{-1, 2, 300}));
+  EXPECT_EQ(x.to(DType::b8).to_vector<int>(), (std::vector<int>{1, 1, 1}));
+  EXPECT_EQ(x.to(DType::f16).to_vector<float>()[1], 2.5f);
+  Tensor r = x.to(Device::ref());
+  EXPECT_EQ(r.device(), Device::ref());
+  EXPECT_EQ(vals(r), vals(x));
+  EXPECT_EQ(Device::parse("ref"), Device::ref());
+  EXPECT_EQ(DeviceKind::parse("IntegratedGpu(1)"), DeviceKind::IntegratedGpu(1));
+  EXPECT_EQ(DeviceKind::parse("Cpu").str(), "Cpu");
+}
+
+TEST(TensorTest, HalfAndBFloat16RoundTrip) {
+  EXPECT_EQ(float(Half(1.0f)), 1.0f);
+  EXPECT_EQ(Half(1.0f).bits, 0x3c00);
+  EXPECT_EQ(Half(65504.f).bits, 0x7bff);
+  EXPECT_EQ(Half(1e6f).bits, 0x7c00);                // overflow -> inf
+  EXPECT_EQ(float(Half(5.96046448e-08f)), 5.96046448e-08f);  // smallest subnormal
+  EXPECT_EQ(Half(1.0f + 1.0f / 2048).bits, 0x3c00);  // tie rounds to even
+  EXPECT_EQ(BFloat16(1.0f).bits, 0x3f80);
+  EXPECT_EQ(float(BFloat16(3.140625f)), 3.140625f);
+  EXPECT_TRUE(std::isnan(float(BFloat16(NAN))));
+}
+
+TEST(TensorTest, PrintsLikePyTorch) {
+  EXPECT_EQ(tensor<float>({1.f, 2.5f}).str(), "tensor([1.0000, 2.5000])");
+  EXPECT_EQ(tensor<float>({1.f, 2.f, 3.f, 4.f}, {2, 2}).str(), "tensor([[1., 2.],\n        [3., 4.]])");
+  EXPECT_EQ(tensor<int32_t>({1, 2}).str(), "tensor([1, 2], dtype=int32)");
+  EXPECT_EQ(tensor<bool>({true, false}).str(), "tensor([ True, False])");
+  EXPECT_EQ(scalar_tensor(3).str(), "tensor(3.)");
+  const std::string big = zeros({2000}).str();
+  EXPECT_NE(big.find("..."), std::string::npos);
+  EXPECT_LT(big.size(), 100u);
+}
+
+TEST(TensorTest, RandomIsReproducibleAcrossBackends) {
+  manual_seed(42);
+  Tensor a = randn({100}, {DType::f32, Device::cpu()});
+  manual_seed(42);
+  Tensor b = randn({100}, {DType::f32, Device::ref()});
+  EXPECT_EQ(a.to_vector<float>(), b.to_vector<float>());
+  Tensor c = randn({100}, {DType::f32, Device::ref()});
+  EXPECT_NE(b.to_vector<float>(), c.to_vector<float>());  // the stream advances
+  manual_seed(7);
+  auto u = rand({1000}).to_vector<float>();
+  for (float v : u) {
+    EXPECT_GE(v, 0.f);
+    EXPECT_LT(v, 1.f);
+  }
+  auto p = randperm(50).to_vector<int64_t>();
+  std::sort(p.begin(), p.end());
+  for (int64_t i = 0; i < 50; ++i) EXPECT_EQ(p[size_t(i)], i);
+  auto ri = randint(3, 6, {200}).to_vector<int64_t>();
+  for (auto v : ri) {
+    EXPECT_GE(v, 3);
+    EXPECT_LT(v, 6);
+  }
+  auto bern = bernoulli({100}, 0.0).to_vector<float>();
+  for (float v : bern) EXPECT_EQ(v, 0.f);
+  EXPECT_THROW(bernoulli({2}, 1.5), Error);
+}
+
+TEST(OpTableTest, CompareDetectsWrongValuesShapesAndDtypes) {
+  using ember::testing::compare;
+  Tensor a = tensor<float>({1.f, 2.f});
+  EXPECT_EQ(compare(a, a.clone()), "");
+  EXPECT_NE(compare(a, tensor<float>({1.f, 2.1f})), "");
+  EXPECT_NE(compare(a, tensor<double>({1.0, 2.0})), "");
+  EXPECT_NE(compare(a, a.reshape({2, 1})), "");
+  EXPECT_EQ(compare(tensor<float>({NAN}), tensor<float>({NAN})), "");
+  EXPECT_NE(compare(tensor<float>({NAN}), tensor<float>({0.f})), "");
 }

@@ -1,6 +1,7 @@
 // ember::Tensor: a strided view of a device buffer with a dtype, dynamic rank and autograd hooks.
 #pragma once
 #include <cstdint>
+#include <algorithm>
 #include <initializer_list>
 #include <memory>
 #include <ostream>
@@ -226,9 +227,11 @@ Tensor from_vector(const std::vector<T>& data, Shape shape,
 template <typename T>
 Tensor tensor(std::initializer_list<T> values, Shape shape = {},
               Device device = Device::default_device()) {
-  std::vector<T> v(values);
-  if (shape.empty()) shape = {int64_t(v.size())};
-  return from_vector<T>(std::span<const T>(v.data(), v.size()), std::move(shape), device);
+  // A plain array, not std::vector: std::vector<bool> has no contiguous storage.
+  std::unique_ptr<T[]> v(new T[values.size()]);
+  std::copy(values.begin(), values.end(), v.get());
+  if (shape.empty()) shape = {int64_t(values.size())};
+  return from_vector<T>(std::span<const T>(v.get(), values.size()), std::move(shape), device);
 }
 /// Copies raw host bytes of `dtype` into a new tensor.
 Tensor from_blob(const void* data, Shape shape, DType dtype,

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Ember builds and tests with (only what is missing).
+# Usage: scripts/install-deps.sh [--main]   (--main adds the data the main job trains on)
+set -euo pipefail
+pkgs=(build-essential cmake ccache pkg-config git libgtest-dev googletest libcli11-dev
+      nlohmann-json3-dev zlib1g-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata)
+if [ "${1:-}" = "--main" ]; then pkgs+=(dataset-fashion-mnist); fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
