@@ -39,6 +39,9 @@ struct TensorImpl {
   int64_t offset = 0;  // in elements
   DType dtype = DType::f32;
   std::shared_ptr<AutogradMeta> autograd;
+  /// For views made by view ops: the tensor that owns the storage (autodiff routes in-place
+  /// writes through a view to it). Null for tensors that own their storage and for aliases.
+  std::shared_ptr<TensorImpl> view_base;
 };
 
 /// Tensor options for factories: dtype and device (defaults: f32, Device::default_device()).
@@ -150,6 +153,26 @@ class Tensor {
   Tensor& masked_fill_(const Tensor& mask, const Scalar& v);
   Tensor& uniform_(double lo = 0, double hi = 1);
   Tensor& normal_(double mean = 0, double std = 1);
+
+  // ---- autograd (src/autodiff) ----
+  bool requires_grad() const;
+  /// Marks a floating-point leaf as needing gradients. Throws for integer/bool tensors and for
+  /// non-leaf tensors.
+  Tensor& requires_grad_(bool on = true);
+  /// Accumulated gradient (undefined Tensor until a backward reaches this leaf).
+  Tensor grad() const;
+  /// Replaces the gradient (an undefined Tensor clears it, as `x.grad = None`).
+  void set_grad(const Tensor& g);
+  /// Back-propagates from this tensor. `gradient` (same shape) is required unless the tensor has
+  /// one element. The graph is freed afterwards unless retain_graph. Gradients accumulate into
+  /// the .grad of leaves.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  /// The same data without history (shares storage).
+  Tensor detach() const;
+  /// True for tensors that no op produced while recording (user-created or detached).
+  bool is_leaf() const;
+  /// Name of the backward node that produced this tensor ("" for leaves): "MulBackward"...
+  std::string grad_fn_name() const;
 
   // ---- common math as methods (the functions in ember/ops/*.h are the full set) ----
   Tensor sum() const;

@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include "autodiff/rules.h"
 #include "tensor/internal.h"
 
 namespace ember {
@@ -70,7 +71,9 @@ Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, DType rt) {
   const DType compute = binary_compute_dtype(op, rt, a, b);
   const Shape s = broadcast_shapes(a.shape(), b.shape(), n);
   Tensor out = make_tensor(s, is_compare(op) ? DType::b8 : compute, a.device());
-  run(ir::Binary{op, cast(a, compute).expand(s), cast(b, compute).expand(s), out});
+  const Tensor ac = cast(a, compute), bc = cast(b, compute);
+  run(ir::Binary{op, ac.expand(s), bc.expand(s), out});
+  autograd::rules::binary(op, ac, bc, out);
   return out;
 }
 
@@ -94,6 +97,7 @@ Tensor unary(UnaryOp op, const Tensor& x, double p0, double p1, double p2) {
   Tensor src = cast(x, dt);
   Tensor out = make_tensor(x.shape(), is_predicate(op) ? DType::b8 : dt, x.device());
   run(ir::Unary{op, src, out, p0, p1, p2});
+  autograd::rules::unary(op, src, out, p0, p1, p2);
   return out;
 }
 
@@ -260,7 +264,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   auto t = detail::broadcast_all({cond, a, b}, "where");
   const DType rt = detail::result_type(a, b);
   Tensor out = make_tensor(t[0].shape(), rt, a.device());
-  run(ir::Where{t[0], detail::cast(t[1], rt), detail::cast(t[2], rt), out});
+  const Tensor ac = detail::cast(a, rt), bc = detail::cast(b, rt);
+  run(ir::Where{t[0], ac.expand(t[0].shape()), bc.expand(t[0].shape()), out});
+  autograd::rules::where(cond, ac, bc, out);
   return out;
 }
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {

@@ -35,8 +35,10 @@ std::vector<int64_t> normalize_dims(const std::vector<int64_t>& dims, int64_t ra
 /// Shape with `dims` removed (or set to 1 when keepdim).
 Shape reduced_shape(const Shape& s, const std::vector<int64_t>& dims, bool keepdim);
 /// Throws "[op] index N is out of range for dim D of size S" when any index is outside
-/// [-size, size) (allow_negative) or [0, size). Returns the index with negatives wrapped.
-Tensor check_index(const Tensor& index, int64_t size, const char* op, bool allow_negative = true);
+/// [-size, size) (allow_negative) or [0, size), or is not an integer tensor. Returns the index as
+/// i64 with negatives wrapped. `dim` (>= 0) is only named in the message. (src/ops/indexing.cpp)
+Tensor check_index(const Tensor& index, int64_t size, const char* op, bool allow_negative = true,
+                   int64_t dim = -1);
 
 /// One unary primitive. Float-only ops (`float_only`) promote integer/bool input to f32; the
 /// result has the input's dtype (bool for predicates). Checks the dtype is accepted.

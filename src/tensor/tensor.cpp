@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "autodiff/graph.h"
+#include "autodiff/rules.h"
 #include "backends/ref/dispatch.h"
 #include "tensor/internal.h"
 
@@ -39,6 +41,7 @@ Tensor make_view(const Tensor& base, Shape shape, Strides strides, int64_t offse
   impl->strides = std::move(strides);
   impl->offset = offset;
   impl->dtype = base.dtype();
+  impl->view_base = base.impl()->view_base ? base.impl()->view_base : base.impl_ptr();
   return Tensor(std::move(impl));
 }
 
@@ -185,7 +188,11 @@ Tensor Tensor::to(const Device& d) const {
   check_defined(*this, "to");
   if (d == device()) return *this;
   Tensor out = detail::make_tensor(shape(), dtype(), d);
-  out.copy_(*this);
+  {
+    NoGradGuard no_grad;
+    out.copy_(*this);
+  }
+  autograd::rules::convert(*this, out, "ToDeviceBackward");
   return out;
 }
 
@@ -194,6 +201,7 @@ Tensor Tensor::to(DType t) const {
   if (t == dtype()) return *this;
   Tensor out = detail::make_tensor(shape(), t, device());
   run(ir::Copy{*this, out});
+  autograd::rules::convert(*this, out, "ToDtypeBackward");
   return out;
 }
 
@@ -201,6 +209,7 @@ Tensor Tensor::clone() const {
   check_defined(*this, "clone");
   Tensor out = detail::make_tensor(shape(), dtype(), device());
   run(ir::Copy{*this, out});
+  autograd::rules::convert(*this, out, "CloneBackward");
   return out;
 }
 
@@ -212,6 +221,9 @@ Tensor Tensor::contiguous() const {
 Tensor& Tensor::fill_(const Scalar& v) {
   check_defined(*this, "fill_");
   run(ir::Fill{*this, v});
+  // Filling a region of a tensor with history: that region gets no gradient.
+  if (is_grad_enabled() && (requires_grad() || (impl_->view_base && Tensor(impl_->view_base).requires_grad())))
+    autograd::record_copy(*this, detail::scalar_to_tensor(v, dtype(), device()), Tensor());
   return *this;
 }
 
@@ -243,9 +255,11 @@ Tensor& Tensor::copy_(const Tensor& src) {
       staged.impl()->storage->version++;
       if (!staged.is_alias_of(*this)) run(ir::Copy{staged, *this});
     }
+    autograd::record_copy(*this, src, Tensor());
     return *this;
   }
   run(ir::Copy{s, *this});
+  autograd::record_copy(*this, src, Tensor());
   return *this;
 }
 

@@ -1,6 +1,8 @@
 // View ops: new geometry over the same storage, no copy (flip and reshape copy when they must).
 #include <algorithm>
+#include <functional>
 
+#include "autodiff/graph.h"
 #include "tensor/internal.h"
 
 namespace ember {
@@ -9,6 +11,24 @@ using detail::check_defined;
 using detail::make_view;
 
 namespace {
+
+// Records the backward of a view op: fn maps the view's gradient to the input's.
+Tensor track(Tensor out, const Tensor& in, const char* name,
+             std::function<Tensor(const Tensor&)> fn) {
+  if (autograd::needs_grad({&in}))
+    autograd::record1(name, {in}, out, [fn = std::move(fn)](const Tensor& g) {
+      return std::vector<Tensor>{fn(g)};
+    });
+  return out;
+}
+
+// Gradient of a view that selects part of `shape`: zeros with the part set to g.
+Tensor scatter_into(const Tensor& g, const Shape& shape, const std::function<Tensor(Tensor&)>& part) {
+  Tensor gx = zeros(shape, {g.dtype(), g.device()});
+  Tensor region = part(gx);
+  region.copy_(g);
+  return gx;
+}
 
 Shape infer_shape(Shape shape, int64_t numel, const Shape& from, const char* op) {
   int64_t known = 1, infer = -1;
@@ -74,14 +94,17 @@ Tensor Tensor::view(Shape s) const {
   if (!view_strides(shape(), strides(), s, st))
     EMBER_FAIL("view", "cannot view shape ", shape_str(shape()), " with strides ",
                shape_str(strides()), " as ", shape_str(s), " without a copy; use reshape()");
-  return make_view(*this, s, st, offset());
+  return track(make_view(*this, s, st, offset()), *this, "ViewBackward",
+               [old = shape()](const Tensor& g) { return g.reshape(old); });
 }
 
 Tensor Tensor::reshape(Shape s) const {
   check_defined(*this, "reshape");
   s = infer_shape(std::move(s), numel(), shape(), "reshape");
   Strides st;
-  if (view_strides(shape(), strides(), s, st)) return make_view(*this, s, st, offset());
+  if (view_strides(shape(), strides(), s, st))
+    return track(make_view(*this, s, st, offset()), *this, "ViewBackward",
+                 [old = shape()](const Tensor& g) { return g.reshape(old); });
   return clone().view(s);
 }
 
@@ -114,7 +137,10 @@ Tensor Tensor::permute(std::vector<int64_t> dims) const {
     s[i] = shape()[size_t(d)];
     st[i] = strides()[size_t(d)];
   }
-  return make_view(*this, s, st, offset());
+  std::vector<int64_t> inverse(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) inverse[size_t(wrap_dim(dims[i], dim(), "permute"))] = int64_t(i);
+  return track(make_view(*this, s, st, offset()), *this, "PermuteBackward",
+               [inverse](const Tensor& g) { return g.permute(inverse); });
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
@@ -126,7 +152,8 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   Strides st = strides();
   std::swap(s[size_t(d0)], s[size_t(d1)]);
   std::swap(st[size_t(d0)], st[size_t(d1)]);
-  return make_view(*this, s, st, offset());
+  return track(make_view(*this, s, st, offset()), *this, "TransposeBackward",
+               [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
 }
 
 Tensor Tensor::t() const {
@@ -156,7 +183,10 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t stop, int64_t step) const
   s[size_t(d)] = (stop - start + step - 1) / step;
   const int64_t off = offset() + start * st[size_t(d)];
   st[size_t(d)] *= step;
-  return make_view(*this, s, st, off);
+  return track(make_view(*this, s, st, off), *this, "SliceBackward",
+               [old = shape(), d, start, stop, step](const Tensor& g) {
+                 return scatter_into(g, old, [&](Tensor& gx) { return gx.slice(d, start, stop, step); });
+               });
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -184,7 +214,10 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   const int64_t off = offset() + index * st[size_t(d)];
   s.erase(s.begin() + d);
   st.erase(st.begin() + d);
-  return make_view(*this, s, st, off);
+  return track(make_view(*this, s, st, off), *this, "SelectBackward",
+               [old = shape(), d, index](const Tensor& g) {
+                 return scatter_into(g, old, [&](Tensor& gx) { return gx.select(d, index); });
+               });
 }
 
 Tensor Tensor::expand(Shape target) const {
@@ -212,7 +245,8 @@ Tensor Tensor::expand(Shape target) const {
     }
   }
   if (target == shape()) return *this;
-  return make_view(*this, target, st, offset());
+  return track(make_view(*this, target, st, offset()), *this, "ExpandBackward",
+               [old = shape(), dt = dtype()](const Tensor& g) { return autograd::reduce_to(g, old, dt); });
 }
 
 Tensor Tensor::squeeze() const {
@@ -224,7 +258,8 @@ Tensor Tensor::squeeze() const {
       s.push_back(shape()[size_t(i)]);
       st.push_back(strides()[size_t(i)]);
     }
-  return make_view(*this, s, st, offset());
+  return track(make_view(*this, s, st, offset()), *this, "SqueezeBackward",
+               [old = shape()](const Tensor& g) { return g.reshape(old); });
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
@@ -236,7 +271,8 @@ Tensor Tensor::squeeze(int64_t d) const {
   Strides st = strides();
   s.erase(s.begin() + d);
   st.erase(st.begin() + d);
-  return make_view(*this, s, st, offset());
+  return track(make_view(*this, s, st, offset()), *this, "SqueezeBackward",
+               [old = shape()](const Tensor& g) { return g.reshape(old); });
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -247,7 +283,8 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   const int64_t inner = d < dim() ? st[size_t(d)] * s[size_t(d)] : 1;
   s.insert(s.begin() + d, 1);
   st.insert(st.begin() + d, inner);
-  return make_view(*this, s, st, offset());
+  return track(make_view(*this, s, st, offset()), *this, "UnsqueezeBackward",
+               [old = shape()](const Tensor& g) { return g.reshape(old); });
 }
 
 Tensor Tensor::unfold(int64_t d, int64_t size, int64_t step) const {
@@ -266,7 +303,17 @@ Tensor Tensor::unfold(int64_t d, int64_t size, int64_t step) const {
   st[size_t(d)] = dst * step;
   s.push_back(size);
   st.push_back(dst);
-  return make_view(*this, s, st, offset());
+  const int64_t windows = s[size_t(d)];
+  return track(make_view(*this, s, st, offset()), *this, "UnfoldBackward",
+               [old = shape(), d, size, step, windows, r0 = dim() == 0](const Tensor& g) {
+                 // Windows may overlap: add each window offset's slice.
+                 Tensor gx = zeros(r0 ? Shape{1} : old, {g.dtype(), g.device()});
+                 for (int64_t k = 0; k < size && windows > 0; ++k) {
+                   Tensor part = gx.slice(d, k, k + (windows - 1) * step + 1, step);
+                   part.copy_(part + g.select(-1, k));
+                 }
+                 return gx.reshape(old);
+               });
 }
 
 Tensor Tensor::diagonal(int64_t off, int64_t d1, int64_t d2) const {
@@ -293,7 +340,10 @@ Tensor Tensor::diagonal(int64_t off, int64_t d1, int64_t d2) const {
     }
   s.push_back(len);
   st.push_back(strides()[size_t(d1)] + strides()[size_t(d2)]);
-  return make_view(*this, s, st, start);
+  return track(make_view(*this, s, st, start), *this, "DiagonalBackward",
+               [old = shape(), off, d1, d2](const Tensor& g) {
+                 return scatter_into(g, old, [&](Tensor& gx) { return gx.diagonal(off, d1, d2); });
+               });
 }
 
 Tensor Tensor::flip(std::vector<int64_t> dims) const {
@@ -307,7 +357,12 @@ Tensor Tensor::flip(std::vector<int64_t> dims) const {
     st[size_t(d)] = -st[size_t(d)];
   }
   // A negative-stride view, materialised so the result owns its data as torch.flip does.
-  return make_view(*this, shape(), st, off).clone();
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = make_view(*this, shape(), st, off).clone();
+  }
+  return track(out, *this, "FlipBackward", [dims](const Tensor& g) { return g.flip(dims); });
 }
 
 }  // namespace ember

@@ -1,0 +1,60 @@
+// Reverse-mode automatic differentiation: grad mode, guards, and autograd::grad.
+// Tensor::requires_grad_/backward/grad/detach are declared in ember/tensor.h.
+// Recording follows PyTorch: an op whose inputs require grad (with grad mode on) attaches a
+// backward node to its floating-point outputs; backward() walks the nodes in reverse creation
+// order. Higher-order gradients are not supported: backward rules run with grad mode off.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "ember/tensor.h"
+
+namespace ember {
+
+/// Whether ops record the graph on this thread (default true).
+bool is_grad_enabled();
+void set_grad_enabled(bool on);
+
+/// Disables recording for its scope (as torch.no_grad()).
+class NoGradGuard {
+ public:
+  NoGradGuard() : prev_(is_grad_enabled()) { set_grad_enabled(false); }
+  ~NoGradGuard() { set_grad_enabled(prev_); }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+/// Enables recording for its scope (inside a NoGradGuard).
+class EnableGradGuard {
+ public:
+  EnableGradGuard() : prev_(is_grad_enabled()) { set_grad_enabled(true); }
+  ~EnableGradGuard() { set_grad_enabled(prev_); }
+  EnableGradGuard(const EnableGradGuard&) = delete;
+  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+namespace autograd {
+
+/// d(sum_i <outputs[i], grad_outputs[i]>)/d(inputs) without touching any .grad
+/// (torch.autograd.grad). grad_outputs may be omitted for 0-d outputs. An input that the
+/// outputs do not depend on throws unless allow_unused (then its entry is undefined).
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
+                         bool allow_unused = false);
+
+/// Gradient checkpointing (as torch.utils.checkpoint): runs fn(inputs) without storing its
+/// intermediate tensors; backward runs fn again to rebuild them. Trades compute for memory.
+std::vector<Tensor> checkpoint(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
+                               const std::vector<Tensor>& inputs);
+
+/// Bytes held by tensors saved for backward in live graphs (for memory tests and tuning).
+int64_t saved_tensor_bytes();
+
+}  // namespace autograd
+}  // namespace ember

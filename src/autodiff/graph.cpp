@@ -1,0 +1,209 @@
+// Recording: nodes, edges, saved tensors, leaf accumulators, in-place history rebasing.
+#include "autodiff/graph.h"
+
+#include <atomic>
+
+#include "autodiff/meta.h"
+#include "ember/ops/reduce.h"
+#include "tensor/internal.h"
+
+namespace ember {
+
+namespace {
+thread_local bool g_grad_enabled = true;
+std::atomic<uint64_t> g_seq{0};
+std::atomic<int64_t> g_saved_bytes{0};
+}  // namespace
+
+bool is_grad_enabled() { return g_grad_enabled; }
+void set_grad_enabled(bool on) { g_grad_enabled = on; }
+
+namespace autograd {
+
+int64_t saved_tensor_bytes() { return g_saved_bytes.load(); }
+
+namespace {
+int64_t bytes_of(const Tensor& t) { return t.defined() ? t.numel() * t.element_size() : 0; }
+
+// An alias of t's data with no history and no view tracking.
+Tensor alias(const Tensor& t) {
+  auto impl = std::make_shared<TensorImpl>(*t.impl());
+  impl->autograd.reset();
+  impl->view_base.reset();
+  return Tensor(std::move(impl));
+}
+
+/// Adds incoming gradients into a leaf's .grad.
+struct AccumulateGrad : Node {
+  std::weak_ptr<TensorImpl> leaf;
+  std::vector<Tensor> apply(const std::vector<Tensor>& g) override {
+    auto impl = leaf.lock();
+    if (!impl || !impl->autograd) return {};
+    Tensor& grad = impl->autograd->grad;
+    grad = grad.defined() ? add(grad, g[0]) : g[0].contiguous().clone();
+    return {};
+  }
+};
+
+struct LambdaNode : Node {
+  BackwardFn fn;
+  std::vector<Tensor> apply(const std::vector<Tensor>& g) override {
+    if (!fn)
+      EMBER_FAIL("backward", "trying to backward through ", name,
+                 " a second time: its saved tensors were freed; pass retain_graph=true to the "
+                 "first backward()");
+    return fn(g);
+  }
+  void release() override { fn = nullptr; }
+};
+
+AutogradMeta& meta(const Tensor& t) {
+  auto& m = t.impl()->autograd;
+  if (!m) m = std::make_shared<AutogradMeta>();
+  return *m;
+}
+}  // namespace
+
+SavedTensor::SavedTensor(const Tensor& t) : t_(t.defined() ? alias(t) : Tensor()) {
+  if (t_.defined()) {
+    version_ = t_.impl()->storage->version;
+    g_saved_bytes += bytes_of(t_);
+  }
+}
+SavedTensor::~SavedTensor() { g_saved_bytes -= bytes_of(t_); }
+SavedTensor::SavedTensor(const SavedTensor& o) : t_(o.t_), version_(o.version_) {
+  g_saved_bytes += bytes_of(t_);
+}
+SavedTensor& SavedTensor::operator=(const SavedTensor& o) {
+  if (this != &o) {
+    g_saved_bytes -= bytes_of(t_);
+    t_ = o.t_;
+    version_ = o.version_;
+    g_saved_bytes += bytes_of(t_);
+  }
+  return *this;
+}
+
+Tensor SavedTensor::get(const char* op) const {
+  if (t_.defined() && t_.impl()->storage->version != version_)
+    EMBER_FAIL("autograd", "a tensor of shape ", shape_str(t_.shape()), " needed by ", op,
+               " was modified by an in-place operation after it was saved (version ",
+               t_.impl()->storage->version, ", expected ", version_,
+               "); clone it before modifying it");
+  return t_;
+}
+
+bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!g_grad_enabled) return false;
+  for (const Tensor* t : inputs)
+    if (t && t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+bool needs_grad(const std::vector<Tensor>& inputs) {
+  if (!g_grad_enabled) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  if (!t.defined() || !t.impl()->autograd) return {};
+  AutogradMeta& m = *t.impl()->autograd;
+  if (m.grad_fn) return {m.grad_fn, m.output_nr};
+  if (!m.requires_grad) return {};
+  auto acc = m.accumulator.lock();
+  if (!acc) {
+    auto node = std::make_shared<AccumulateGrad>();
+    node->name = "AccumulateGrad";
+    node->leaf = t.impl_ptr();
+    node->outputs.push_back({t.shape(), t.dtype(), t.device()});
+    m.accumulator = node;
+    acc = node;
+  }
+  return {acc, 0};
+}
+
+void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+            BackwardFn fn) {
+  if (!needs_grad(inputs)) return;
+  auto node = std::make_shared<LambdaNode>();
+  node->name = name;
+  node->fn = std::move(fn);
+  node->seq = g_seq++;
+  for (const Tensor& in : inputs) node->next.push_back(gradient_edge(in));
+  for (uint32_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& out = outputs[i];
+    node->outputs.push_back({out.shape(), out.dtype(), out.device()});
+    if (!is_floating(out.dtype())) continue;  // integer outputs (indices) carry no gradient
+    AutogradMeta& m = meta(out);
+    m.grad_fn = node;
+    m.output_nr = i;
+  }
+}
+
+void record1(const char* name, const std::vector<Tensor>& inputs, const Tensor& output,
+             std::function<std::vector<Tensor>(const Tensor& grad)> fn) {
+  if (!needs_grad(inputs)) return;
+  record(name, inputs, {output},
+         [f = std::move(fn)](const std::vector<Tensor>& g) { return f(g[0]); });
+}
+
+Tensor reduce_to(const Tensor& grad, const Shape& shape, DType dtype) {
+  Tensor g = grad;
+  if (g.shape() != shape) {
+    const int64_t lead = g.dim() - int64_t(shape.size());
+    std::vector<int64_t> dims;
+    for (int64_t i = 0; i < g.dim(); ++i)
+      if (i < lead || (shape[size_t(i - lead)] == 1 && g.shape()[size_t(i)] != 1)) dims.push_back(i);
+    if (!dims.empty()) g = sum(g, dims, true);
+    g = g.reshape(shape);
+  }
+  return detail::cast(g, dtype);
+}
+
+void record_copy(const Tensor& dst, const Tensor& src, const Tensor&) {
+  if (!g_grad_enabled) return;
+  const bool src_grad = src.requires_grad();
+  const std::shared_ptr<TensorImpl>& base_impl = dst.impl()->view_base;
+  Tensor base = base_impl ? Tensor(base_impl) : dst;
+  if (!src_grad && !base.requires_grad()) return;
+  if (base.is_leaf() && base.requires_grad())
+    EMBER_FAIL("copy_", "a leaf tensor that requires grad (shape ", shape_str(base.shape()),
+               ") is being used in an in-place operation; wrap it in NoGradGuard");
+  const Shape src_shape = src.shape();
+  const DType src_dtype = src.dtype();
+  if (!base_impl) {
+    // The whole tensor is overwritten: its gradient goes to src only.
+    record1("CopyBackward", {src}, dst, [src_shape, src_dtype](const Tensor& g) {
+      return std::vector<Tensor>{reduce_to(g, src_shape, src_dtype)};
+    });
+    return;
+  }
+  // A view was written: the base's new value is (old base outside the region, src inside).
+  const Shape vshape = dst.shape();
+  const Strides vstrides = dst.strides();
+  const int64_t voff = dst.offset() - base.offset();
+  auto region = [vshape, vstrides, voff](const Tensor& g) {
+    return detail::make_view(g, vshape, vstrides, g.offset() + voff);
+  };
+  Tensor old_base = detail::make_view(base, base.shape(), base.strides(), base.offset());
+  if (base.impl()->autograd) old_base.impl()->autograd = std::make_shared<AutogradMeta>(*base.impl()->autograd);
+  record("CopySlices", {old_base, src}, {base}, [region, src_shape, src_dtype](const std::vector<Tensor>& gs) {
+    Tensor g = gs[0].contiguous().clone();
+    Tensor gsrc = reduce_to(region(g).clone(), src_shape, src_dtype);
+    region(g).fill_(0);
+    return std::vector<Tensor>{g, gsrc};
+  });
+  // The view itself now reads from the new base.
+  const Shape bshape = base.shape();
+  const DType bdtype = base.dtype();
+  record1("AsStridedBackward", {base}, dst, [region, bshape, bdtype](const Tensor& g) {
+    Tensor gb = zeros(bshape, {bdtype, g.device()});
+    region(gb).copy_(g);
+    return std::vector<Tensor>{gb};
+  });
+}
+
+}  // namespace autograd
+}  // namespace ember

@@ -1,0 +1,87 @@
+// The autograd graph: nodes, edges, saved tensors and the recording helper. Internal.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ember/autograd.h"
+#include "ember/tensor.h"
+
+namespace ember::autograd {
+
+struct Node;
+
+/// Where a gradient goes: input slot `input_nr` of `node` (null node: nowhere).
+struct Edge {
+  std::shared_ptr<Node> node;
+  uint32_t input_nr = 0;
+  bool valid() const { return node != nullptr; }
+};
+
+/// Shape, dtype and device of one output of a node, to make zeros when no gradient reached it.
+struct OutputMeta {
+  Shape shape;
+  DType dtype;
+  Device device;
+};
+
+struct Node {
+  virtual ~Node() = default;
+  /// Gradients for each input edge, given one gradient per output (never undefined: the engine
+  /// fills zeros). Runs with grad mode off.
+  virtual std::vector<Tensor> apply(const std::vector<Tensor>& grad_outputs) = 0;
+  /// Frees saved tensors (after a backward without retain_graph).
+  virtual void release() {}
+  std::string name;
+  std::vector<Edge> next;  // one per input
+  std::vector<OutputMeta> outputs;
+  uint64_t seq = 0;        // creation order: later nodes run first
+};
+
+/// A tensor saved for backward: an alias without history (no reference cycle through the
+/// output's own node) plus the storage version at save time, checked on use.
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  explicit SavedTensor(const Tensor& t);
+  ~SavedTensor();
+  SavedTensor(const SavedTensor& o);
+  SavedTensor& operator=(const SavedTensor& o);
+  /// The saved tensor; throws "[autograd] ... modified by an in-place operation" if its storage
+  /// was written since it was saved.
+  Tensor get(const char* op) const;
+  bool defined() const { return t_.defined(); }
+
+ private:
+  Tensor t_;
+  int64_t version_ = 0;
+};
+
+using BackwardFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& grad_outputs)>;
+
+/// True when grad mode is on and any defined input requires grad.
+bool needs_grad(std::initializer_list<const Tensor*> inputs);
+bool needs_grad(const std::vector<Tensor>& inputs);
+
+/// Attaches a node named `name` (e.g. "MulBackward") to the floating outputs; `fn` maps the
+/// output gradients to one gradient per input (undefined where an input needs none). No-op when
+/// !needs_grad(inputs).
+void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+            BackwardFn fn);
+/// Single-output shorthand: fn gets the output's gradient.
+void record1(const char* name, const std::vector<Tensor>& inputs, const Tensor& output,
+             std::function<std::vector<Tensor>(const Tensor& grad)> fn);
+
+/// Sums `grad` down to `shape` (undoing broadcasting) and casts it to `dtype`.
+Tensor reduce_to(const Tensor& grad, const Shape& shape, DType dtype);
+
+/// Rebases the history of `dst` after `dst.copy_(src)` (in-place ops are copy_ of a result):
+/// dst (or its base, when dst is a view) gets a node whose gradient flows to src for the written
+/// region and to the old value elsewhere.
+void record_copy(const Tensor& dst, const Tensor& src, const Tensor& dst_before_base);
+
+/// The gradient edge of t: its grad_fn, its accumulator (leaf requiring grad), or none.
+Edge gradient_edge(const Tensor& t);
+
+}  // namespace ember::autograd

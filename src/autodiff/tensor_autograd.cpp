@@ -1,0 +1,115 @@
+// Tensor's autograd methods and gradient checkpointing.
+#include "autodiff/graph.h"
+#include "autodiff/meta.h"
+#include "tensor/internal.h"
+
+namespace ember {
+
+namespace autograd {
+void backward_from(const Tensor& out, const Tensor& gradient, bool retain_graph);
+}
+
+bool Tensor::requires_grad() const {
+  detail::check_defined(*this, "requires_grad");
+  const auto& m = impl_->autograd;
+  return m && (m->requires_grad || m->grad_fn);
+}
+
+Tensor& Tensor::requires_grad_(bool on) {
+  detail::check_defined(*this, "requires_grad_");
+  auto& m = impl_->autograd;
+  if (m && m->grad_fn) {
+    if (on) return *this;
+    EMBER_FAIL("requires_grad_", "can only change requires_grad of leaf tensors; use detach() "
+                                 "(shape ", shape_str(shape()), ")");
+  }
+  if (on && !is_floating(dtype()))
+    EMBER_FAIL("requires_grad_", "only floating-point tensors can require gradients, got ",
+               detail::describe(*this));
+  if (!m) m = std::make_shared<AutogradMeta>();
+  m->requires_grad = on;
+  return *this;
+}
+
+Tensor Tensor::grad() const {
+  detail::check_defined(*this, "grad");
+  return impl_->autograd ? impl_->autograd->grad : Tensor();
+}
+
+void Tensor::set_grad(const Tensor& g) {
+  detail::check_defined(*this, "set_grad");
+  if (g.defined() && g.shape() != shape())
+    EMBER_FAIL("set_grad", "gradient shape ", shape_str(g.shape()), " does not match the tensor's ",
+               shape_str(shape()));
+  if (!impl_->autograd) impl_->autograd = std::make_shared<AutogradMeta>();
+  impl_->autograd->grad = g;
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  autograd::backward_from(*this, gradient, retain_graph);
+}
+
+Tensor Tensor::detach() const {
+  detail::check_defined(*this, "detach");
+  auto impl = std::make_shared<TensorImpl>(*impl_);
+  impl->autograd.reset();
+  impl->view_base.reset();
+  return Tensor(std::move(impl));
+}
+
+bool Tensor::is_leaf() const {
+  detail::check_defined(*this, "is_leaf");
+  return !impl_->autograd || !impl_->autograd->grad_fn;
+}
+
+std::string Tensor::grad_fn_name() const {
+  detail::check_defined(*this, "grad_fn_name");
+  return impl_->autograd && impl_->autograd->grad_fn ? impl_->autograd->grad_fn->name : "";
+}
+
+namespace autograd {
+
+std::vector<Tensor> checkpoint(
+    const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
+    const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> outputs;
+  {
+    NoGradGuard no_grad;  // nothing inside fn is saved
+    outputs = fn(inputs);
+  }
+  if (!needs_grad(inputs)) return outputs;
+  std::vector<SavedTensor> saved;
+  for (const Tensor& in : inputs) saved.emplace_back(in);
+  record("CheckpointBackward", inputs, outputs,
+         [fn, saved](const std::vector<Tensor>& grads) {
+           // Rebuild the graph of fn on detached copies of the inputs, then differentiate it.
+           std::vector<Tensor> ins, want;
+           for (const SavedTensor& s : saved) {
+             Tensor d = s.get("CheckpointBackward").detach();
+             if (is_floating(d.dtype())) d.requires_grad_(true);
+             ins.push_back(d);
+           }
+           std::vector<Tensor> outs;
+           {
+             EnableGradGuard enable;
+             outs = fn(ins);
+           }
+           std::vector<Tensor> used_outs, used_grads;
+           for (size_t i = 0; i < outs.size(); ++i)
+             if (outs[i].requires_grad()) {
+               used_outs.push_back(outs[i]);
+               used_grads.push_back(grads[i]);
+             }
+           for (const Tensor& in : ins)
+             if (in.requires_grad()) want.push_back(in);
+           std::vector<Tensor> g = grad(used_outs, want, used_grads, false, true);
+           std::vector<Tensor> result;
+           size_t k = 0;
+           for (const Tensor& in : ins) result.push_back(in.requires_grad() ? g[k++] : Tensor());
+           return result;
+         });
+  return outputs;
+}
+
+}  // namespace autograd
+}  // namespace ember

@@ -1,0 +1,212 @@
+#include "ember/nn/module.h"
+
+#include <sstream>
+
+#include "ember/autograd.h"
+#include "tensor/internal.h"
+
+namespace ember::nn {
+
+void StateDict::set(const std::string& key, const Tensor& value) {
+  auto it = index_.find(key);
+  if (it != index_.end()) {
+    items_[it->second].second = value;
+    return;
+  }
+  index_[key] = items_.size();
+  items_.emplace_back(key, value);
+}
+
+const Tensor& StateDict::at(const std::string& key) const {
+  auto it = index_.find(key);
+  if (it == index_.end()) EMBER_FAIL("state_dict", "no key '", key, "'");
+  return items_[it->second].second;
+}
+
+namespace {
+void check_name(const std::string& name, const char* op,
+                const std::vector<std::pair<std::string, Tensor>>& a,
+                const std::vector<std::pair<std::string, Tensor>>& b) {
+  if (name.empty() || name.find('.') != std::string::npos)
+    EMBER_FAIL(op, "invalid name '", name, "' (must be non-empty without '.')");
+  for (const auto& p : a)
+    if (p.first == name) EMBER_FAIL(op, "'", name, "' is already registered");
+  for (const auto& p : b)
+    if (p.first == name) EMBER_FAIL(op, "'", name, "' is already registered");
+}
+
+// Replaces t's contents in place, so every handle sharing its impl sees the converted tensor.
+void replace_in_place(Tensor& t, const Tensor& converted) {
+  const bool req = t.requires_grad() && t.is_leaf();
+  TensorImpl& impl = *t.impl();
+  impl.storage = converted.impl()->storage;
+  impl.shape = converted.shape();
+  impl.strides = converted.strides();
+  impl.offset = converted.offset();
+  impl.dtype = converted.dtype();
+  if (impl.autograd) impl.autograd->grad = Tensor();
+  if (req) t.requires_grad_(true);
+}
+}  // namespace
+
+Tensor Module::register_parameter(const std::string& name, Tensor t, bool requires_grad) {
+  check_name(name, "register_parameter", params_, buffers_);
+  detail::check_defined(t, "register_parameter");
+  if (requires_grad) t.requires_grad_(true);
+  params_.emplace_back(name, t);
+  return t;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor t) {
+  check_name(name, "register_buffer", params_, buffers_);
+  buffers_.emplace_back(name, t);
+  return t;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> m) {
+  if (!m) EMBER_FAIL("register_module", "module '", name, "' is null");
+  if (name.empty() || name.find('.') != std::string::npos)
+    EMBER_FAIL("register_module", "invalid name '", name, "'");
+  for (const auto& c : children_)
+    if (c.first == name) EMBER_FAIL("register_module", "'", name, "' is already registered");
+  children_.emplace_back(name, std::move(m));
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out = params_;
+  if (recurse)
+    for (const auto& c : children_)
+      for (auto& p : c.second->named_parameters(true)) out.emplace_back(c.first + "." + p.first, p.second);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& p : named_parameters(recurse)) out.push_back(p.second);
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& b : buffers_)
+    if (b.second.defined()) out.push_back(b);
+  if (recurse)
+    for (const auto& c : children_)
+      for (auto& p : c.second->named_buffers(true)) out.emplace_back(c.first + "." + p.first, p.second);
+  return out;
+}
+
+std::vector<Tensor> Module::buffers(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& p : named_buffers(recurse)) out.push_back(p.second);
+  return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::children() const {
+  std::vector<std::shared_ptr<Module>> out;
+  for (const auto& c : children_) out.push_back(c.second);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const {
+  return children_;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modules() {
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> out;
+  out.emplace_back("", shared_from_this());
+  for (const auto& c : children_)
+    for (auto& m : c.second->named_modules())
+      out.emplace_back(m.first.empty() ? c.first : c.first + "." + m.first, m.second);
+  return out;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (const auto& c : children_) c.second->train(on);
+}
+
+void Module::to(const Device& device) {
+  NoGradGuard no_grad;
+  for (auto& p : params_) replace_in_place(p.second, p.second.to(device));
+  for (auto& b : buffers_)
+    if (b.second.defined()) replace_in_place(b.second, b.second.to(device));
+  for (const auto& c : children_) c.second->to(device);
+}
+
+void Module::to(DType dtype) {
+  NoGradGuard no_grad;
+  for (auto& p : params_)
+    if (is_floating(p.second.dtype())) replace_in_place(p.second, p.second.to(dtype));
+  for (auto& b : buffers_)
+    if (b.second.defined() && is_floating(b.second.dtype())) replace_in_place(b.second, b.second.to(dtype));
+  for (const auto& c : children_) c.second->to(dtype);
+}
+
+void Module::zero_grad() {
+  for (Tensor& p : parameters()) p.set_grad(Tensor());
+}
+
+StateDict Module::state_dict() const {
+  StateDict d;
+  for (auto& p : named_parameters()) d.set(p.first, p.second.detach());
+  for (auto& b : named_buffers()) d.set(b.first, b.second.detach());
+  return d;
+}
+
+std::string Module::load_state_dict(const StateDict& dict, bool strict) {
+  std::vector<std::pair<std::string, Tensor>> mine = named_parameters();
+  for (auto& b : named_buffers()) mine.push_back(b);
+  std::vector<std::string> missing, unexpected, misshaped;
+  for (const auto& m : mine) {
+    if (!dict.contains(m.first)) {
+      missing.push_back(m.first);
+    } else if (dict.at(m.first).shape() != m.second.shape()) {
+      misshaped.push_back(m.first + " (checkpoint " + shape_str(dict.at(m.first).shape()) +
+                          ", model " + shape_str(m.second.shape()) + ")");
+    }
+  }
+  for (const auto& item : dict.items()) {
+    bool found = false;
+    for (const auto& m : mine) found |= m.first == item.first;
+    if (!found) unexpected.push_back(item.first);
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+    return s;
+  };
+  std::string report;
+  if (!missing.empty()) report += "missing keys: " + join(missing);
+  if (!unexpected.empty()) report += std::string(report.empty() ? "" : "; ") + "unexpected keys: " + join(unexpected);
+  if (!misshaped.empty() || (strict && !report.empty())) {
+    std::string all = report;
+    if (!misshaped.empty()) all += std::string(all.empty() ? "" : "; ") + "size mismatch: " + join(misshaped);
+    EMBER_FAIL("load_state_dict", "cannot load into ", type_name_, ": ", all);
+  }
+  NoGradGuard no_grad;
+  for (auto& m : mine)
+    if (dict.contains(m.first)) m.second.copy_(dict.at(m.first).to(m.second.device()).to(m.second.dtype()));
+  return report;
+}
+
+std::string Module::str() const {
+  std::ostringstream os;
+  os << type_name_ << '(' << extra_repr();
+  if (!children_.empty()) {
+    os << '\n';
+    for (const auto& c : children_) {
+      std::string sub = c.second->str();
+      std::string indented;
+      for (char ch : sub) {
+        indented += ch;
+        if (ch == '\n') indented += "  ";
+      }
+      os << "  (" << c.first << "): " << indented << '\n';
+    }
+  }
+  os << ')';
+  return os.str();
+}
+
+}  // namespace ember::nn
