@@ -44,7 +44,7 @@ void replace_in_place(Tensor& t, const Tensor& converted) {
   impl.strides = converted.strides();
   impl.offset = converted.offset();
   impl.dtype = converted.dtype();
-  if (impl.autograd) impl.autograd->grad = Tensor();
+  if (impl.autograd) t.set_grad(Tensor());
   if (req) t.requires_grad_(true);
 }
 }  // namespace
