@@ -1,0 +1,69 @@
+#include "onnx/onnx_ops.h"
+
+namespace ember::onnx_test {
+
+const onnx::AttributeProto* Node::attr(const std::string& name) const {
+  for (const auto& a : proto.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+int64_t Node::i(const std::string& name, int64_t def) const {
+  auto* a = attr(name);
+  return a ? a->i() : def;
+}
+
+double Node::f(const std::string& name, double def) const {
+  auto* a = attr(name);
+  return a ? double(a->f()) : def;
+}
+
+std::string Node::s(const std::string& name, const std::string& def) const {
+  auto* a = attr(name);
+  return a ? a->s() : def;
+}
+
+std::vector<int64_t> Node::ints(const std::string& name, std::vector<int64_t> def) const {
+  auto* a = attr(name);
+  if (!a) return def;
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+std::vector<double> Node::floats(const std::string& name, std::vector<double> def) const {
+  auto* a = attr(name);
+  if (!a) return def;
+  return std::vector<double>(a->floats().begin(), a->floats().end());
+}
+
+std::string Node::only_attrs(std::initializer_list<const char*> known) const {
+  std::string extra;
+  for (const auto& a : proto.attribute()) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || a.name() == k;
+    if (!ok) extra += (extra.empty() ? "" : ", ") + a.name();
+  }
+  return extra.empty() ? "" : "attribute " + extra + " not mapped";
+}
+
+std::vector<int64_t> to_ints(const Tensor& t) {
+  return t.to(Device::ref()).to(DType::i64).to_vector<int64_t>();
+}
+
+std::vector<double> to_doubles(const Tensor& t) {
+  return t.to(Device::ref()).to(DType::f64).to_vector<double>();
+}
+
+int64_t wrap(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
+
+std::map<std::string, OpImpl>& op_registry() {
+  static std::map<std::string, OpImpl> r = [] {
+    std::map<std::string, OpImpl> m;
+    register_math_ops(m);
+    register_shape_ops(m);
+    register_nn_ops(m);
+    return m;
+  }();
+  return r;
+}
+
+}  // namespace ember::onnx_test

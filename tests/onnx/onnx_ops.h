@@ -1,0 +1,60 @@
+// Maps ONNX operators (op_type + attributes + opset) onto Ember calls, for the ONNX backend node
+// tests. Each mapped op has a `check` that decides up front, from the attributes, the opset and
+// the input types that are known, whether the node is covered (returns "" or the reason it is
+// not), and a `run` that computes the outputs with Ember ops on the inputs' device.
+#pragma once
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ember/ember.h"
+
+namespace ember::onnx_test {
+
+/// A node with its opset and the ONNX element types of its inputs (0 where unknown).
+struct Node {
+  const onnx::NodeProto& proto;
+  int64_t opset;
+  std::vector<int32_t> input_types;
+
+  const onnx::AttributeProto* attr(const std::string& name) const;
+  bool has(const std::string& name) const { return attr(name) != nullptr; }
+  int64_t i(const std::string& name, int64_t def) const;
+  double f(const std::string& name, double def) const;
+  std::string s(const std::string& name, const std::string& def) const;
+  std::vector<int64_t> ints(const std::string& name, std::vector<int64_t> def = {}) const;
+  std::vector<double> floats(const std::string& name, std::vector<double> def = {}) const;
+  /// Whether input `k` is given (ONNX marks an omitted optional input with an empty name).
+  bool has_input(size_t k) const {
+    return int(k) < proto.input_size() && !proto.input(int(k)).empty();
+  }
+  int32_t input_type(size_t k) const { return k < input_types.size() ? input_types[k] : 0; }
+  /// "" when every attribute the node carries is in `known`, else a reason naming the others.
+  std::string only_attrs(std::initializer_list<const char*> known) const;
+};
+
+using Tensors = std::vector<Tensor>;
+struct OpImpl {
+  std::function<std::string(const Node&)> check;  // "" = covered
+  std::function<Tensors(const Node&, const Tensors&)> run;
+};
+
+/// Every mapped op type (the default ONNX domain).
+std::map<std::string, OpImpl>& op_registry();
+
+// ---- helpers shared by the op files ----
+/// Values of an integer tensor (any integer dtype) as int64.
+std::vector<int64_t> to_ints(const Tensor& t);
+std::vector<double> to_doubles(const Tensor& t);
+/// ONNX dims may be negative: wrap against rank.
+int64_t wrap(int64_t d, int64_t rank);
+
+// Registration functions of the op files (called once by op_registry()).
+void register_math_ops(std::map<std::string, OpImpl>& r);
+void register_shape_ops(std::map<std::string, OpImpl>& r);
+void register_nn_ops(std::map<std::string, OpImpl>& r);
+
+}  // namespace ember::onnx_test
