@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "autodiff/meta.h"
+#include "ember/ops/elementwise.h"
 #include "ember/ops/reduce.h"
 #include "tensor/internal.h"
 
