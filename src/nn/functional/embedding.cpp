@@ -1,0 +1,51 @@
+// Embedding lookup: index_select on the flattened indices, with torch's max_norm renorm.
+#include "ember/nn/functional/attention.h"
+#include "ember/ops/indexing.h"
+#include "nn/functional/common.h"
+
+namespace ember::nn::functional {
+
+using ember::detail::describe;
+
+Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx,
+                 std::optional<double> max_norm, double norm_type) {
+  const char* op = "embedding";
+  ember::detail::check_defined(input, op);
+  ember::detail::check_defined(weight, op);
+  ember::detail::check_same_device(input, weight, op);
+  if (weight.dim() != 2)
+    EMBER_FAIL(op, "weight must be 2-d [num_embeddings, embedding_dim], got ",
+               shape_str(weight.shape()));
+  if (!is_integral(input.dtype()))
+    EMBER_FAIL(op, "expected integer indices, got ", describe(input));
+  const int64_t num = weight.size(0), dim = weight.size(1);
+  if (padding_idx) {
+    const int64_t p = *padding_idx;
+    if (p >= num || p < -num)
+      EMBER_FAIL(op, "padding_idx ", p, " must be within num_embeddings (", num, ")");
+  }
+  Tensor idx = ember::detail::cast(input, DType::i64).reshape({-1});
+  if (idx.numel()) {
+    Tensor bad = logical_or(lt(idx, 0), ge(idx, num));
+    if (any(bad).item<bool>()) {
+      const int64_t v = masked_select(idx, bad).to_vector<int64_t>()[0];
+      EMBER_FAIL(op, "index ", v, " is out of range for dim 0 of size ", num, " (weight ",
+                 shape_str(weight.shape()), ")");
+    }
+  }
+  if (max_norm && idx.numel()) {
+    if (!is_floating(weight.dtype()))
+      EMBER_FAIL(op, "max_norm needs a floating-point weight, got ", describe(weight));
+    // Renormalize the referenced rows in place (as torch.embedding_renorm_).
+    Tensor rows = index_select(weight, 0, idx);
+    Tensor n = norm(rows, norm_type, {1}, true);
+    Tensor f = where(gt(n, *max_norm), *max_norm / (n + 1e-7), ones_like(n));
+    Tensor w = weight;  // shares storage: the caller's weight is updated
+    w.copy_(index_put(weight, {idx}, rows * f));
+  }
+  Shape out = input.shape();
+  out.push_back(dim);
+  return index_select(weight, 0, idx).reshape(out);
+}
+
+}  // namespace ember::nn::functional

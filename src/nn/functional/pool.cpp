@@ -1,0 +1,266 @@
+// Pooling: max/avg as im2col + a reduction over the kernel axis; adaptive pools lower to
+// ir::AdaptivePool. Composite except for the ir primitives (src/ir/ops.h).
+#include "ember/nn/functional/pool.h"
+
+#include <limits>
+
+#include "ember/ops/indexing.h"
+#include "ember/ops/reduce.h"
+#include "nn/functional/spatial.h"
+
+namespace ember::nn::functional {
+
+namespace {
+
+using detail::expand_param;
+using detail::list_str;
+
+enum Kind { kMax, kAvg, kAdaptiveMax, kAdaptiveAvg };
+
+const char* pool_name(Kind kind, int64_t nd) {
+  static const char* names[4][3] = {
+      {"max_pool1d", "max_pool2d", "max_pool3d"},
+      {"avg_pool1d", "avg_pool2d", "avg_pool3d"},
+      {"adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d"},
+      {"adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"}};
+  return names[kind][nd - 1];
+}
+
+struct Window {
+  std::vector<int64_t> kernel, stride, pad, dilation, in, out;
+  int64_t k = 1, l = 1;
+};
+
+// Validates the input and options; returns the batched input and the window geometry.
+Tensor prepare(const Tensor& input, int64_t nd, const char* op, bool is_max,
+               const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+               const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+               bool ceil_mode, Window& w, bool& unbatched) {
+  Tensor x = detail::batched(input, nd, op, unbatched);
+  if (is_max) {
+    EMBER_CHECK(!is_bool(x.dtype()), op, "bool input is not supported, got ",
+                ember::detail::describe(input));
+  } else {
+    EMBER_CHECK(is_floating(x.dtype()), op,
+                "expected a floating-point input (f32, f64, f16, bf16), got ",
+                ember::detail::describe(input));
+  }
+  for (int64_t d = 1; d < x.dim(); ++d)
+    EMBER_CHECK(x.size(d) > 0, op, "expected non-empty non-batch dims, got input ",
+                shape_str(input.shape()));
+  w.kernel = expand_param(kernel_size, nd, op, "kernel_size");
+  w.stride = stride.empty() ? w.kernel : expand_param(stride, nd, op, "stride");
+  w.pad = expand_param(padding, nd, op, "padding");
+  w.dilation = expand_param(dilation, nd, op, "dilation");
+  detail::check_min(w.kernel, 1, op, "kernel_size");
+  detail::check_min(w.stride, 1, op, "stride");
+  detail::check_min(w.pad, 0, op, "padding");
+  detail::check_min(w.dilation, 1, op, "dilation");
+  w.in = detail::spatial(x);
+  w.out.resize(static_cast<size_t>(nd));
+  for (size_t i = 0; i < size_t(nd); ++i) {
+    EMBER_CHECK(w.pad[i] <= w.kernel[i] / 2, op,
+                "pad should be at most half of kernel size, got padding ", list_str(w.pad),
+                " and kernel_size ", list_str(w.kernel));
+    // torch's pooling_output_shape.
+    const int64_t span = w.in[i] + 2 * w.pad[i] - w.dilation[i] * (w.kernel[i] - 1) - 1;
+    const int64_t s = w.stride[i];
+    int64_t o = (span + (ceil_mode ? s - 1 : 0));
+    o = (o >= 0 ? o / s : -((-o + s - 1) / s)) + 1;
+    if (ceil_mode && (o - 1) * s >= w.in[i] + w.pad[i]) --o;
+    EMBER_CHECK(o >= 1, op, "output size is too small: input ", shape_str(input.shape()),
+                " with kernel_size ", list_str(w.kernel), ", stride ", list_str(w.stride),
+                ", padding ", list_str(w.pad), ", dilation ", list_str(w.dilation),
+                " gives spatial size ", o, " in dim ", i);
+    w.out[i] = o;
+    w.k *= w.kernel[i];
+    w.l *= o;
+  }
+  return x;
+}
+
+Shape out_shape(const Tensor& x, const Window& w, bool unbatched) {
+  Shape s{x.size(0), x.size(1)};
+  s.insert(s.end(), w.out.begin(), w.out.end());
+  if (unbatched) s.erase(s.begin());
+  return s;
+}
+
+std::tuple<Tensor, Tensor> max_pool(const Tensor& input, int64_t nd,
+                                    const std::vector<int64_t>& kernel_size,
+                                    const std::vector<int64_t>& stride,
+                                    const std::vector<int64_t>& padding,
+                                    const std::vector<int64_t>& dilation, bool ceil_mode,
+                                    bool with_indices) {
+  const char* op = pool_name(kMax, nd);
+  Window w;
+  bool unbatched = false;
+  Tensor x = prepare(input, nd, op, true, kernel_size, stride, padding, dilation, ceil_mode, w,
+                     unbatched);
+  const int64_t n = x.size(0), c = x.size(1);
+  const Shape os = out_shape(x, w, unbatched);
+  if (n == 0) {
+    Tensor v = empty(os, TensorOptions(x.dtype(), x.device()));
+    return {v, with_indices ? empty(os, TensorOptions(DType::i64, x.device())) : Tensor()};
+  }
+  // -inf (cast to the dtype's lowest for integers) never beats an in-bounds value.
+  Tensor cols = detail::im2col(x, w.kernel, w.stride, w.pad, w.dilation, w.out,
+                               -std::numeric_limits<double>::infinity());
+  auto [values, taps] = max(cols.view({n, c, w.k, w.l}), 2);
+  if (!with_indices) return {values.reshape(os), Tensor()};
+  // Tap -> flat input index. A padding tap wins only when every in-bounds value is the lowest;
+  // torch then reports the window's first in-bounds element, so padding taps map there.
+  const size_t nd_ = size_t(nd);
+  std::vector<int64_t> table(size_t(w.k * w.l));
+  std::vector<int64_t> kk(nd_), oo(nd_);
+  for (int64_t li = 0; li < w.l; ++li) {
+    for (int64_t r = li, d = nd - 1; d >= 0; --d) {
+      oo[size_t(d)] = r % w.out[size_t(d)];
+      r /= w.out[size_t(d)];
+    }
+    int64_t first = 0;
+    for (size_t d = 0; d < nd_; ++d) {
+      int64_t p = oo[d] * w.stride[d] - w.pad[d];
+      while (p < 0) p += w.dilation[d];
+      first = first * w.in[d] + p;
+    }
+    for (int64_t ki = 0; ki < w.k; ++ki) {
+      for (int64_t r = ki, d = nd - 1; d >= 0; --d) {
+        kk[size_t(d)] = r % w.kernel[size_t(d)];
+        r /= w.kernel[size_t(d)];
+      }
+      int64_t flat = 0;
+      bool inside = true;
+      for (size_t d = 0; d < nd_; ++d) {
+        const int64_t p = oo[d] * w.stride[d] - w.pad[d] + kk[d] * w.dilation[d];
+        inside = inside && p >= 0 && p < w.in[d];
+        flat = flat * w.in[d] + p;
+      }
+      table[size_t(ki * w.l + li)] = inside ? flat : first;
+    }
+  }
+  Tensor tab = from_vector<int64_t>(table, {1, 1, w.k, w.l}, x.device()).expand({n, c, w.k, w.l});
+  Tensor idx = gather(tab, 2, taps.unsqueeze(2)).squeeze(2);
+  return {values.reshape(os), idx.reshape(os)};
+}
+
+Tensor avg_pool(const Tensor& input, int64_t nd, const std::vector<int64_t>& kernel_size,
+                const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  const char* op = pool_name(kAvg, nd);
+  Window w;
+  bool unbatched = false;
+  Tensor x = prepare(input, nd, op, false, kernel_size, stride, padding, {1}, ceil_mode, w,
+                     unbatched);
+  EMBER_CHECK(!divisor_override || *divisor_override != 0, op, "divisor_override must be non-zero");
+  const int64_t n = x.size(0), c = x.size(1);
+  const Shape os = out_shape(x, w, unbatched);
+  if (n == 0) return empty(os, TensorOptions(x.dtype(), x.device()));
+  // Divisor per window (torch's avg_pool kernels): the window clipped to the padded input, or
+  // to the input when !count_include_pad; separable over dims.
+  std::vector<double> div(size_t(w.l));
+  std::vector<int64_t> oo(static_cast<size_t>(nd));
+  for (int64_t li = 0; li < w.l; ++li) {
+    for (int64_t r = li, d = nd - 1; d >= 0; --d) {
+      oo[size_t(d)] = r % w.out[size_t(d)];
+      r /= w.out[size_t(d)];
+    }
+    int64_t pool = 1, count = 1;
+    for (size_t d = 0; d < size_t(nd); ++d) {
+      const int64_t start = oo[d] * w.stride[d] - w.pad[d];
+      const int64_t end = std::min(start + w.kernel[d], w.in[d] + w.pad[d]);
+      pool *= end - start;
+      count *= std::max<int64_t>(std::min(end, w.in[d]) - std::max<int64_t>(start, 0), 0);
+    }
+    int64_t dv = divisor_override ? *divisor_override : count_include_pad ? pool : count;
+    div[size_t(li)] = dv == 0 ? 1.0 : double(dv);  // empty windows give 0 (sum is 0)
+  }
+  // Sum and divide in f32 for f16/bf16 so the result is rounded once, as torch.
+  const DType ct = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  Tensor cols = detail::im2col(x, w.kernel, w.stride, w.pad, w.dilation, w.out, 0);
+  Tensor s = sum(ember::detail::cast(cols.view({n, c, w.k, w.l}), ct), {2});
+  Tensor y = s / from_vector<double>(div, {w.l}, x.device()).to(ct);
+  return ember::detail::cast(y, x.dtype()).reshape(os);
+}
+
+std::tuple<Tensor, Tensor> adaptive(const Tensor& input, int64_t nd, bool is_max,
+                                    const std::vector<int64_t>& output_size, bool with_indices) {
+  const char* op = pool_name(is_max ? kAdaptiveMax : kAdaptiveAvg, nd);
+  bool unbatched = false;
+  Tensor x = detail::batched(input, nd, op, unbatched);
+  if (is_max) {
+    EMBER_CHECK(!is_bool(x.dtype()), op, "bool input is not supported, got ",
+                ember::detail::describe(input));
+  } else {
+    EMBER_CHECK(is_floating(x.dtype()), op,
+                "expected a floating-point input (f32, f64, f16, bf16), got ",
+                ember::detail::describe(input));
+  }
+  for (int64_t d = 1; d < x.dim(); ++d)
+    EMBER_CHECK(x.size(d) > 0, op, "expected non-empty non-batch dims, got input ",
+                shape_str(input.shape()));
+  auto o = expand_param(output_size, nd, op, "output_size");
+  detail::check_min(o, 0, op, "output_size");
+  Shape s{x.size(0), x.size(1)};
+  s.insert(s.end(), o.begin(), o.end());
+  Tensor y = ember::detail::make_tensor(s, x.dtype(), x.device());
+  Tensor idx = is_max && with_indices ? ember::detail::make_tensor(s, DType::i64, x.device())
+                                      : Tensor();
+  if (y.numel() > 0) run(ir::AdaptivePool{is_max, x, y, idx});
+  if (unbatched) {
+    y = y.squeeze(0);
+    if (idx.defined()) idx = idx.squeeze(0);
+  }
+  return {y, idx};
+}
+
+}  // namespace
+
+#define EMBER_MAX_POOL(ND)                                                                     \
+  Tensor max_pool##ND##d(const Tensor& input, std::vector<int64_t> kernel_size,               \
+                         std::vector<int64_t> stride, std::vector<int64_t> padding,           \
+                         std::vector<int64_t> dilation, bool ceil_mode) {                     \
+    return std::get<0>(                                                                        \
+        max_pool(input, ND, kernel_size, stride, padding, dilation, ceil_mode, false));        \
+  }                                                                                            \
+  std::tuple<Tensor, Tensor> max_pool##ND##d_with_indices(                                     \
+      const Tensor& input, std::vector<int64_t> kernel_size, std::vector<int64_t> stride,     \
+      std::vector<int64_t> padding, std::vector<int64_t> dilation, bool ceil_mode) {           \
+    return max_pool(input, ND, kernel_size, stride, padding, dilation, ceil_mode, true);       \
+  }                                                                                            \
+  Tensor adaptive_avg_pool##ND##d(const Tensor& input, std::vector<int64_t> output_size) {     \
+    return std::get<0>(adaptive(input, ND, false, output_size, false));                        \
+  }                                                                                            \
+  Tensor adaptive_max_pool##ND##d(const Tensor& input, std::vector<int64_t> output_size) {     \
+    return std::get<0>(adaptive(input, ND, true, output_size, false));                         \
+  }                                                                                            \
+  std::tuple<Tensor, Tensor> adaptive_max_pool##ND##d_with_indices(                            \
+      const Tensor& input, std::vector<int64_t> output_size) {                                 \
+    return adaptive(input, ND, true, output_size, true);                                       \
+  }
+
+EMBER_MAX_POOL(1)
+EMBER_MAX_POOL(2)
+EMBER_MAX_POOL(3)
+#undef EMBER_MAX_POOL
+
+Tensor avg_pool1d(const Tensor& input, std::vector<int64_t> kernel_size,
+                  std::vector<int64_t> stride, std::vector<int64_t> padding, bool ceil_mode,
+                  bool count_include_pad) {
+  return avg_pool(input, 1, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                  std::nullopt);
+}
+Tensor avg_pool2d(const Tensor& input, std::vector<int64_t> kernel_size,
+                  std::vector<int64_t> stride, std::vector<int64_t> padding, bool ceil_mode,
+                  bool count_include_pad, std::optional<int64_t> divisor_override) {
+  return avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                  divisor_override);
+}
+Tensor avg_pool3d(const Tensor& input, std::vector<int64_t> kernel_size,
+                  std::vector<int64_t> stride, std::vector<int64_t> padding, bool ceil_mode,
+                  bool count_include_pad, std::optional<int64_t> divisor_override) {
+  return avg_pool(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                  divisor_override);
+}
+
+}  // namespace ember::nn::functional
