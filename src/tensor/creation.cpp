@@ -107,7 +107,8 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions o) {
     T* p = static_cast<T*>(host.raw_data());
     // Symmetric evaluation as torch: the second half counts back from `end`.
     for (int64_t i = 0; i < steps; ++i)
-      p[i] = ref::cast<T>(i < steps / 2 ? start + step * double(i)
+      p[i] = ref::cast<T>(steps == 1 ? start
+                          : i < steps / 2 ? start + step * double(i)
                                         : end - step * double(steps - 1 - i));
   });
   return host.to(o.device_);

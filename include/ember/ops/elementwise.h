@@ -11,7 +11,7 @@ namespace ember {
 // as torch does; abs/neg/sign/square/floor/ceil/round/trunc/frac keep integer dtypes. ----
 Tensor neg(const Tensor& x);
 Tensor abs(const Tensor& x);
-Tensor sign(const Tensor& x);  // -1, 0, 1 (NaN stays NaN)
+Tensor sign(const Tensor& x);  // -1, 0, 1 (NaN gives 0, as torch 1.13)
 Tensor exp(const Tensor& x);
 Tensor exp2(const Tensor& x);
 Tensor expm1(const Tensor& x);

@@ -18,7 +18,7 @@ C float_op(UnaryOp op, C x, double p0, double p1, double p2) {
   switch (op) {
     case UnaryOp::neg: return -x;
     case UnaryOp::abs: return std::fabs(x);
-    case UnaryOp::sign: return std::isnan(x) ? x : C((x > 0) - (x < 0));
+    case UnaryOp::sign: return C((x > 0) - (x < 0));  // NaN -> 0, as torch 1.13
     case UnaryOp::exp: return std::exp(x);
     case UnaryOp::exp2: return std::exp2(x);
     case UnaryOp::expm1: return std::expm1(x);
