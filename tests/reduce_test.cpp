@@ -1,6 +1,7 @@
 // Reductions, scans and sorting against hand-computed values, plus their errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -305,4 +306,58 @@ TEST(SortTest, TopkValuesAndIndices) {
   EXPECT_EQ(std::get<0>(topk(x, 0)).shape(), (Shape{0}));
   expect_error([&] { topk(x, 6); }, {"[topk]", "k (6)", "size 5"});
   expect_error([&] { topk(x, -1); }, {"[topk]"});
+}
+
+TEST(ReduceTest, MatchesNaiveLoopsOnPermutedViews) {
+  manual_seed(7);
+  // x is [3, 4, 5] viewed through a permutation of a [5, 3, 4] buffer.
+  Tensor x = randint(-9, 10, {5, 3, 4}, DType::i32).permute({1, 2, 0});
+  ASSERT_FALSE(x.is_contiguous());
+  const auto v = x.to_vector<int32_t>();  // row-major over [3, 4, 5]
+  auto at = [&](int i, int j, int k) { return v[size_t(i * 20 + j * 5 + k)]; };
+  std::vector<int64_t> want_sum(4, 0), want_argmax(3 * 4, 0), want_prod(3 * 5, 1);
+  std::vector<int32_t> want_max(3 * 4);
+  for (int j = 0; j < 4; ++j)
+    for (int i = 0; i < 3; ++i)
+      for (int k = 0; k < 5; ++k) want_sum[size_t(j)] += at(i, j, k);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) {
+      int best = 0;
+      for (int k = 1; k < 5; ++k)
+        if (at(i, j, k) > at(i, j, best)) best = k;
+      want_argmax[size_t(i * 4 + j)] = best;
+      want_max[size_t(i * 4 + j)] = at(i, j, best);
+    }
+  for (int i = 0; i < 3; ++i)
+    for (int k = 0; k < 5; ++k)
+      for (int j = 0; j < 4; ++j) want_prod[size_t(i * 5 + k)] *= at(i, j, k);
+  EXPECT_EQ(l(sum(x, {0, 2})), want_sum);
+  EXPECT_EQ(l(prod(x, {1})), want_prod);
+  auto [mv, mi] = max(x, 2);
+  EXPECT_EQ(mv.to_vector<int32_t>(), want_max);
+  EXPECT_EQ(l(mi), want_argmax);
+  // Stable sort along dim 0 against std::stable_sort.
+  auto [sv, si] = sort(x, 0);
+  const auto got_v = sv.to_vector<int32_t>();
+  const auto got_i = l(si);
+  for (int j = 0; j < 4; ++j)
+    for (int k = 0; k < 5; ++k) {
+      std::vector<int64_t> order = {0, 1, 2};
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t a, int64_t b) { return at(int(a), j, k) < at(int(b), j, k); });
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(got_i[size_t(i * 20 + j * 5 + k)], order[size_t(i)]);
+        EXPECT_EQ(got_v[size_t(i * 20 + j * 5 + k)], at(int(order[size_t(i)]), j, k));
+      }
+    }
+  // cumsum along dim 1.
+  const auto cs = l(cumsum(x, 1));
+  for (int i = 0; i < 3; ++i)
+    for (int k = 0; k < 5; ++k) {
+      int64_t run = 0;
+      for (int j = 0; j < 4; ++j) {
+        run += at(i, j, k);
+        EXPECT_EQ(cs[size_t(i * 20 + j * 5 + k)], run);
+      }
+    }
 }

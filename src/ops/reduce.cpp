@@ -118,10 +118,9 @@ Tensor prod(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
 Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
   const auto d = reduce_dims(x, dims, "mean");
   const DType t = float_or_fail(x, "mean");
-  // Halves sum into f32 and round once after the division; 0/0 gives NaN for an empty dim.
-  const DType acc = t == DType::f64 ? t : DType::f32;
-  Tensor s = reduce_prim(ReduceOp::sum, x, d, keepdim, acc);
-  return div(s, double(reduced_numel(x, d))).to(t);
+  // Public ops only (autodiff gets mean from sum and div). Halves sum into f32 and round once
+  // after the division; 0/0 gives NaN for an empty dim.
+  return div(sum(upcast_half(x), d, keepdim), double(reduced_numel(x, d))).to(t);
 }
 
 Tensor max(const Tensor& x) { return max_min_all(x, true, "max"); }
