@@ -152,6 +152,31 @@ TEST(OptimTest, GoldenTrajectoriesMatchTorchStepByStep) {
   EXPECT_EQ(matched, int(cases.size()));
 }
 
+TEST(OptimTest, Float32ParametersFollowTheFloat64Trajectory) {
+  for (const auto& cs : golden()["optimizers"]) {
+    if (cs["groups"].size() != 1) continue;
+    const std::string type = cs["optimizer"];
+    const json& p = golden()["problem"];
+    Tensor W = from_vector<double>(p["W"].get<std::vector<double>>(), {2, 3}).to(DType::f32);
+    Tensor x = from_vector<double>(p["x"].get<std::vector<double>>(), {3}).to(DType::f32);
+    Tensor y = from_vector<double>(p["y"].get<std::vector<double>>(), {2, 3}).to(DType::f32);
+    W.requires_grad_();
+    auto opt = make_optimizer(type, {ParamGroup({W})}, *options_from(type, cs["defaults"]));
+    for (int s = 0; s < cs["steps"].get<int>(); ++s) {
+      opt->zero_grad();
+      Tensor d = W * x - y;
+      Tensor sq = d * d;
+      sq.backward(ones_like(sq));
+      opt->step();
+      ASSERT_EQ(W.dtype(), DType::f32);
+      const auto want = cs["expected"]["W"][size_t(s)].get<std::vector<double>>();
+      const auto got = v(W);
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-4) << cs["name"] << " step " << s + 1;
+    }
+  }
+}
+
 TEST(OptimTest, ParamsWithoutGradAreSkipped) {
   Problem pb;
   Adam opt(std::vector<Tensor>{pb.W, pb.b, pb.c}, AdamOptions(0.1));
