@@ -160,9 +160,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
   check_same_device(x, value, op);
   if (!is_bool(mask.dtype())) EMBER_FAIL(op, "mask must be bool, got ", describe(mask));
   if (value.dim() != 0) EMBER_FAIL(op, "value must be a 0-d tensor, got ", describe(value));
-  if (broadcast_shapes(x.shape(), mask.shape(), op) != x.shape())
-    EMBER_FAIL(op, "mask ", shape_str(mask.shape()), " does not broadcast to the tensor's shape ",
-               shape_str(x.shape()));
+  broadcast_shapes(x.shape(), mask.shape(), op);  // names masked_fill when they don't broadcast
+  // x and mask broadcast together, as torch's out-of-place masked_fill.
   return where(mask, value.to(x.dtype()), x);
 }
 

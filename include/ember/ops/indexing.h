@@ -55,8 +55,9 @@ Tensor index(const Tensor& x, const std::vector<Tensor>& indices);
 /// indices as for index(); values (x's dtype, as torch) broadcast to the shape x[indices...] has.
 Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values,
                  bool accumulate = false);
-/// torch.masked_fill: copy of x with `value` (converted to x's dtype) where the bool mask,
-/// broadcast to x's shape, is true. The tensor form takes a 0-d value (throws otherwise).
+/// torch.masked_fill: copy of x with `value` (converted to x's dtype) where the bool mask is
+/// true; x and mask broadcast together (the result has the broadcast shape, as torch's
+/// out-of-place form). The tensor form takes a 0-d value (throws otherwise).
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value);
 /// torch.masked_select: 1-d tensor of the elements of x where the bool mask is true, x and mask
