@@ -139,8 +139,8 @@ TEST(ActivationTest, GluAndPrelu) {
 
 TEST(ActivationTest, NanPropagates) {
   Tensor n = tensor<float>({NAN});
-  for (Tensor r : {F::relu(n), F::gelu(n), F::silu(n), F::elu(n), F::leaky_relu(n),
-                   F::softplus(n), F::hardshrink(n), F::celu(n), F::softsign(n)})
+  for (Tensor r : {F::relu(n), F::gelu(n), F::silu(n), F::elu(n), F::leaky_relu(n), F::softplus(n),
+                   F::hardshrink(n), F::celu(n), F::softsign(n)})
     EXPECT_TRUE(std::isnan(r.item<float>()));
 }
 

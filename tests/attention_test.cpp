@@ -71,8 +71,7 @@ TEST(AttentionTest, FloatMaskScaleAndBroadcastBatch) {
   Tensor m = randn({3, 5});
   expect_close(F::scaled_dot_product_attention(q, k, v, m, 0, false, 0.3),
                manual_attention(q, k, v, m, 0.3));
-  expect_close(F::scaled_dot_product_attention(q, k, v),
-               manual_attention(q, k, v, Tensor(), 0.5));
+  expect_close(F::scaled_dot_product_attention(q, k, v), manual_attention(q, k, v, Tensor(), 0.5));
 }
 
 TEST(AttentionTest, FullyMaskedRowGivesZeros) {
@@ -89,28 +88,43 @@ TEST(AttentionTest, DropoutOneGivesZeros) {
 TEST(AttentionTest, HalfKeepsDtype) {
   Tensor q = tensor<float>({1, 0, 0, 1}, {2, 2});
   Tensor v = tensor<float>({1, 2, 3, 4}, {2, 2});
-  Tensor h = F::scaled_dot_product_attention(q.to(DType::f16), q.to(DType::f16),
-                                             v.to(DType::f16), Tensor(), 0, true);
+  Tensor h = F::scaled_dot_product_attention(q.to(DType::f16), q.to(DType::f16), v.to(DType::f16),
+                                             Tensor(), 0, true);
   EXPECT_EQ(h.dtype(), DType::f16);
   expect_near(h, {1, 2, 2.3395231, 3.3395231}, 4e-3);
 }
 
 TEST(AttentionTest, Errors) {
   Tensor q = zeros({2, 4}), k = zeros({3, 4}), v = zeros({3, 5});
-  expect_error([&] { F::scaled_dot_product_attention(q, zeros({3, 5}), v); },
-               {"[scaled_dot_product_attention]", "[2, 4]", "[3, 5]"});
-  expect_error([&] { F::scaled_dot_product_attention(q, k, zeros({2, 5})); },
-               {"[scaled_dot_product_attention]"});
+  expect_error(
+      [&] {
+        F::scaled_dot_product_attention(q, zeros({3, 5}), v);
+      },
+      {"[scaled_dot_product_attention]", "[2, 4]", "[3, 5]"});
+  expect_error(
+      [&] {
+        F::scaled_dot_product_attention(q, k, zeros({2, 5}));
+      },
+      {"[scaled_dot_product_attention]"});
   expect_error([&] { F::scaled_dot_product_attention(zeros({4}), k, v); },
                {"[scaled_dot_product_attention]"});
-  expect_error([&] { F::scaled_dot_product_attention(q, k, v, ones({2, 3}, DType::b8), 0, true); },
-               {"[scaled_dot_product_attention]", "is_causal"});
-  expect_error([&] { F::scaled_dot_product_attention(q, k, v, ones({2, 4})); },
-               {"[scaled_dot_product_attention]", "attn_mask"});
+  expect_error(
+      [&] {
+        F::scaled_dot_product_attention(q, k, v, ones({2, 3}, DType::b8), 0, true);
+      },
+      {"[scaled_dot_product_attention]", "is_causal"});
+  expect_error(
+      [&] {
+        F::scaled_dot_product_attention(q, k, v, ones({2, 4}));
+      },
+      {"[scaled_dot_product_attention]", "attn_mask"});
   expect_error([&] { F::scaled_dot_product_attention(q, k, v, Tensor(), 2.0); },
                {"[scaled_dot_product_attention]", "dropout_p"});
-  expect_error([&] { F::scaled_dot_product_attention(q, k, v, ones({2, 3}, DType::i32)); },
-               {"[scaled_dot_product_attention]"});
+  expect_error(
+      [&] {
+        F::scaled_dot_product_attention(q, k, v, ones({2, 3}, DType::i32));
+      },
+      {"[scaled_dot_product_attention]"});
 }
 
 // ---- embedding ----
@@ -140,8 +154,11 @@ TEST(EmbeddingTest, MaxNormRenormalizesRowsInPlace) {
 
 TEST(EmbeddingTest, Errors) {
   Tensor w = zeros({5, 2});
-  expect_error([&] { F::embedding(tensor<int64_t>({1, 7}), w); },
-               {"[embedding]", "index 7 is out of range", "size 5"});
+  expect_error(
+      [&] {
+        F::embedding(tensor<int64_t>({1, 7}), w);
+      },
+      {"[embedding]", "index 7 is out of range", "size 5"});
   expect_error([&] { F::embedding(tensor<int64_t>({-1}), w); }, {"[embedding]", "-1"});
   expect_error([&] { F::embedding(tensor<float>({1}), w); }, {"[embedding]", "integer"});
   expect_error([&] { F::embedding(tensor<int64_t>({1}), zeros({5})); }, {"[embedding]", "2-d"});

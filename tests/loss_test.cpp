@@ -74,8 +74,8 @@ TEST(LossTest, CrossEntropyProbabilitiesSpatialAndUnbatched) {
   EXPECT_EQ(l.shape(), (Shape{1, 2}));
   expect_near(l, {0.4076060, 2.1531782});
   // Unbatched [C] with a 0-d target.
-  Tensor u = F::cross_entropy(tensor<float>({1, 2, 3}), scalar_tensor(2, DType::i64), Tensor(), -100,
-                              "none");
+  Tensor u = F::cross_entropy(tensor<float>({1, 2, 3}), scalar_tensor(2, DType::i64), Tensor(),
+                              -100, "none");
   EXPECT_EQ(u.dim(), 0);
   EXPECT_NEAR(u.item<float>(), 0.4076060, 1e-6);
 }
@@ -145,18 +145,25 @@ TEST(LossTest, HalfPrecisionKeepsDtype) {
 
 TEST(LossTest, Errors) {
   Tensor x = logits();
-  expect_error([&] { F::cross_entropy(x, idx({1, 2, 0})); },
-               {"[cross_entropy]", "[3]", "[2, 3]"});
-  expect_error([&] { F::cross_entropy(x, idx({1, 3})); },
-               {"[cross_entropy]", "target 3 is out of bounds", "3 classes"});
+  expect_error([&] { F::cross_entropy(x, idx({1, 2, 0})); }, {"[cross_entropy]", "[3]", "[2, 3]"});
+  expect_error(
+      [&] {
+        F::cross_entropy(x, idx({1, 3}));
+      },
+      {"[cross_entropy]", "target 3 is out of bounds", "3 classes"});
   expect_error([&] { F::cross_entropy(x, idx({-1, 0})); }, {"[cross_entropy]", "-1"});
   expect_error([&] { F::cross_entropy(x, zeros({2, 2})); }, {"[cross_entropy]", "[2, 2]"});
-  expect_error([&] { F::cross_entropy(x, idx({1, 0}), ones({4})); },
-               {"[cross_entropy]", "weight"});
-  expect_error([&] { F::cross_entropy(x, idx({1, 0}), Tensor(), -100, "avg"); },
-               {"[cross_entropy]", "reduction"});
-  expect_error([&] { F::cross_entropy(x, idx({1, 0}), Tensor(), -100, "mean", 1.5); },
-               {"[cross_entropy]", "label_smoothing"});
+  expect_error([&] { F::cross_entropy(x, idx({1, 0}), ones({4})); }, {"[cross_entropy]", "weight"});
+  expect_error(
+      [&] {
+        F::cross_entropy(x, idx({1, 0}), Tensor(), -100, "avg");
+      },
+      {"[cross_entropy]", "reduction"});
+  expect_error(
+      [&] {
+        F::cross_entropy(x, idx({1, 0}), Tensor(), -100, "mean", 1.5);
+      },
+      {"[cross_entropy]", "label_smoothing"});
   expect_error([&] { F::cross_entropy(scalar_tensor(1.0f), scalar_tensor(0, DType::i64)); },
                {"[cross_entropy]"});
   expect_error([&] { F::nll_loss(x, idx({5, 0})); }, {"[nll_loss]", "out of bounds"});
@@ -165,8 +172,11 @@ TEST(LossTest, Errors) {
   expect_error([&] { F::mse_loss(tensor<int32_t>({1}), tensor<int32_t>({1})); }, {"[mse_loss]"});
   expect_error([&] { F::binary_cross_entropy(tensor<float>({1.5f}), tensor<float>({1})); },
                {"[binary_cross_entropy]", "between 0 and 1"});
-  expect_error([&] { F::binary_cross_entropy(zeros({2}), zeros({2, 1})); },
-               {"[binary_cross_entropy]"});
+  expect_error(
+      [&] {
+        F::binary_cross_entropy(zeros({2}), zeros({2, 1}));
+      },
+      {"[binary_cross_entropy]"});
   expect_error([&] { F::binary_cross_entropy_with_logits(zeros({2}), zeros({3})); },
                {"[binary_cross_entropy_with_logits]"});
   expect_error([&] { F::huber_loss(zeros({2}), zeros({2}), "mean", 0); }, {"[huber_loss]"});

@@ -58,11 +58,11 @@ TEST(NormTest, RmsNorm) {
               {0.3651484, 0.7302967, 2 * 1.0954451, 0});
   // eps default: float's epsilon; here mean(x^2) = 0 so x / sqrt(eps) shows it.
   Tensor t = tensor<float>({1e-4f, -1e-4f});
-  expect_near(F::rms_norm(t, {2}), {1e-4 / std::sqrt(1e-8 + 1.1920929e-7),
-                                     -1e-4 / std::sqrt(1e-8 + 1.1920929e-7)},
+  expect_near(F::rms_norm(t, {2}),
+              {1e-4 / std::sqrt(1e-8 + 1.1920929e-7), -1e-4 / std::sqrt(1e-8 + 1.1920929e-7)},
               1e-5);
-  expect_near(F::rms_norm(t, {2}, Tensor(), 1e-2), {1e-4 / std::sqrt(1e-8 + 1e-2),
-                                                    -1e-4 / std::sqrt(1e-8 + 1e-2)});
+  expect_near(F::rms_norm(t, {2}, Tensor(), 1e-2),
+              {1e-4 / std::sqrt(1e-8 + 1e-2), -1e-4 / std::sqrt(1e-8 + 1e-2)});
 }
 
 TEST(NormTest, BatchNormTrainingUpdatesRunningStats) {
@@ -77,16 +77,16 @@ TEST(NormTest, BatchNormTrainingUpdatesRunningStats) {
   expect_near(rv, {0.9 + 0.2, 0.9 + 0.8});
   // Weight and bias, spatial dims: [N=1, C=2, 2].
   Tensor x3 = tensor<float>({1, 3, 2, 6}, {1, 2, 2});
-  Tensor y3 = F::batch_norm(x3, Tensor(), Tensor(), tensor<float>({2, 1}), tensor<float>({0, 1}),
-                            true);
+  Tensor y3 =
+      F::batch_norm(x3, Tensor(), Tensor(), tensor<float>({2, 1}), tensor<float>({0, 1}), true);
   expect_near(y3, {-2 * a, 2 * a, 1 - b, 1 + b});
 }
 
 TEST(NormTest, BatchNormEvalUsesRunningStats) {
   Tensor x = tensor<float>({1, 2, 3, 6}, {2, 2});
   Tensor rm = tensor<float>({1, 2}), rv = tensor<float>({4, 1});
-  Tensor y = F::batch_norm(x, rm, rv, tensor<float>({1, 3}), tensor<float>({0.5f, 0}), false,
-                           0.1, 0);
+  Tensor y =
+      F::batch_norm(x, rm, rv, tensor<float>({1, 3}), tensor<float>({0.5f, 0}), false, 0.1, 0);
   expect_near(y, {0.5, 0, 1.5, 12});
   expect_near(rm, {1, 2});  // unchanged
   expect_near(rv, {4, 1});
@@ -132,8 +132,11 @@ TEST(NormTest, Errors) {
   expect_error([&] { F::batch_norm(x, zeros({3}), ones({3})); },
                {"[batch_norm]", "running_mean", "[3]"});
   expect_error([&] { F::batch_norm(x, Tensor(), Tensor()); }, {"[batch_norm]", "running"});
-  expect_error([&] { F::batch_norm(zeros({1, 4}), Tensor(), Tensor(), Tensor(), Tensor(), true); },
-               {"[batch_norm]", "more than 1 value per channel"});
+  expect_error(
+      [&] {
+        F::batch_norm(zeros({1, 4}), Tensor(), Tensor(), Tensor(), Tensor(), true);
+      },
+      {"[batch_norm]", "more than 1 value per channel"});
   expect_error([&] { F::instance_norm(zeros({2, 3, 1})); }, {"[instance_norm]", "spatial"});
   expect_error([&] { F::batch_norm(zeros({4}), Tensor(), Tensor(), Tensor(), Tensor(), true); },
                {"[batch_norm]"});

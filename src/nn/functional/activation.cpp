@@ -198,8 +198,8 @@ Tensor feature_dropout(const Tensor& input, double p, bool training, const char*
   const bool unbatched = allow_unbatched && r == batched_rank - 1;
   if (r != batched_rank && !unbatched)
     EMBER_FAIL(op, "expected ", batched_rank, "-d input", allow_unbatched ? " (or unbatched " : "",
-               allow_unbatched ? std::to_string(batched_rank - 1) + "-d)" : std::string(),
-               ", got ", shape_str(input.shape()));
+               allow_unbatched ? std::to_string(batched_rank - 1) + "-d)" : std::string(), ", got ",
+               shape_str(input.shape()));
   if (!training || p == 0 || input.numel() == 0) return input;
   Shape mask(size_t(r), 1);
   const int64_t channel_dims = unbatched ? 1 : 2;

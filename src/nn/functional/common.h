@@ -36,9 +36,12 @@ inline Reduction parse_reduction(const std::string& r, const char* op, bool batc
 /// Applies none / sum / mean to per-element losses (mean of zero elements is NaN).
 inline Tensor apply_reduction(const Tensor& loss, Reduction r) {
   switch (r) {
-    case Reduction::none: return loss;
-    case Reduction::sum: return ember::sum(loss);
-    default: return ember::sum(loss) / double(loss.numel());
+    case Reduction::none:
+      return loss;
+    case Reduction::sum:
+      return ember::sum(loss);
+    default:
+      return ember::sum(loss) / double(loss.numel());
   }
 }
 

@@ -86,8 +86,8 @@ bool batchify(Tensor& input, Tensor& target, bool class_target, const char* op) 
   if (input.dim() == 0) EMBER_FAIL(op, "input must have a class dim, got a 0-d tensor");
   if (input.dim() != 1) return false;
   if (class_target && target.dim() != 0)
-    EMBER_FAIL(op, "expected a 0-d target for unbatched input of shape ",
-               shape_str(input.shape()), ", got ", shape_str(target.shape()));
+    EMBER_FAIL(op, "expected a 0-d target for unbatched input of shape ", shape_str(input.shape()),
+               ", got ", shape_str(target.shape()));
   input = input.unsqueeze(0);
   target = target.unsqueeze(0);
   return true;
@@ -159,16 +159,19 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
     Tensor prod = logp * tp;
     if (w_b.defined()) prod = prod * w_b;
     Tensor loss = -sum(prod, {1});
-    if (r == Reduction::none) out = loss;
-    else if (r == Reduction::sum) out = sum(loss);
-    else out = sum(loss) / (x.numel() ? double(x.numel() / c) : 0.0);  // 0/0: NaN, as torch
+    if (r == Reduction::none)
+      out = loss;
+    else if (r == Reduction::sum)
+      out = sum(loss);
+    else
+      out = sum(loss) / (x.numel() ? double(x.numel() / c) : 0.0);  // 0/0: NaN, as torch
   } else {
     Picked p = pick_targets(x, t, weight, ignore_index, op);
     out = nll_core(logp, p, r);
     if (e > 0) {
       Tensor smooth = -sum(w_b.defined() ? logp * w_b : logp, {1});
-      smooth = where(p.valid, smooth, ember::detail::scalar_to_tensor(0, smooth.dtype(),
-                                                                      smooth.device()));
+      smooth = where(p.valid, smooth,
+                     ember::detail::scalar_to_tensor(0, smooth.dtype(), smooth.device()));
       Tensor red = smooth;
       if (r == Reduction::sum) red = sum(smooth);
       if (r == Reduction::mean)  // torch normalizes by the weights of the non-ignored targets
@@ -210,8 +213,7 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::stri
                       double beta) {
   const DType dt = loss_dtype(input, target, "smooth_l1_loss");
   const Reduction r = detail::parse_reduction(reduction, "smooth_l1_loss");
-  if (!(beta >= 0))
-    EMBER_FAIL("smooth_l1_loss", "beta must be non-negative, got ", beta);
+  if (!(beta >= 0)) EMBER_FAIL("smooth_l1_loss", "beta must be non-negative, got ", beta);
   auto [x, t] = pointwise_args(input, target, dt, "smooth_l1_loss");
   Tensor a = abs(x - t);
   Tensor loss = beta == 0 ? a : where(lt(a, beta), a * a * (0.5 / beta), a - 0.5 * beta);

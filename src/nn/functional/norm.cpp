@@ -81,16 +81,15 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
   return cast(affine(y, weight, bias), input.dtype());
 }
 
-Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
-                  const Tensor& bias, double eps) {
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias,
+                  double eps) {
   detail::check_float_input(input, "group_norm");
   if (input.dim() < 2)
     EMBER_FAIL("group_norm", "expected input of shape [N, C, *], got ", shape_str(input.shape()));
   const int64_t n = input.size(0), c = input.size(1);
   if (num_groups <= 0 || c % num_groups != 0)
     EMBER_FAIL("group_norm", "expected number of channels in input to be divisible by num_groups, ",
-               "but got input of shape ", shape_str(input.shape()), " and num_groups=",
-               num_groups);
+               "but got input of shape ", shape_str(input.shape()), " and num_groups=", num_groups);
   Tensor w = channel_param(weight, input, c, input.dim(), "weight", "group_norm");
   Tensor b = channel_param(bias, input, c, input.dim(), "bias", "group_norm");
   if (input.numel() == 0) return cast(affine(detail::upcast(input), w, b), input.dtype());
@@ -185,9 +184,10 @@ Tensor rms_norm(const Tensor& input, const Shape& normalized_shape, const Tensor
   const auto dims = trailing_dims(input, normalized_shape, "rms_norm");
   check_affine(weight, input, normalized_shape, "weight", "rms_norm");
   // torch's default: epsilon of the type it computes in (float for f16/bf16).
-  const double e = eps ? *eps
-                       : (input.dtype() == DType::f64 ? std::numeric_limits<double>::epsilon()
-                                                      : double(std::numeric_limits<float>::epsilon()));
+  const double e =
+      eps ? *eps
+          : (input.dtype() == DType::f64 ? std::numeric_limits<double>::epsilon()
+                                         : double(std::numeric_limits<float>::epsilon()));
   Tensor x = detail::upcast(input);
   Tensor y = x * rsqrt(mean(x * x, dims, true) + e);
   DType out = input.dtype();

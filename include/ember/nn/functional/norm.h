@@ -57,8 +57,8 @@ Tensor instance_norm(const Tensor& input, const Tensor& running_mean = Tensor(),
 /// dtype torch computes in (std::numeric_limits<opmath_type>::epsilon() in torch's kernel):
 /// 2.22e-16 for f64 and 1.1920929e-7 (float's) for f32, f16 and bf16.
 /// weight [normalized_shape] optional. Throws as layer_norm for a shape mismatch.
-Tensor rms_norm(const Tensor& input, const Shape& normalized_shape,
-                const Tensor& weight = Tensor(), std::optional<double> eps = std::nullopt);
+Tensor rms_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                std::optional<double> eps = std::nullopt);
 
 /// x / max(||x||_p along dim, eps) (as torch.nn.functional.normalize).
 Tensor normalize(const Tensor& input, double p = 2.0, int64_t dim = 1, double eps = 1e-12);
