@@ -72,11 +72,14 @@ struct Im2col {
   Tensor src, dst;
   std::vector<int64_t> kernel, stride, pad_begin, dilation;
   Scalar pad_value = 0;
+  /// Windows per spatial dim (prod = L); empty: floor((S + 2 pad - dil (k - 1) - 1) / stride) + 1.
+  std::vector<int64_t> out_size = {};
 };
 /// The adjoint of Im2col: dst [N, C, *S] (zeroed by the caller) += each column's taps.
 struct Col2im {
   Tensor src, dst;
   std::vector<int64_t> kernel, stride, pad_begin, dilation;
+  std::vector<int64_t> out_size = {};  // windows per spatial dim, as Im2col
 };
 /// Adaptive pooling over the spatial dims of src [N, C, *S] into dst [N, C, *O] as
 /// torch.nn.functional.adaptive_{avg,max}_pool: window [floor(i*S/O), ceil((i+1)*S/O)).

@@ -23,12 +23,26 @@
 // Composite: im2col (ir::Im2col) + matmul per group; conv_transpose is matmul + col2im.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "ember/tensor.h"
 
 namespace ember::nn::functional {
+
+/// A padding string for conv: "same" or "valid" (checked by the op). Converts from anything
+/// string-like (literal, std::string, std::string_view) but never from a number, so that `{0}`
+/// in a call always means a padding list.
+struct PaddingMode {
+  template <typename S,
+            typename = std::enable_if_t<!std::is_arithmetic_v<S> &&
+                                        std::is_convertible_v<const S&, std::string_view>>>
+  PaddingMode(const S& s) : value(std::string_view(s)) {}  // NOLINT(google-explicit-constructor)
+  static PaddingMode from_string(std::string_view s) { return PaddingMode(s); }
+  std::string value;
+};
 
 /// 1-d convolution (cross-correlation, as torch.nn.functional.conv1d): input [N, C_in, L].
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
@@ -37,24 +51,24 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = Te
 /// padding "valid" (no padding) or "same" (output size = input size; stride must be 1; when
 /// dilation * (K - 1) is odd the extra zero goes on the right/bottom, as torch).
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias,
-              std::vector<int64_t> stride, std::string_view padding,
-              std::vector<int64_t> dilation = {1}, int64_t groups = 1);
+              std::vector<int64_t> stride, PaddingMode padding, std::vector<int64_t> dilation = {1},
+              int64_t groups = 1);
 
 /// 2-d convolution (as torch.nn.functional.conv2d): input [N, C_in, H, W].
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
               std::vector<int64_t> stride = {1}, std::vector<int64_t> padding = {0},
               std::vector<int64_t> dilation = {1}, int64_t groups = 1);
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
-              std::vector<int64_t> stride, std::string_view padding,
-              std::vector<int64_t> dilation = {1}, int64_t groups = 1);
+              std::vector<int64_t> stride, PaddingMode padding, std::vector<int64_t> dilation = {1},
+              int64_t groups = 1);
 
 /// 3-d convolution (as torch.nn.functional.conv3d): input [N, C_in, D, H, W].
 Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
               std::vector<int64_t> stride = {1}, std::vector<int64_t> padding = {0},
               std::vector<int64_t> dilation = {1}, int64_t groups = 1);
 Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias,
-              std::vector<int64_t> stride, std::string_view padding,
-              std::vector<int64_t> dilation = {1}, int64_t groups = 1);
+              std::vector<int64_t> stride, PaddingMode padding, std::vector<int64_t> dilation = {1},
+              int64_t groups = 1);
 
 /// Transposed convolution (the adjoint of conv; as torch.nn.functional.conv_transpose1d).
 /// Note torch's argument order: output_padding, then groups, then dilation.
