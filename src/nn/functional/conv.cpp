@@ -18,6 +18,7 @@ std::vector<int64_t> expand_param(const std::vector<int64_t>& v, int64_t nd, con
                                   const char* name, bool allow_empty) {
   if (v.empty() && allow_empty) return v;
   if (v.size() == 1) return std::vector<int64_t>(size_t(nd), v[0]);
+  if (nd == 1) EMBER_FAIL(op, name, " must have 1 value, got ", list_str(v));
   EMBER_CHECK(int64_t(v.size()) == nd, op, name, " must have 1 or ", nd, " values, got ",
               list_str(v));
   return v;
@@ -32,8 +33,8 @@ Tensor batched(const Tensor& input, int64_t nd, const char* op, bool& unbatched,
   ember::detail::check_defined(input, op);
   const int64_t r = input.dim();
   if (allow_unbatched) {
-    EMBER_CHECK(r == nd + 1 || r == nd + 2, op, "expected a ", nd + 1, "-d (unbatched) or ",
-                nd + 2, "-d (batched) input, got ", shape_str(input.shape()));
+    EMBER_CHECK(r == nd + 1 || r == nd + 2, op, "expected a ", nd + 1, "-d (unbatched) or ", nd + 2,
+                "-d (batched) input, got ", shape_str(input.shape()));
   } else {
     EMBER_CHECK(r == nd + 2, op, "expected a ", nd + 2, "-d (batched) input, got ",
                 shape_str(input.shape()));
@@ -55,8 +56,7 @@ Tensor im2col(const Tensor& x, const std::vector<int64_t>& kernel,
     k *= kernel[d];
     l *= out[d];
   }
-  Tensor cols =
-      ember::detail::make_tensor({x.size(0), x.size(1) * k, l}, x.dtype(), x.device());
+  Tensor cols = ember::detail::make_tensor({x.size(0), x.size(1) * k, l}, x.dtype(), x.device());
   if (cols.numel() > 0)
     run(ir::Im2col{x, cols, kernel, stride, pad_begin, dilation, pad_value, out});
   return cols;
@@ -152,9 +152,9 @@ Tensor conv_impl(const Tensor& input, const Tensor& weight, const Tensor& bias, 
   for (size_t d = 0; d < size_t(nd); ++d) {
     const int64_t padded = x.size(int64_t(2 + d)) + pad_begin[d] + pad_end[d];
     const int64_t eff = dilation[d] * (kernel[d] - 1) + 1;
-    EMBER_CHECK(eff <= padded, op, "kernel size ", eff, " (dilated) is larger than the padded input size ",
-                padded, " in spatial dim ", d, " (input ", shape_str(input.shape()), ", weight ",
-                shape_str(weight.shape()), ")");
+    EMBER_CHECK(eff <= padded, op, "kernel size ", eff,
+                " (dilated) is larger than the padded input size ", padded, " in spatial dim ", d,
+                " (input ", shape_str(input.shape()), ", weight ", shape_str(weight.shape()), ")");
     out[d] = (padded - eff) / stride[d] + 1;
   }
   const int64_t n = x.size(0), c_out = weight.size(0), c_in = x.size(1);
@@ -240,14 +240,15 @@ Tensor conv_transpose_impl(const Tensor& input, const Tensor& weight, const Tens
   for (size_t i = 0; i < size_t(nd); ++i) {
     out[i] = (in[i] - 1) * s[i] - 2 * p[i] + d[i] * (kernel[i] - 1) + op_[i] + 1;
     EMBER_CHECK(out[i] >= 1 && in[i] >= 1, op, "output size ", out[i], " in spatial dim ", i,
-                " is too small (input ", shape_str(input.shape()), ", weight ", shape_str(weight.shape()), ")");
+                " is too small (input ", shape_str(input.shape()), ", weight ",
+                shape_str(weight.shape()), ")");
     k *= kernel[i];
     l *= in[i];
   }
   const int64_t n = x.size(0), c_in = x.size(1), c_out = weight.size(1) * groups;
   const int64_t cog = weight.size(1), cig = c_in / groups;
   Tensor wt = weight.reshape({1, groups, cig, cog * k}).transpose(-1, -2);  // [1, g, Co/g*K, Ci/g]
-  Tensor cols = matmul(wt, x.reshape({n, groups, cig, l}));                // [N, g, Co/g*K, L]
+  Tensor cols = matmul(wt, x.reshape({n, groups, cig, l}));                 // [N, g, Co/g*K, L]
   Tensor y = detail::col2im(cols.reshape({n, c_out * k, l}), c_out, out, kernel, s, p, d, in);
   y = add_bias(y, bias, nd);
   return unbatched ? y.squeeze(0) : y;
@@ -261,8 +262,8 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias,
   return conv_sym(input, weight, bias, 1, stride, padding, dilation, groups);
 }
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias,
-              std::vector<int64_t> stride, PaddingMode padding,
-              std::vector<int64_t> dilation, int64_t groups) {
+              std::vector<int64_t> stride, PaddingMode padding, std::vector<int64_t> dilation,
+              int64_t groups) {
   return conv_str(input, weight, bias, 1, stride, padding.value, dilation, groups);
 }
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
@@ -271,8 +272,8 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
   return conv_sym(input, weight, bias, 2, stride, padding, dilation, groups);
 }
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
-              std::vector<int64_t> stride, PaddingMode padding,
-              std::vector<int64_t> dilation, int64_t groups) {
+              std::vector<int64_t> stride, PaddingMode padding, std::vector<int64_t> dilation,
+              int64_t groups) {
   return conv_str(input, weight, bias, 2, stride, padding.value, dilation, groups);
 }
 Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias,
@@ -281,8 +282,8 @@ Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias,
   return conv_sym(input, weight, bias, 3, stride, padding, dilation, groups);
 }
 Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias,
-              std::vector<int64_t> stride, PaddingMode padding,
-              std::vector<int64_t> dilation, int64_t groups) {
+              std::vector<int64_t> stride, PaddingMode padding, std::vector<int64_t> dilation,
+              int64_t groups) {
   return conv_str(input, weight, bias, 3, stride, padding.value, dilation, groups);
 }
 
@@ -308,9 +309,8 @@ Tensor conv_transpose3d(const Tensor& input, const Tensor& weight, const Tensor&
                              dilation);
 }
 
-Tensor unfold(const Tensor& input, std::vector<int64_t> kernel_size,
-              std::vector<int64_t> dilation, std::vector<int64_t> padding,
-              std::vector<int64_t> stride) {
+Tensor unfold(const Tensor& input, std::vector<int64_t> kernel_size, std::vector<int64_t> dilation,
+              std::vector<int64_t> padding, std::vector<int64_t> stride) {
   const char* op = "unfold";
   bool unbatched = false;
   Tensor x = detail::batched(input, 2, op, unbatched);
@@ -336,9 +336,9 @@ Tensor unfold(const Tensor& input, std::vector<int64_t> kernel_size,
   return unbatched ? cols.squeeze(0) : cols;
 }
 
-Tensor fold(const Tensor& input, std::vector<int64_t> output_size,
-            std::vector<int64_t> kernel_size, std::vector<int64_t> dilation,
-            std::vector<int64_t> padding, std::vector<int64_t> stride) {
+Tensor fold(const Tensor& input, std::vector<int64_t> output_size, std::vector<int64_t> kernel_size,
+            std::vector<int64_t> dilation, std::vector<int64_t> padding,
+            std::vector<int64_t> stride) {
   const char* op = "fold";
   ember::detail::check_defined(input, op);
   EMBER_CHECK(input.dim() == 2 || input.dim() == 3, op,
