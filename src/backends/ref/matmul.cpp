@@ -107,13 +107,16 @@ void matmul(const ir::Matmul& op) {
       if (i == 0 || as[0] != 0) A = pack<C>(ap + i * as[0], M, K, as[1], as[2], abuf);
       if (i == 0 || bs[0] != 0) B = pack<C>(bp + i * bs[0], K, N, bs[1], bs[2], bbuf);
       T* dst = dp + i * ds[0];
-      bool direct = false;
-      if constexpr (std::is_same_v<C, T>) direct = (ds[2] == 1 || N == 1) && (ds[1] == N || M == 1);
-      C* out;
-      if (direct) {
-        out = reinterpret_cast<C*>(dst);
-        std::fill(out, out + M * N, C(0));
-      } else {
+      // Accumulate straight into dst when it is a contiguous matrix of the accumulation type.
+      C* out = nullptr;
+      if constexpr (std::is_same_v<C, T>) {
+        if ((ds[2] == 1 || N == 1) && (ds[1] == N || M == 1)) {
+          out = dst;
+          std::fill(out, out + M * N, C(0));
+        }
+      }
+      const bool direct = out != nullptr;
+      if (!direct) {
         obuf.assign(size_t(M * N), C(0));
         out = obuf.data();
       }
