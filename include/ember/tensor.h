@@ -264,6 +264,15 @@ Tensor from_blob(const void* data, Shape shape, DType dtype,
 /// Seeds the generator of `device` (all devices when none is given).
 void manual_seed(uint64_t seed);
 void manual_seed(const Device& device, uint64_t seed);
+/// The state of a device's generator: its seed and the Philox offset of its next draw.
+struct RandomState {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+};
+/// The generator state of `device` (checkpoints save it so a resumed run draws the same numbers).
+RandomState random_state(const Device& device);
+/// Restores a state returned by random_state(): the next draws repeat those that followed it.
+void set_random_state(const Device& device, const RandomState& state);
 Tensor rand(Shape shape, TensorOptions opts = {});    // U[0, 1)
 Tensor randn(Shape shape, TensorOptions opts = {});   // N(0, 1), Box-Muller
 /// Integers uniform in [low, high); dtype i64 unless opts say otherwise.

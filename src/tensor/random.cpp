@@ -25,6 +25,14 @@ void manual_seed(uint64_t seed) {
 }
 void manual_seed(const Device& device, uint64_t seed) { backend_for(device).set_seed(seed); }
 
+RandomState random_state(const Device& device) {
+  const Backend& b = backend_for(device);
+  return RandomState{b.seed(), b.random_offset()};
+}
+void set_random_state(const Device& device, const RandomState& state) {
+  backend_for(device).set_random_state(state.seed, state.offset);
+}
+
 Tensor& Tensor::uniform_(double lo, double hi) {
   detail::check_floating(*this, "uniform_");
   if (!(lo <= hi)) EMBER_FAIL("uniform_", "expects from <= to, got from=", lo, " to=", hi);
