@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Set-up command 1: install what is missing, build, run the main job.
+# Set-up command 1: install what is missing, build (without tests), then the main job: train the
+# Fashion-MNIST CNN (3 epochs, Adam, batch 64, cpu backend) and print its summary.
+# Extra arguments go to `ember train` (e.g. --epochs 1, --device ref, --workers 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --main
 BUILD_DIR=build scripts/build.sh -DEMBER_BUILD_TESTS=OFF
 ./build/tools/ember devices
-./build/examples/quickstart/quickstart
+./build/tools/ember train fashion-mnist --model cnn --out runs/fashion-mnist-cnn "$@"
+echo "---- runs/fashion-mnist-cnn/summary.json ----"
+cat runs/fashion-mnist-cnn/summary.json

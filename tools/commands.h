@@ -4,4 +4,10 @@
 
 namespace ember::tools {
 void add_devices_command(CLI::App& app);
+/// ember train mnist|fashion-mnist [...]: tools/train.cpp.
+void add_train_command(CLI::App& app);
+/// ember eval --checkpoint FILE: tools/infer.cpp.
+void add_eval_command(CLI::App& app);
+/// ember predict --checkpoint FILE IMAGE: tools/infer.cpp.
+void add_predict_command(CLI::App& app);
 }  // namespace ember::tools

@@ -1,4 +1,7 @@
 // The `ember` command: ember devices | train | eval | predict (see --help).
+// Exit status: 0 on success, 1 on an error ("error: ..." on stderr), 2 for a usage error,
+// 130 when training was interrupted (Ctrl-C; continue with --resume).
+#include <exception>
 #include <iostream>
 
 #include "commands.h"
@@ -8,11 +11,16 @@ int main(int argc, char** argv) {
   CLI::App app{"Ember: a C++20 deep-learning framework"};
   app.require_subcommand(1);
   ember::tools::add_devices_command(app);
+  ember::tools::add_train_command(app);
+  ember::tools::add_eval_command(app);
+  ember::tools::add_predict_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const ember::Error& e) {
+    if (e.get_exit_code() == 0 || e.get_name() == "RuntimeError") return app.exit(e);
+    std::cerr << "error: " << e.what() << "\nRun with --help for more information.\n";
+    return 2;
+  } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
   }

@@ -1,0 +1,147 @@
+// `ember eval` and `ember predict`: load a model trained by `ember train` (a checkpoint of the
+// Learner or DIR/model.safetensors) and evaluate it on a test set or classify one image.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "ember/autograd.h"
+#include "ember/data/dataloader.h"
+#include "ember/data/io.h"
+#include "ember/error.h"
+#include "ember/nn/functional/activation.h"
+#include "ember/nn/functional/interpolate.h"
+#include "ember/optim/adam.h"
+#include "ember/record/checkpoint.h"
+#include "ember/record/safetensors.h"
+#include "ember/train/learner.h"
+#include "models.h"
+
+namespace ember::tools {
+
+namespace {
+
+struct Trained {
+  std::shared_ptr<nn::UnaryModule> model;
+  std::string model_name, dataset;
+};
+
+// A Learner checkpoint (metadata format ember.checkpoint.v1, "model." tensors, the dataset and
+// model names in its user JSON) or a model file (safetensors with ember.dataset / ember.model
+// metadata). `dataset` overrides the recorded dataset ("" keeps it).
+Trained load_trained(const std::string& path, const std::string& dataset, const Device& device) {
+  record::SafetensorsFile f = record::load_safetensors(path, Device::cpu());
+  nn::StateDict weights;
+  Trained t;
+  auto fmt = f.metadata.find("format");
+  if (fmt != f.metadata.end() && fmt->second == "ember.checkpoint.v1") {
+    record::CheckpointFile ck = record::read_checkpoint(path);
+    weights = ck.model;
+    const nlohmann::json user = nlohmann::json::parse(ck.state.user_json, nullptr, false);
+    if (user.is_object()) {
+      t.model_name = user.value("model", "");
+      t.dataset = user.value("dataset", "");
+    }
+  } else {
+    weights = f.tensors;
+    if (f.metadata.count("ember.model")) t.model_name = f.metadata.at("ember.model");
+    if (f.metadata.count("ember.dataset")) t.dataset = f.metadata.at("ember.dataset");
+  }
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : weights.items()) keys.push_back(k);
+  if (t.model_name.empty()) t.model_name = model_from_keys(keys);
+  EMBER_CHECK(t.model_name == "cnn" || t.model_name == "mlp", "load", path,
+              ": not a model trained by `ember train` (no cnn or mlp weights in it)");
+  if (!dataset.empty()) t.dataset = dataset;
+  EMBER_CHECK(!t.dataset.empty(), "load", path, ": the dataset is not recorded; pass --dataset");
+  Device::set_default_device(device);
+  t.model = make_model(t.model_name);
+  t.model->load_state_dict(weights, true);
+  t.model->eval();
+  return t;
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  struct Args {
+    std::string checkpoint, data_dir, dataset, device = "cpu";
+    int64_t batch_size = 256;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("eval", "Test loss and accuracy of a trained model");
+  cmd->add_option("--checkpoint", a->checkpoint,
+                  "A checkpoint (DIR/checkpoints/*.safetensors) or DIR/model.safetensors")
+      ->required();
+  cmd->add_option("--data", a->data_dir, "Dataset folder (default: the dataset's)");
+  cmd->add_option("--dataset", a->dataset, "mnist or fashion-mnist (default: the recorded one)")
+      ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
+  cmd->add_option("--device", a->device, "cpu, ref, ...")->capture_default_str();
+  cmd->add_option("--batch-size", a->batch_size, "Evaluation batch size")->capture_default_str();
+  cmd->callback([a] {
+    EMBER_CHECK(a->batch_size >= 1, "eval", "--batch-size must be >= 1, got ", a->batch_size);
+    const Device device = Device::parse(a->device);
+    Trained t = load_trained(a->checkpoint, a->dataset, device);
+    const DatasetSpec spec = dataset_spec(t.dataset);
+    auto test = std::make_shared<data::TensorDataset>(
+        load_split(spec, a->data_dir.empty() ? spec.default_dir : a->data_dir, false));
+    data::DataLoaderOptions lo;
+    lo.batch_size = a->batch_size;
+    train::Loader loader(test, lo);
+    auto opt = std::make_shared<optim::Adam>(t.model->parameters());  // unused: evaluation only
+    train::LearnerOptions o;
+    o.device = device;
+    o.progress = train::Progress::none;
+    train::Learner learner(t.model, opt, train::cross_entropy_loss(), o);
+    const auto m = learner.evaluate(loader);
+    std::printf("model %s, dataset %s (%lld test images), device %s\n", t.model_name.c_str(),
+                t.dataset.c_str(), static_cast<long long>(test->size()), device.str().c_str());
+    std::printf("test loss: %.4f\ntest accuracy: %.4f\n", m.at("loss"), m.at("accuracy"));
+  });
+}
+
+void add_predict_command(CLI::App& app) {
+  struct Args {
+    std::string checkpoint, image, dataset, device = "cpu";
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "predict", "Classify one image (PNG or JPEG; converted to grayscale and resized to 28x28)");
+  cmd->add_option("--checkpoint", a->checkpoint,
+                  "A checkpoint (DIR/checkpoints/*.safetensors) or DIR/model.safetensors")
+      ->required();
+  cmd->add_option("image", a->image, "The image file")->required();
+  cmd->add_option("--dataset", a->dataset, "mnist or fashion-mnist (default: the recorded one)")
+      ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
+  cmd->add_option("--device", a->device, "cpu, ref, ...")->capture_default_str();
+  cmd->callback([a] {
+    namespace F = nn::functional;
+    const Device device = Device::parse(a->device);
+    Trained t = load_trained(a->checkpoint, a->dataset, device);
+    const DatasetSpec spec = dataset_spec(t.dataset);
+    Tensor img = data::load_image(a->image, 1);  // u8 [1, H, W]
+    const int64_t h = img.shape()[1], w = img.shape()[2];
+    EMBER_CHECK(h > 0 && w > 0, "predict", a->image, ": the image is empty");
+    Tensor x = img.to(DType::f32).unsqueeze(0);  // [1, 1, H, W], 0..255
+    if (h != 28 || w != 28) {
+      // Shrinking averages the covered pixels (area); enlarging interpolates (bilinear).
+      const bool shrink = h >= 28 && w >= 28;
+      x = F::interpolate(x, {28, 28}, {}, shrink ? "area" : "bilinear");
+    }
+    x = ((x * (1.0 / 255.0) - spec.mean) * (1.0 / spec.std)).to(device);
+    NoGradGuard ng;
+    Tensor p = F::softmax(t.model->forward(x), 1).to(Device::cpu()).contiguous();
+    const std::vector<float> probs = p.to_vector<float>();
+    size_t best = 0;
+    for (size_t i = 1; i < probs.size(); ++i)
+      if (probs[i] > probs[best]) best = i;
+    std::printf("class: %zu (%s), probability %.4f\n", best, spec.classes.at(best).c_str(),
+                double(probs[best]));
+    for (size_t i = 0; i < probs.size(); ++i)
+      std::printf("  %zu %-12s %.4f\n", i, spec.classes.at(i).c_str(), double(probs[i]));
+  });
+}
+
+}  // namespace ember::tools

