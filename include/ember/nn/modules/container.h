@@ -47,6 +47,14 @@ class Sequential : public UnaryModule {
   std::vector<std::shared_ptr<UnaryModule>> modules_;
 };
 
+/// A shared Sequential of the given modules:
+///   auto net = make_sequential(std::make_shared<Linear>(4, 8), std::make_shared<ReLU>());
+template <typename... M>
+std::shared_ptr<Sequential> make_sequential(std::shared_ptr<M>... modules) {
+  return std::make_shared<Sequential>(std::vector<std::shared_ptr<UnaryModule>>{
+      std::shared_ptr<UnaryModule>(std::move(modules))...});
+}
+
 /// An indexable list of modules of any kind (as torch.nn.ModuleList); no forward.
 class ModuleList : public Module {
  public:
