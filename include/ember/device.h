@@ -82,4 +82,25 @@ bool supports_dtype(const Device& device, DType dtype);
 /// Waits until every queued op on `device` has finished.
 void sync(const Device& device);
 
+/// Bytes held by a device's caching allocator (as torch.cuda.memory_allocated / memory_reserved /
+/// max_memory_allocated): `allocated` by live tensors (rounded up to the allocator's size
+/// classes), `reserved` = allocated + cached free blocks, `peak` the highest `allocated` so far.
+struct MemoryStats {
+  int64_t allocated = 0;
+  int64_t reserved = 0;
+  int64_t peak = 0;
+};
+/// The allocator statistics of `device`; all zeros for backends that do not cache (ref).
+/// Throws ember::Error for devices that are not built/present. Thread-safe.
+MemoryStats memory_stats(const Device& device);
+/// Returns the cached free blocks of `device`'s allocator to the system (as
+/// torch.cuda.empty_cache); live tensors are untouched. Thread-safe.
+void empty_cache(const Device& device);
+
+/// Threads the cpu backend's kernels use (as torch.get_num_threads): env EMBER_NUM_THREADS, else
+/// the hardware threads. oneDNN's GEMM keeps its own (OpenMP) threads.
+int get_num_threads();
+/// Sets the cpu backend's thread count (n <= 0 restores the default). Results do not depend on it.
+void set_num_threads(int n);
+
 }  // namespace ember

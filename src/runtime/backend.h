@@ -25,6 +25,9 @@ class Backend {
   virtual void sync() {}
   virtual bool supports_dtype(DType t) const = 0;
   virtual DeviceInfo info() const = 0;
+  /// Caching-allocator statistics and cache release (ember::memory_stats / empty_cache).
+  virtual MemoryStats memory_stats() const { return {}; }
+  virtual void empty_cache() {}
   /// Next Philox offset for this device's generator (advances it by `count`).
   uint64_t next_random_offset(uint64_t count);
   uint64_t seed() const { return seed_; }

@@ -1,6 +1,12 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include <cstdlib>
+#include <string>
 #include <thread>
+
+#include "backends/cpu/allocator.h"
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/thread_pool.h"
 
 namespace ember::cpu {
 
@@ -8,8 +14,63 @@ DeviceInfo CpuBackend::info() const {
   DeviceInfo d = RefBackend::info();
   d.device = device();
   d.name = "cpu (host)";
-  d.details = std::to_string(std::thread::hardware_concurrency()) + " hardware threads; every dtype";
+  d.details = std::to_string(num_threads()) + " threads (" +
+              std::to_string(std::thread::hardware_concurrency()) + " hardware)" +
+              (has_avx2() ? ", AVX2" : "") + "; every dtype";
   return d;
+}
+
+namespace {
+// EMBER_CPU_KERNELS=ref: the backend as it was before its own kernels (reference kernels, oneDNN
+// matmul, no caching allocator), for A/B measurements. Read once.
+bool own_kernels() {
+  static const bool v = [] {
+    const char* e = std::getenv("EMBER_CPU_KERNELS");
+    return !(e && std::string(e) == "ref");
+  }();
+  return v;
+}
+}  // namespace
+
+void* CpuBackend::allocate(int64_t nbytes) {
+  return own_kernels() ? host_allocator().allocate(nbytes) : RefBackend::allocate(nbytes);
+}
+void CpuBackend::deallocate(void* ptr, int64_t nbytes) {
+  if (own_kernels())
+    host_allocator().deallocate(ptr, nbytes);
+  else
+    RefBackend::deallocate(ptr, nbytes);
+}
+MemoryStats CpuBackend::memory_stats() const { return host_allocator().stats(); }
+void CpuBackend::empty_cache() { host_allocator().empty_cache(); }
+
+namespace {
+// Which ops have a cpu kernel; each returns false to fall back to the reference.
+struct Fast {
+  bool operator()(const ir::Copy& o) const { return copy(o); }
+  bool operator()(const ir::Fill& o) const { return fill(o); }
+  bool operator()(const ir::Unary& o) const { return unary(o); }
+  bool operator()(const ir::Binary& o) const { return binary(o); }
+  bool operator()(const ir::Where& o) const { return where(o); }
+  bool operator()(const ir::Reduce& o) const { return reduce(o); }
+  bool operator()(const ir::Matmul& o) const { return sgemm_matmul(o); }
+  bool operator()(const ir::Im2col& o) const { return im2col(o); }
+  bool operator()(const ir::Col2im& o) const { return col2im(o); }
+  template <typename Op>
+  bool operator()(const Op&) const {
+    return false;
+  }
+};
+}  // namespace
+
+void CpuBackend::execute(const ir::Op& op) {
+  if (!own_kernels()) {
+    if (const auto* mm = std::get_if<ir::Matmul>(&op))
+      if (sgemm_matmul(*mm)) return;
+    RefBackend::execute(op);
+    return;
+  }
+  if (!std::visit(Fast{}, op)) RefBackend::execute(op);
 }
 
 }  // namespace ember::cpu

@@ -2,7 +2,7 @@
 // other dtypes fall back to the reference kernel.
 #include <dnnl.h>
 
-#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels.h"
 #include "backends/ref/dispatch.h"
 #include "backends/ref/kernels.h"
 
@@ -52,10 +52,9 @@ bool sgemm_matmul(const ir::Matmul& op) {
   }
   // dst must be row-major per batch; compute into a temporary otherwise.
   Tensor out = d;
-  if (!(d.stride(2) == 1 && d.stride(1) >= N))
-    out = Tensor(d).contiguous().clone();
-  char ta, tb;
-  int64_t lda, ldb;
+  if (!(d.stride(2) == 1 && d.stride(1) >= N)) out = Tensor(d).contiguous().clone();
+  char ta = 'N', tb = 'N';
+  int64_t lda = 0, ldb = 0;
   Tensor ac = a, bc = b;
   if (!gemm_layout(M, K, a.stride(1), a.stride(2), ta, lda)) {
     ac = a.contiguous();
@@ -74,12 +73,6 @@ bool sgemm_matmul(const ir::Matmul& op) {
           M, N, K);
   if (!out.is_alias_of(d)) ref::copy(ir::Copy{out, d});
   return true;
-}
-
-void CpuBackend::execute(const ir::Op& op) {
-  if (const auto* mm = std::get_if<ir::Matmul>(&op))
-    if (sgemm_matmul(*mm)) return;
-  RefBackend::execute(op);
 }
 
 }  // namespace ember::cpu

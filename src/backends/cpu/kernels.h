@@ -1,0 +1,25 @@
+// The cpu backend's own kernels (threaded over thread_pool.h, vectorised with run-time chosen
+// AVX2 clones). Each returns false when it has no fast path for the op, and the backend then runs
+// the reference kernel. Internal.
+#pragma once
+#include "ir/ops.h"
+
+namespace ember::cpu {
+
+bool unary(const ir::Unary& op);          // elementwise.cpp
+bool binary(const ir::Binary& op);        // elementwise.cpp
+bool copy(const ir::Copy& op);            // elementwise.cpp
+bool fill(const ir::Fill& op);            // elementwise.cpp
+bool where(const ir::Where& op);          // elementwise.cpp
+bool reduce(const ir::Reduce& op);        // reduce.cpp
+bool im2col(const ir::Im2col& op);        // im2col.cpp
+bool col2im(const ir::Col2im& op);        // im2col.cpp
+bool sgemm_matmul(const ir::Matmul& op);  // gemm.cpp
+
+/// True when the CPU runs AVX2 and FMA (the kernels' fast clones), checked once.
+bool has_avx2();
+
+}  // namespace ember::cpu
+
+// Marks a function as the AVX2+FMA clone of a kernel (chosen at run time with has_avx2()).
+#define EMBER_CPU_AVX2 __attribute__((target("avx2,fma")))

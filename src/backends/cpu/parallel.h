@@ -1,0 +1,111 @@
+// Parallel strided iteration for the cpu kernels: the N-d index space of a shape is flattened
+// (dims contiguous for every operand are merged, as ref::strided_loop does), split into chunks of
+// at least `grain` elements over the thread pool, and handed to a row function one contiguous
+// run of the innermost dim at a time. Internal.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cstdint>
+
+#include "backends/cpu/thread_pool.h"
+#include "ember/tensor.h"
+
+namespace ember::cpu {
+
+/// Calls row(off, n, inner) for runs of the innermost merged dim: off[k] is operand k's element
+/// offset of the run's first element, n its length, inner[k] operand k's stride along it.
+template <size_t N, typename Row>
+void parallel_rows(const Shape& shape, const std::array<const Strides*, N>& strides, int64_t grain,
+                   Row&& row) {
+  int64_t sz[64];
+  int64_t st[N][64];
+  int64_t r = 0, total = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    total *= shape[d];
+    if (shape[d] == 1) continue;
+    bool merge = r > 0;
+    for (size_t k = 0; k < N && merge; ++k) merge = st[k][r - 1] == (*strides[k])[d] * shape[d];
+    if (merge) {
+      sz[r - 1] *= shape[d];
+      for (size_t k = 0; k < N; ++k) st[k][r - 1] = (*strides[k])[d];
+    } else {
+      sz[r] = shape[d];
+      for (size_t k = 0; k < N; ++k) st[k][r] = (*strides[k])[d];
+      ++r;
+    }
+  }
+  if (total == 0) return;
+  if (r == 0) {
+    sz[0] = 1;
+    for (size_t k = 0; k < N; ++k) st[k][0] = 0;
+    r = 1;
+  }
+  std::array<int64_t, N> inner;
+  for (size_t k = 0; k < N; ++k) inner[k] = st[k][r - 1];
+  parallel_for(0, total, grain, [&](int64_t b, int64_t e) {
+    int64_t idx[64];
+    std::array<int64_t, N> off{};
+    for (int64_t d = r - 1, rem = b; d >= 0; --d) {
+      idx[d] = rem % sz[d];
+      rem /= sz[d];
+      for (size_t k = 0; k < N; ++k) off[k] += idx[d] * st[k][d];
+    }
+    int64_t left = e - b;
+    while (left > 0) {
+      const int64_t n = std::min(sz[r - 1] - idx[r - 1], left);
+      row(off, n, inner);
+      left -= n;
+      if (left == 0) break;
+      // The run reached the end of the inner dim: rewind it and carry into the outer dims.
+      for (size_t k = 0; k < N; ++k) off[k] -= idx[r - 1] * inner[k];
+      idx[r - 1] = 0;
+      for (int64_t d = r - 2; d >= 0; --d) {
+        ++idx[d];
+        for (size_t k = 0; k < N; ++k) off[k] += st[k][d];
+        if (idx[d] < sz[d]) break;
+        for (size_t k = 0; k < N; ++k) off[k] -= st[k][d] * sz[d];
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
+/// Splits an elementwise op over the thread pool: every operand has `shape` (broadcast inputs
+/// are stride-0 views), so slicing all of them along one dim gives independent sub-ops.
+/// run(views) is called with the sliced operands. Returns false (nothing run) when the op is too
+/// small or has no dim to split.
+template <size_t N, typename Run>
+bool parallel_slices(const std::array<Tensor, N>& ops, int64_t grain, Run&& run) {
+  const Shape& s = ops[0].shape();
+  const int64_t total = ops[0].numel();
+  const int nt = num_threads();
+  if (total <= grain || nt == 1) return false;
+  // The outermost dim long enough to feed every thread, else the longest one.
+  int64_t dim = -1;
+  for (size_t i = 0; i < s.size() && dim < 0; ++i)
+    if (s[i] >= nt) dim = int64_t(i);
+  if (dim < 0)
+    for (size_t i = 0; i < s.size(); ++i)
+      if (dim < 0 || s[i] > s[size_t(dim)]) dim = int64_t(i);
+  if (dim < 0 || s[size_t(dim)] < 2) return false;
+  const int64_t len = s[size_t(dim)];
+  const int64_t g = std::max<int64_t>(1, grain / std::max<int64_t>(1, total / len));
+  parallel_for(0, len, g, [&](int64_t b, int64_t e) {
+    std::array<Tensor, N> v;
+    for (size_t k = 0; k < N; ++k) {
+      if (!ops[k].defined()) continue;
+      auto impl = std::make_shared<TensorImpl>();
+      impl->storage = ops[k].impl()->storage;
+      impl->shape = ops[k].shape();
+      impl->shape[size_t(dim)] = e - b;
+      impl->strides = ops[k].strides();
+      impl->offset = ops[k].offset() + b * ops[k].stride(dim);
+      impl->dtype = ops[k].dtype();
+      v[k] = Tensor(std::move(impl));
+    }
+    run(v);
+  });
+  return true;
+}
+
+}  // namespace ember::cpu

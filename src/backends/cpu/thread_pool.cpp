@@ -1,0 +1,182 @@
+#include "backends/cpu/thread_pool.h"
+
+#include "ember/device.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace ember::cpu {
+
+namespace {
+
+int default_threads() {
+  if (const char* env = std::getenv("EMBER_NUM_THREADS")) {
+    const int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw > 0 ? int(hw) : 1;
+}
+
+// True on pool workers and on a caller while it runs a parallel_for: nested calls go serial.
+thread_local bool t_in_parallel = false;
+
+class Pool {
+ public:
+  explicit Pool(int n) { start(n); }
+  ~Pool() { stop(); }
+
+  int size() const { return size_.load(); }
+
+  void resize(int n) {
+    std::lock_guard<std::mutex> own(owner_);
+    stop();
+    start(n);
+  }
+
+  // Runs fn over [begin, end) in `chunks` pieces; the caller takes piece 0. Returns false when
+  // the pool is busy (another thread's parallel_for) so the caller runs serially.
+  bool run(int64_t begin, int64_t end, int64_t chunks,
+           const std::function<void(int64_t, int64_t)>& fn) {
+    std::unique_lock<std::mutex> own(owner_, std::try_to_lock);
+    if (!own.owns_lock()) return false;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      fn_ = &fn;
+      begin_ = begin;
+      end_ = end;
+      chunks_ = chunks;
+      next_ = 1;
+      pending_ = chunks - 1;
+      error_ = nullptr;
+      ++generation_;
+    }
+    cv_.notify_all();
+    work(0);
+    // Help with remaining chunks, then wait for those taken by workers.
+    for (;;) {
+      int64_t c;
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (next_ >= chunks_) break;
+        c = next_++;
+      }
+      work(c);
+      std::lock_guard<std::mutex> lk(mu_);
+      --pending_;
+    }
+    std::unique_lock<std::mutex> lk(mu_);
+    done_cv_.wait(lk, [&] { return pending_ == 0; });
+    fn_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+    return true;
+  }
+
+ private:
+  void start(int n) {
+    quit_ = false;
+    size_ = std::max(n, 1);
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { loop(); });
+  }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+  }
+
+  // Chunk c of the current job: an even split of [begin_, end_).
+  void work(int64_t c) {
+    const int64_t n = end_ - begin_;
+    const int64_t b = begin_ + n * c / chunks_, e = begin_ + n * (c + 1) / chunks_;
+    const bool was = t_in_parallel;
+    t_in_parallel = true;
+    try {
+      (*fn_)(b, e);
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!error_) error_ = std::current_exception();
+    }
+    t_in_parallel = was;
+  }
+
+  void loop() {
+    t_in_parallel = true;
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lk(mu_);
+    for (;;) {
+      cv_.wait(lk, [&] { return quit_ || (generation_ != seen && next_ < chunks_); });
+      if (quit_) return;
+      seen = generation_;
+      while (next_ < chunks_) {
+        const int64_t c = next_++;
+        lk.unlock();
+        work(c);
+        lk.lock();
+        if (--pending_ == 0) done_cv_.notify_one();
+      }
+    }
+  }
+
+  std::mutex owner_;  // held by the thread that runs a parallel_for (and by resize)
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  std::vector<std::thread> workers_;
+  const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
+  int64_t begin_ = 0, end_ = 0, chunks_ = 0, next_ = 0, pending_ = 0;
+  uint64_t generation_ = 0;
+  bool quit_ = false;
+  std::atomic<int> size_{1};
+  std::exception_ptr error_;
+};
+
+std::mutex g_pool_mu;
+Pool* g_pool = nullptr;  // leaked on purpose: kernels may run during static destruction
+
+Pool& pool() {
+  std::lock_guard<std::mutex> lk(g_pool_mu);
+  if (!g_pool) g_pool = new Pool(default_threads());
+  return *g_pool;
+}
+
+}  // namespace
+
+int num_threads() { return pool().size(); }
+
+void set_num_threads(int n) {
+  if (n <= 0) n = default_threads();
+  Pool& p = pool();
+  if (p.size() != n) p.resize(n);
+}
+
+void parallel_for(int64_t begin, int64_t end, int64_t grain,
+                  const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t n = end - begin;
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  if (!t_in_parallel && n > grain) {
+    Pool& p = pool();
+    const int64_t chunks = std::min<int64_t>(p.size(), (n + grain - 1) / grain);
+    if (chunks > 1 && p.run(begin, end, chunks, fn)) return;
+  }
+  fn(begin, end);
+}
+
+}  // namespace ember::cpu
+
+namespace ember {
+
+int get_num_threads() { return cpu::num_threads(); }
+void set_num_threads(int n) { cpu::set_num_threads(n); }
+
+}  // namespace ember
