@@ -51,6 +51,24 @@ std::shared_ptr<Sequential> mlp() {
 
 }  // namespace
 
+// ---- printing helpers ----
+
+TEST(NnModulesTest, FloatsPrintAsPythonRepr) {
+  using nn::detail::float_str;
+  EXPECT_EQ(float_str(0.1), "0.1");
+  EXPECT_EQ(float_str(1e-5), "1e-05");
+  EXPECT_EQ(float_str(1.5e-7), "1.5e-07");
+  EXPECT_EQ(float_str(0.0001), "0.0001");
+  EXPECT_EQ(float_str(1.0), "1.0");
+  EXPECT_EQ(float_str(-2.5), "-2.5");
+  EXPECT_EQ(float_str(100000.0), "100000.0");
+  EXPECT_EQ(float_str(123.456), "123.456");
+  EXPECT_EQ(float_str(1e16), "1e+16");
+  EXPECT_EQ(float_str(0.0), "0.0");
+  EXPECT_EQ(nn::detail::tuple_str({3}), "(3,)");
+  EXPECT_EQ(nn::detail::tuple_str({3, 1}), "(3, 1)");
+}
+
 // ---- Linear, Bilinear, Flatten ----
 
 TEST(NnModulesTest, LinearMatchesFunctionalAndTorchInit) {

@@ -36,20 +36,28 @@ std::string float_str(double v) {
   std::string out;
   if (exp >= -4 && exp < 16) {
     if (exp < 0) {
-      out = "0." + std::string(size_t(-exp - 1), '0') + digits;
+      out.assign("0.");
+      out.append(size_t(-exp - 1), '0');
+      out += digits;
     } else if (size_t(exp) + 1 >= digits.size()) {
       out = digits + std::string(size_t(exp) + 1 - digits.size(), '0') + ".0";
     } else {
-      out = digits.substr(0, size_t(exp) + 1) + "." + digits.substr(size_t(exp) + 1);
+      out = digits.substr(0, size_t(exp) + 1);
+      out += '.';
+      out.append(digits, size_t(exp) + 1, std::string::npos);
     }
   } else {
     out = digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    if (digits.size() > 1) {
+      out += '.';
+      out.append(digits, 1, std::string::npos);
+    }
     char eb[16];
     std::snprintf(eb, sizeof eb, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
     out += eb;
   }
-  return neg ? "-" + out : out;
+  if (neg) out.insert(out.begin(), '-');
+  return out;
 }
 
 }  // namespace ember::nn::detail
