@@ -12,4 +12,27 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& o
 /// out = x converted to another dtype or device (or cloned).
 void convert(const Tensor& x, const Tensor& out, const char* name);
 
+// ---- reduce family (rules/reduce.cpp) ----
+/// out (keepdim shape) = reduce(x) over `dims`; `indices` (keepdim shape) for max/min(dim).
+void reduce(ir::ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, const Tensor& out,
+            const Tensor& indices);
+/// out = scan(x) along dim (x of rank >= 1); indices for cummax/cummin.
+void scan(ir::ScanOp op, const Tensor& x, int64_t dim, const Tensor& out, const Tensor& indices);
+/// (values, indices) = sort(x) along dim (x of rank >= 1).
+void sort(const Tensor& x, int64_t dim, const Tensor& values, const Tensor& indices);
+/// out = norm(x, p) over `dims` (squeezed or not): torch's norm_backward (0 where the norm is 0).
+void norm(const Tensor& x, double p, const std::vector<int64_t>& dims, const Tensor& out);
+
+// ---- indexing family (rules/indexing.cpp); indices are checked i64, x of rank >= 1 ----
+void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out);
+/// out = x.scatter(dim, index, src) with `reduce`; src has the index's shape.
+void scatter(ir::ScatterReduce reduce, bool include_self, const Tensor& x, int64_t dim,
+             const Tensor& index, const Tensor& src, const Tensor& out);
+void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out);
+void index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, double alpha,
+               const Tensor& out);
+/// out = x [N, R] with rows `index` [M] replaced by (or, accumulate, added to) values [M, R].
+void index_put(const Tensor& x, const Tensor& index, const Tensor& values, bool accumulate,
+               const Tensor& out);
+
 }  // namespace ember::autograd::rules

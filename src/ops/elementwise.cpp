@@ -342,18 +342,24 @@ Tensor& assign(Tensor& self, const Tensor& r, const char* op) {
                " doesn't match the broadcast shape ", shape_str(r.shape()));
   return self.copy_(r);
 }
+// What a non-linear in-place op reads: a clone when autodiff records it, since the rule saves
+// its input and the write that follows bumps the version the saved tensor is checked against
+// (torch saves the original self the same way).
+Tensor original(const Tensor& self, const Tensor* other = nullptr) {
+  return autograd::needs_grad({&self, other}) ? self.clone() : self;
+}
 }  // namespace
 
 Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) { return assign(*this, add(*this, o, alpha), "add_"); }
 Tensor& Tensor::add_(const Scalar& o) { return assign(*this, add(*this, o), "add_"); }
 Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) { return assign(*this, sub(*this, o, alpha), "sub_"); }
 Tensor& Tensor::sub_(const Scalar& o) { return assign(*this, sub(*this, o), "sub_"); }
-Tensor& Tensor::mul_(const Tensor& o) { return assign(*this, mul(*this, o), "mul_"); }
-Tensor& Tensor::mul_(const Scalar& o) { return assign(*this, mul(*this, o), "mul_"); }
-Tensor& Tensor::div_(const Tensor& o) { return assign(*this, div(*this, o), "div_"); }
-Tensor& Tensor::div_(const Scalar& o) { return assign(*this, div(*this, o), "div_"); }
+Tensor& Tensor::mul_(const Tensor& o) { return assign(*this, mul(original(*this, &o), o), "mul_"); }
+Tensor& Tensor::mul_(const Scalar& o) { return assign(*this, mul(original(*this), o), "mul_"); }
+Tensor& Tensor::div_(const Tensor& o) { return assign(*this, div(original(*this, &o), o), "div_"); }
+Tensor& Tensor::div_(const Scalar& o) { return assign(*this, div(original(*this), o), "div_"); }
 Tensor& Tensor::clamp_(const Scalar& lo, const Scalar& hi) {
-  return assign(*this, clamp(*this, lo, hi), "clamp_");
+  return assign(*this, clamp(original(*this), lo, hi), "clamp_");
 }
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
   check_defined(mask, "masked_fill_");

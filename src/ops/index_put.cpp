@@ -3,6 +3,7 @@
 // index_select / scatter / index_add over the indexed dims, so backends need no extra primitive.
 #include <algorithm>
 
+#include "autodiff/rules.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/indexing.h"
 #include "tensor/internal.h"
@@ -118,6 +119,7 @@ Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
   const Tensor src = p.base.permute(p.perm).reshape({p.n_indexed, nr});
   Tensor out = make_tensor({nb, nr}, x.dtype(), x.device());
   if (out.numel() > 0) run(ir::IndexSelect{src, 0, p.flat_index, out});
+  autograd::rules::index_select(src, 0, p.flat_index, out);
   Shape grouped = p.b;
   grouped.insert(grouped.end(), p.rest.begin(), p.rest.end());
   return out.view(grouped).permute(to_result_order(p)).contiguous();
@@ -137,8 +139,15 @@ Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tens
   const int64_t nb = numel_of(p.b), nr = numel_of(p.rest);
   const Tensor vals =
       values.expand(p.result).permute(inverse(to_result_order(p))).reshape({nb, nr});
-  const Tensor permuted = p.base.permute(p.perm).clone();
-  const Tensor flat = permuted.view({p.n_indexed, nr});
+  const Tensor permuted_in = p.base.permute(p.perm);
+  // The kernel writes into a fresh [n_indexed, nr] copy; the rule links it to the input's and the
+  // values' histories (the views around it are tracked).
+  const Tensor flat_in = permuted_in.reshape({p.n_indexed, nr});
+  Tensor flat;
+  {
+    NoGradGuard no_grad;
+    flat = flat_in.clone();
+  }
   if (nb > 0 && nr > 0) {
     if (accumulate)
       run(ir::IndexAdd{flat, 0, p.flat_index, vals, 1});
@@ -146,7 +155,8 @@ Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tens
       run(ir::Scatter{flat, 0, p.flat_index.unsqueeze(1).expand({nb, nr}), vals,
                       ir::ScatterReduce::none, true});
   }
-  return permuted.permute(inverse(p.perm)).contiguous().view(x.shape());
+  autograd::rules::index_put(flat_in, p.flat_index, vals, accumulate, flat);
+  return flat.view(permuted_in.shape()).permute(inverse(p.perm)).contiguous().view(x.shape());
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
@@ -173,7 +183,9 @@ Tensor masked_select(const Tensor& x, const Tensor& mask) {
   const Tensor xf = x.expand(s).reshape({-1});
   const Tensor pos = nonzero(mask.expand(s).reshape({-1}));
   Tensor out = make_tensor({pos.size(0)}, x.dtype(), x.device());
-  if (out.numel() > 0) run(ir::IndexSelect{xf, 0, pos.select(1, 0), out});
+  const Tensor idx = pos.select(1, 0);
+  if (out.numel() > 0) run(ir::IndexSelect{xf, 0, idx, out});
+  autograd::rules::index_select(xf, 0, idx, out);
   return out;
 }
 

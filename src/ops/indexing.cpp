@@ -3,6 +3,7 @@
 // Advanced indexing (index, index_put), masks and nonzero are in index_put.cpp.
 #include "ember/ops/indexing.h"
 
+#include "autodiff/rules.h"
 #include "ember/ops/elementwise.h"
 #include "tensor/internal.h"
 
@@ -81,6 +82,7 @@ Tensor gather_impl(const char* op, const Tensor& x, int64_t dim, const Tensor& i
   const Tensor idx = detail::check_index(is, xs.size(d), op, false, d);
   Tensor out = make_tensor(is.shape(), x.dtype(), x.device());
   if (out.numel() > 0) run(ir::Gather{xs, d, idx, out});
+  autograd::rules::gather(xs, d, idx, out);
   return index.dim() == 0 ? out.reshape({}) : out;
 }
 
@@ -103,6 +105,7 @@ Tensor scatter_impl(const char* op, const Tensor& x, int64_t dim, const Tensor& 
     Tensor sv = ss;
     for (int64_t k = 0; k < is.dim(); ++k) sv = sv.narrow(k, 0, is.size(k));
     run(ir::Scatter{out, d, idx, sv, reduce, include_self});
+    autograd::rules::scatter(reduce, include_self, xs, d, idx, sv, out);
   }
   return x.dim() == 0 ? out.reshape({}) : out;
 }
@@ -169,6 +172,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   s[size_t(d)] = idx.numel();
   Tensor out = make_tensor(s, x.dtype(), x.device());
   if (out.numel() > 0) run(ir::IndexSelect{xs, d, idx, out});
+  autograd::rules::index_select(xs, d, idx, out);
   return x.dim() == 0 ? out.reshape({}) : out;
 }
 
@@ -192,7 +196,10 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
                shape_str(x.shape()), " with dim ", d, " of size ", idx.numel(),
                " (the index's length)");
   Tensor out = xs.clone();
-  if (ss.numel() > 0) run(ir::IndexAdd{out, d, idx, ss, alpha});
+  if (ss.numel() > 0) {
+    run(ir::IndexAdd{out, d, idx, ss, alpha});
+    autograd::rules::index_add(xs, d, idx, ss, alpha.to_double(), out);
+  }
   return x.dim() == 0 ? out.reshape({}) : out;
 }
 

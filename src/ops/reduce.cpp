@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autodiff/rules.h"
 #include "ember/ops/elementwise.h"
 #include "tensor/internal.h"
 
@@ -41,6 +42,7 @@ Tensor reduce_prim(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dim
   Tensor idx;
   if (indices) idx = detail::make_tensor(kept, DType::i64, x.device());
   run(ir::Reduce{op, x, dims, dst, idx});
+  autograd::rules::reduce(op, x, dims, dst, idx);
   if (!keepdim) {
     const Shape squeezed = detail::reduced_shape(x.shape(), dims, false);
     dst = dst.view(squeezed);
@@ -194,7 +196,8 @@ Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
   if (reduced_numel(x, d) == 0 || x.numel() == 0)
     return log(sum(exp(xc), d, keepdim)).to(out);  // log(0) = -inf, as torch
   // Subtract the max for stability; an infinite max is replaced by 0 so inf - inf is avoided.
-  Tensor m = amax(xc, d, true);
+  // The shift cancels out of the value, so it carries no gradient (as torch).
+  Tensor m = amax(xc.detach(), d, true);
   m = where(isinf(m), 0.0, m);
   Tensor r = log(sum(exp(xc - m), d, true)) + m;
   if (!keepdim) r = r.view(detail::reduced_shape(x.shape(), d, false));
@@ -206,23 +209,30 @@ Tensor norm(const Tensor& x, double p, std::vector<int64_t> dims, bool keepdim) 
   if (!is_floating(x.dtype()))
     EMBER_FAIL("norm", "expected a floating-point tensor, got ", describe(x));
   if (std::isnan(p)) EMBER_FAIL("norm", "p must not be NaN");
-  const Tensor xa = abs(upcast_half(x));
+  // Computed without recording; NormBackward follows torch's choices where the norm is 0.
   Tensor r;
-  if (std::isinf(p)) {
-    if (reduced_numel(x, d) == 0)
-      EMBER_FAIL("norm", "cannot compute the ", p > 0 ? "inf" : "-inf",
-                 " norm over a zero-size dim: the operation has no identity (", describe(x), ")");
-    r = p > 0 ? amax(xa, d, keepdim) : amin(xa, d, keepdim);
-  } else if (p == 0) {
-    r = sum(ne(xa, 0), d, keepdim).to(xa.dtype());
-  } else if (p == 1) {
-    r = sum(xa, d, keepdim);
-  } else if (p == 2) {
-    r = sqrt(sum(xa * xa, d, keepdim));
-  } else {
-    r = pow(sum(pow(xa, p), d, keepdim), 1.0 / p);
+  {
+    NoGradGuard no_grad;
+    const Tensor xa = abs(upcast_half(x));
+    if (std::isinf(p)) {
+      if (reduced_numel(x, d) == 0)
+        EMBER_FAIL("norm", "cannot compute the ", p > 0 ? "inf" : "-inf",
+                   " norm over a zero-size dim: the operation has no identity (", describe(x), ")");
+      r = p > 0 ? amax(xa, d, keepdim) : amin(xa, d, keepdim);
+    } else if (p == 0) {
+      r = sum(ne(xa, 0), d, keepdim).to(xa.dtype());
+    } else if (p == 1) {
+      r = sum(xa, d, keepdim);
+    } else if (p == 2) {
+      r = sqrt(sum(xa * xa, d, keepdim));
+    } else {
+      r = pow(sum(pow(xa, p), d, keepdim), 1.0 / p);
+    }
+    r = r.to(x.dtype());
+    if (r.impl()->view_base) r = r.clone();  // the node goes on a tensor of its own
   }
-  return r.to(x.dtype());
+  autograd::rules::norm(x, p, d, r);
+  return r;
 }
 
 Tensor norm(const Tensor& x, const std::string& p, std::vector<int64_t> dims, bool keepdim) {

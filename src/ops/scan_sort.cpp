@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "autodiff/rules.h"
 #include "tensor/internal.h"
 
 namespace ember {
@@ -34,6 +35,7 @@ std::tuple<Tensor, Tensor> scan(ScanOp op, const Tensor& x, int64_t dim, DType o
   Tensor idx;
   if (with_indices) idx = detail::make_tensor(s.shape(), DType::i64, x.device());
   run(ir::Scan{op, s, dim, dst, idx});
+  autograd::rules::scan(op, s, dim, dst, idx);
   return {restore(dst, x), with_indices ? restore(idx, x) : idx};
 }
 
@@ -66,6 +68,7 @@ std::tuple<Tensor, Tensor> sort_impl(const Tensor& x, int64_t d, bool descending
   Tensor values = detail::make_tensor(s.shape(), x.dtype(), x.device());
   Tensor indices = detail::make_tensor(s.shape(), DType::i64, x.device());
   run(ir::Sort{s, d, descending, values, indices});
+  autograd::rules::sort(s, d, values, indices);
   return {restore(values, x), restore(indices, x)};
 }
 
