@@ -34,7 +34,7 @@ struct CsvOptions {
   CsvHeader header = CsvHeader::Auto;
   /// The label column (negative counts from the end), unless label_name names it (needs a header).
   int64_t label_column = -1;
-  std::string label_name;
+  std::string label_name = {};
   /// When > 0, labels must lie in [0, num_classes).
   int64_t num_classes = 0;
 };
