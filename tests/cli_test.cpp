@@ -1,0 +1,293 @@
+// The `ember` command end to end: it is run as a separate process (its path comes from the
+// EMBER_CLI_PATH compile definition) on short trainings, and its outputs (exit status, stdout,
+// summary.json, the files in the run folder) are checked. The training tests need Fashion-MNIST
+// (Debian package dataset-fashion-mnist) and skip themselves, saying so, when it is absent.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ember/data/data.h"
+#include "ember/ember.h"
+#include "ember/nn/functional/interpolate.h"
+#include "ember/record/safetensors.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+#ifdef EMBER_CLI_PATH
+const char* const kCli = EMBER_CLI_PATH;
+#else
+const char* const kCli = nullptr;
+#endif
+const char* const kFashion = "/usr/share/datasets/fashion-mnist";
+
+struct Result {
+  int status = -1;  // exit status, or -1 when killed by a signal
+  std::string output;
+};
+
+// Runs `ember <args>` with stdout and stderr captured together.
+Result run_ember(const std::string& args) {
+  Result r;
+  const std::string cmd = std::string(kCli) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path = fs::temp_directory_path() /
+           ("ember_cli_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+json read_json(const std::string& path) {
+  std::ifstream f(path);
+  EXPECT_TRUE(f.good()) << path;
+  return json::parse(f, nullptr, false);
+}
+
+bool have_fashion() {
+  return fs::exists(fs::path(kFashion) / "train-images-idx3-ubyte.gz") ||
+         fs::exists(fs::path(kFashion) / "train-images-idx3-ubyte");
+}
+
+#define REQUIRE_CLI() \
+  if (!kCli) GTEST_SKIP() << "the ember command is not built (EMBER_BUILD_TOOLS=OFF)"
+#define REQUIRE_FASHION()                                          \
+  REQUIRE_CLI();                                                   \
+  if (!have_fashion())                                             \
+  GTEST_SKIP() << "Fashion-MNIST is not installed in " << kFashion \
+               << " (Debian package dataset-fashion-mnist); skipping the training test"
+
+// The 10 probabilities `ember predict` prints ("  <i> <name> <p>" lines).
+std::vector<double> probabilities(const std::string& out) {
+  std::vector<double> p;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("  ", 0) != 0) continue;
+    p.push_back(std::stod(line.substr(line.find_last_of(' ') + 1)));
+  }
+  return p;
+}
+
+}  // namespace
+
+TEST(CliTest, HelpForEveryCommand) {
+  REQUIRE_CLI();
+  for (const char* c : {"", "train ", "eval ", "predict ", "devices "}) {
+    Result r = run_ember(std::string(c) + "--help");
+    EXPECT_EQ(r.status, 0) << c << r.output;
+    EXPECT_NE(r.output.find("Usage"), std::string::npos) << c << r.output;
+  }
+  Result t = run_ember("train --help");
+  for (const char* opt : {"--model", "--epochs", "--batch-size", "--lr", "--device", "--out",
+                          "--resume", "--data", "--workers", "--seed", "--limit-train"})
+    EXPECT_NE(t.output.find(opt), std::string::npos) << opt;
+}
+
+TEST(CliTest, UsageErrorsExitWithTwo) {
+  REQUIRE_CLI();
+  Result r = run_ember("train cifar10");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(r.output.rfind("error: ", 0), 0u) << r.output;
+  EXPECT_EQ(run_ember("train fashion-mnist --model resnet").status, 2);
+  EXPECT_EQ(run_ember("").status, 2);
+}
+
+TEST(CliTest, MissingOrCorruptCheckpointIsAnError) {
+  REQUIRE_CLI();
+  TempDir dir;
+  Result r = run_ember("eval --checkpoint " + (dir / "nope.safetensors"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("error: ", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("nope.safetensors"), std::string::npos) << r.output;
+
+  {
+    std::ofstream f(dir / "bad.safetensors", std::ios::binary);
+    f << "\x40\x00\x00\x00\x00\x00\x00\x00{\"w\": {\"dtype\": \"F32\", \"shape\": [1000]";
+  }
+  for (const std::string cmd : {"eval --checkpoint ", "predict --checkpoint "}) {
+    r = run_ember(cmd + (dir / "bad.safetensors") + (cmd[0] == 'p' ? " " + (dir / "x.png") : ""));
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_EQ(r.output.rfind("error: ", 0), 0u) << r.output;
+    EXPECT_NE(r.output.find("bad.safetensors"), std::string::npos) << r.output;
+  }
+  // A valid safetensors file that holds no model trained by `ember train`.
+  ember::record::save_safetensors(dir / "other.safetensors", [] {
+    ember::nn::StateDict d;
+    d.set("w", ember::zeros({2}));
+    return d;
+  }());
+  r = run_ember("eval --checkpoint " + (dir / "other.safetensors") + " --dataset fashion-mnist");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("not a model trained by `ember train`"), std::string::npos) << r.output;
+}
+
+TEST(CliTest, ShortMlpRunWritesSummaryAndLearns) {
+  REQUIRE_FASHION();
+  TempDir dir;
+  Result r = run_ember("train fashion-mnist --limit-train 2000 --epochs 1 --model mlp --out " +
+                       (dir / "run"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json s = read_json(dir / "run/summary.json");
+  ASSERT_TRUE(s.is_object());
+  EXPECT_EQ(s["dataset"], "fashion-mnist");
+  EXPECT_EQ(s["model"], "mlp");
+  EXPECT_EQ(s["device"], "cpu");
+  EXPECT_EQ(s["status"], "completed");
+  EXPECT_EQ(s["epochs"], 1);
+  EXPECT_EQ(s["steps"], 32);  // ceil(2000 / 64)
+  EXPECT_EQ(s["train_samples"], 2000);
+  EXPECT_EQ(s["test_samples"], 10000);
+  // Chance is 10% accuracy and a loss of ln(10) = 2.30; 2,000 images reach about 75% / 0.7.
+  EXPECT_GT(s["test_accuracy"].get<double>(), 0.6);
+  EXPECT_LE(s["test_accuracy"].get<double>(), 1.0);
+  EXPECT_LT(s["test_loss"].get<double>(), 1.2);
+  EXPECT_GT(s["train_samples_per_second"].get<double>(), 0.0);
+  EXPECT_GT(s["wall_seconds"].get<double>(), 0.0);
+  ASSERT_EQ(s["history"].size(), 1u);
+  for (const char* f : {"metrics.csv", "metrics.json", "report.html", "model.safetensors",
+                        "checkpoints/best.safetensors"})
+    EXPECT_TRUE(fs::exists(dir / ("run/" + std::string(f)))) << f;
+
+  // eval of the saved model reproduces the test accuracy of the last epoch.
+  r = run_ember("eval --checkpoint " + (dir / "run/model.safetensors"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::ostringstream acc;
+  acc.setf(std::ios::fixed);
+  acc.precision(4);
+  acc << s["test_accuracy"].get<double>();
+  EXPECT_NE(r.output.find("test accuracy: " + acc.str()), std::string::npos) << r.output;
+}
+
+TEST(CliTest, CnnLossDecreasesOnATinyRun) {
+  REQUIRE_FASHION();
+  TempDir dir;
+  Result r = run_ember(
+      "train fashion-mnist --model cnn --limit-train 192 --limit-test 128 --epochs 2 "
+      "--batch-size 32 --out " +
+      (dir / "run"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json s = read_json(dir / "run/summary.json");
+  ASSERT_EQ(s["history"].size(), 2u) << s.dump();
+  const double l0 = s["history"][0]["train_loss"], l1 = s["history"][1]["train_loss"];
+  EXPECT_LT(l1, l0);
+  EXPECT_LT(l1, 2.0);  // below chance (ln 10 = 2.30)
+  EXPECT_EQ(s["model"], "cnn");
+  EXPECT_EQ(s["steps"], 12);  // 2 x 192 / 32
+}
+
+TEST(CliTest, ResumeAfterInterruptionMatchesAnUninterruptedRun) {
+  REQUIRE_FASHION();
+  TempDir dir;
+  const std::string common =
+      "train fashion-mnist --model mlp --limit-train 640 --limit-test 500 --epochs 2 --seed 7 ";
+  Result full = run_ember(common + "--out " + (dir / "full"));
+  ASSERT_EQ(full.status, 0) << full.output;
+
+  Result cut = run_ember(common + "--interrupt-after 13 --out " + (dir / "cut"));
+  EXPECT_EQ(cut.status, 130) << cut.output;
+  EXPECT_TRUE(fs::exists(dir / "cut/checkpoints/interrupted.safetensors"));
+  EXPECT_EQ(read_json(dir / "cut/summary.json")["status"], "interrupted");
+
+  Result resumed = run_ember(common + "--resume --out " + (dir / "cut"));
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  const json a = read_json(dir / "full/summary.json"), b = read_json(dir / "cut/summary.json");
+  EXPECT_EQ(b["status"], "completed");
+  EXPECT_EQ(b["epochs"], 2);
+  EXPECT_EQ(b["steps"], a["steps"]);
+  ASSERT_EQ(b["history"].size(), 2u);
+  // The weights after each epoch are the same, so are the test metrics. (The resumed epoch's
+  // train_loss covers only the batches run after the resume, so it is not compared.)
+  for (int e = 0; e < 2; ++e)
+    for (const char* m : {"valid_loss", "valid_accuracy"})
+      EXPECT_EQ(a["history"][e][m].get<double>(), b["history"][e][m].get<double>())
+          << "epoch " << e << " " << m;
+  EXPECT_EQ(a["history"][0]["train_loss"].get<double>(),
+            b["history"][0]["train_loss"].get<double>());
+
+  // --resume without a checkpoint is an error.
+  Result none = run_ember(common + "--resume --out " + (dir / "empty"));
+  EXPECT_EQ(none.status, 1) << none.output;
+  EXPECT_EQ(none.output.rfind("error: ", 0), 0u) << none.output;
+}
+
+TEST(CliTest, PredictOnAPngTheTestWrites) {
+  REQUIRE_FASHION();
+  TempDir dir;
+  Result r = run_ember(
+      "train fashion-mnist --model mlp --limit-train 640 --limit-test 100 --epochs 1 "
+      "--out " +
+      (dir / "run"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  using namespace ember;
+  data::TensorDataset test = data::load_fashion_mnist(kFashion, false);
+  Tensor img = test.data()[0].unsqueeze(0).contiguous();  // u8 [1, 28, 28], an ankle boot
+  data::save_png(dir / "boot.png", img);
+  // The same image at 56x56 (each pixel doubled): resizing by area gives the 28x28 image back.
+  Tensor big = nn::functional::interpolate(img.unsqueeze(0), {56, 56})[0].contiguous();
+  data::save_png(dir / "boot56.png", big);
+
+  const std::string ck = " --checkpoint " + (dir / "run/checkpoints/best.safetensors") + " ";
+  Result p = run_ember("predict" + ck + (dir / "boot.png"));
+  ASSERT_EQ(p.status, 0) << p.output;
+  EXPECT_EQ(p.output.rfind("class: ", 0), 0u) << p.output;
+  const std::vector<double> probs = probabilities(p.output);
+  ASSERT_EQ(probs.size(), 10u) << p.output;
+  double sum = 0;
+  for (double v : probs) sum += v;
+  EXPECT_NEAR(sum, 1.0, 1e-3);
+  Result p56 = run_ember("predict" + ck + (dir / "boot56.png"));
+  ASSERT_EQ(p56.status, 0) << p56.output;
+  EXPECT_EQ(p56.output, p.output);
+
+  // Not an image, and a missing one: "error: ..." and status 1.
+  {
+    std::ofstream f(dir / "text.png");
+    f << "not a png";
+  }
+  for (const std::string bad : {"text.png", "missing.png"}) {
+    Result e = run_ember("predict" + ck + (dir / bad));
+    EXPECT_EQ(e.status, 1) << e.output;
+    EXPECT_EQ(e.output.rfind("error: ", 0), 0u) << e.output;
+    EXPECT_NE(e.output.find(bad), std::string::npos) << e.output;
+  }
+  // A truncated checkpoint.
+  {
+    std::ifstream in(dir / "run/model.safetensors", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream out(dir / "cut.safetensors", std::ios::binary);
+    out << bytes.substr(0, bytes.size() / 2);
+  }
+  Result t =
+      run_ember("predict --checkpoint " + (dir / "cut.safetensors") + " " + (dir / "boot.png"));
+  EXPECT_EQ(t.status, 1) << t.output;
+  EXPECT_EQ(t.output.rfind("error: ", 0), 0u) << t.output;
+}
