@@ -358,6 +358,10 @@ TEST(CpuBackendTest, ResultsDoNotDependOnTheThreadCount) {
   set_num_threads(1);
   EXPECT_EQ(get_num_threads(), 1);
   const auto one = compute();
+  cpu::use_openmp_runtime(false);  // the std::thread pool
+  set_num_threads(2);
+  const auto own_pool = compute();
+  cpu::use_openmp_runtime(true);
   set_num_threads(3);
   EXPECT_EQ(get_num_threads(), 3);
   const auto three = compute();
@@ -367,41 +371,48 @@ TEST(CpuBackendTest, ResultsDoNotDependOnTheThreadCount) {
   for (size_t k = 0; k < one.size(); ++k) {
     EXPECT_EQ(one[k], three[k]) << "result " << k;
     EXPECT_EQ(one[k], dflt[k]) << "result " << k;
+    EXPECT_EQ(one[k], own_pool[k]) << "result " << k;
   }
 }
 
 TEST(CpuBackendTest, ParallelForCoversTheRangeOnce) {
   ThreadGuard guard;
-  for (int threads : {1, 2, 4}) {
-    set_num_threads(threads);
-    for (int64_t n : {0, 1, 7, 1000, 100003}) {
-      for (int64_t grain : {1, 64, 100000}) {
-        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-        std::atomic<int> calls{0};
-        cpu::parallel_for(0, n, grain, [&](int64_t b, int64_t e) {
-          ++calls;
-          EXPECT_TRUE(e - b >= std::min<int64_t>(grain, n) || threads > 1);
-          for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
-          // Nested calls run inline on the calling thread.
-          int64_t inner = 0;
-          cpu::parallel_for(0, 10, 1, [&](int64_t b2, int64_t e2) { inner += e2 - b2; });
-          EXPECT_EQ(inner, 10);
-        });
-        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << i;
-        if (n > 0 && n <= grain) {
-          EXPECT_EQ(calls.load(), 1) << "below the grain: one call";
+  for (bool openmp : {true, false})
+    for (int threads : {1, 2, 4}) {
+      cpu::use_openmp_runtime(openmp);
+      set_num_threads(threads);
+      for (int64_t n : {0, 1, 7, 1000, 100003}) {
+        for (int64_t grain : {1, 64, 100000}) {
+          std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+          std::atomic<int> calls{0};
+          cpu::parallel_for(0, n, grain, [&](int64_t b, int64_t e) {
+            ++calls;
+            EXPECT_TRUE(e - b >= std::min<int64_t>(grain, n) || threads > 1);
+            for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
+            // Nested calls run inline on the calling thread.
+            int64_t inner = 0;
+            cpu::parallel_for(0, 10, 1, [&](int64_t b2, int64_t e2) { inner += e2 - b2; });
+            EXPECT_EQ(inner, 10);
+          });
+          for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << i;
+          if (n > 0 && n <= grain) {
+            EXPECT_EQ(calls.load(), 1) << "below the grain: one call";
+          }
+          EXPECT_LE(calls.load(), threads);
         }
-        EXPECT_LE(calls.load(), threads);
       }
     }
-  }
-  // An exception in any chunk reaches the caller.
+  // An exception in any chunk reaches the caller, on either runtime.
   set_num_threads(2);
-  EXPECT_THROW(cpu::parallel_for(0, 100, 1,
-                                 [](int64_t b, int64_t) {
-                                   if (b > 0) EMBER_FAIL("test", "boom");
-                                 }),
-               Error);
+  for (bool openmp : {true, false}) {
+    cpu::use_openmp_runtime(openmp);
+    EXPECT_THROW(cpu::parallel_for(0, 100, 1,
+                                   [](int64_t b, int64_t) {
+                                     if (b > 0) EMBER_FAIL("test", "boom");
+                                   }),
+                 Error);
+  }
+  cpu::use_openmp_runtime(true);
 }
 
 TEST(CpuBackendTest, CachingAllocatorReusesBlocks) {
