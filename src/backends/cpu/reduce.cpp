@@ -14,7 +14,7 @@
 
 // Compiled without -ftrapping-math so the max/min selects vectorise (see elementwise.cpp).
 #pragma GCC push_options
-#pragma GCC optimize("no-trapping-math")
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
 
 namespace ember::cpu {
 

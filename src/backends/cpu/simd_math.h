@@ -7,12 +7,12 @@
 // Compiled without -ftrapping-math so that GCC if-converts and vectorises the selects (we never
 // read floating-point exception flags; values are unchanged).
 #pragma GCC push_options
-#pragma GCC optimize("no-trapping-math")
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
 
 namespace ember::cpu {
 
 /// 2^n for n in [-126, 127] as a float (built from its exponent bits).
-inline float pow2i(int32_t n) {
+__attribute__((always_inline)) inline float pow2i(int32_t n) {
   const int32_t bits = (n + 127) << 23;
   float f;
   std::memcpy(&f, &bits, sizeof f);
@@ -21,7 +21,7 @@ inline float pow2i(int32_t n) {
 
 /// exp(x) for float within ~2 ulp (Cephes' expf polynomial): exact inf/0/NaN at the ends and
 /// gradual underflow, so it matches std::exp to the op table's f32 tolerance.
-inline float exp_f32(float x) {
+__attribute__((always_inline)) inline float exp_f32(float x) {
   const float hi = 88.72283935546875f, lo = -103.97208404541015625f;
   float xc = x > 89.f ? 89.f : x;
   xc = xc < -104.f ? -104.f : xc;
