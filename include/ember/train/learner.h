@@ -171,8 +171,11 @@ class Learner {
  private:
   struct Run;
   void train_epoch(Loader& train, Run& run);
-  void end_epoch(Loader& train, Loader* valid, Run& run);
-  void write_outputs(Run& run);
+  /// Metrics, schedulers, best / early stopping, checkpoints and logs; true to stop early.
+  bool end_epoch(Loader* valid, Run& run);
+  /// Writes a checkpoint of the current state, `batch` batches into epoch epochs_completed().
+  void write_checkpoint(const std::string& path, int64_t batch) const;
+  void write_logs() const;
 
   std::shared_ptr<nn::UnaryModule> model_;
   std::shared_ptr<optim::Optimizer> optimizer_;
@@ -187,6 +190,7 @@ class Learner {
   int64_t step_ = 0;          // optimizer steps
   int64_t resume_batch_ = 0;  // batches of epoch_ to skip (after an interrupted checkpoint)
   std::optional<uint64_t> resume_seed_;
+  uint64_t loader_seed_ = 0;  // the train loader's seed (saved in checkpoints)
   double best_ = 0;
   int64_t best_epoch_ = -1;
   double es_best_ = 0;

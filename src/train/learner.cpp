@@ -1,0 +1,275 @@
+// The Learner's training loop: epochs, gradient accumulation, schedulers, metrics, progress,
+// SIGINT handling and early stopping. Checkpoints, resume and logs are in learner_io.cpp.
+#include "ember/train/learner.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "ember/autograd.h"
+#include "ember/nn/functional/loss.h"
+#include "ember/nn/utils.h"
+#include "ember/ops/elementwise.h"
+#include "ember/train/metrics.h"
+#include "train/learner_internal.h"
+
+namespace ember::train {
+
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_sigint(int) { g_interrupted = 1; }
+
+// Installs the flag-only SIGINT handler for fit()'s duration.
+class SigintGuard {
+ public:
+  explicit SigintGuard(bool on) : on_(on) {
+    g_interrupted = 0;
+    if (!on_) return;
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_);
+  }
+  ~SigintGuard() {
+    if (on_) sigaction(SIGINT, &old_, nullptr);
+  }
+  SigintGuard(const SigintGuard&) = delete;
+  SigintGuard& operator=(const SigintGuard&) = delete;
+
+ private:
+  bool on_;
+  struct sigaction old_ {};
+};
+
+std::string hms(double s) {
+  if (!std::isfinite(s) || s < 0) s = 0;
+  const int64_t t = int64_t(s + 0.5);
+  char buf[32];
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", (long long)(t / 3600),
+                  (long long)(t / 60 % 60), (long long)(t % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", (long long)(t / 60), (long long)(t % 60));
+  return buf;
+}
+
+}  // namespace
+
+const char* fit_status_name(FitStatus s) {
+  switch (s) {
+    case FitStatus::completed:
+      return "completed";
+    case FitStatus::early_stopped:
+      return "early_stopped";
+    case FitStatus::interrupted:
+      return "interrupted";
+  }
+  return "?";
+}
+
+LossFn cross_entropy_loss() {
+  return [](const Tensor& out, const Tensor& target) {
+    return nn::functional::cross_entropy(out, target);
+  };
+}
+LossFn mse_loss() {
+  return
+      [](const Tensor& out, const Tensor& target) { return nn::functional::mse_loss(out, target); };
+}
+
+Learner::Learner(std::shared_ptr<nn::UnaryModule> model,
+                 std::shared_ptr<optim::Optimizer> optimizer, LossFn loss, LearnerOptions options)
+    : model_(std::move(model)),
+      optimizer_(std::move(optimizer)),
+      loss_(std::move(loss)),
+      opts_(std::move(options)) {
+  constexpr const char* op = "Learner";
+  if (!model_) EMBER_FAIL(op, "model is null");
+  if (!optimizer_) EMBER_FAIL(op, "optimizer is null");
+  if (!loss_) EMBER_FAIL(op, "loss function is empty");
+  if (opts_.accumulation_steps < 1)
+    EMBER_FAIL(op, "accumulation_steps must be >= 1, got ", opts_.accumulation_steps);
+  if (opts_.keep_last < 0) EMBER_FAIL(op, "keep_last must be >= 0, got ", opts_.keep_last);
+  if (opts_.top_k < 1) EMBER_FAIL(op, "top_k must be >= 1, got ", opts_.top_k);
+  if (opts_.clip_grad_norm < 0)
+    EMBER_FAIL(op, "clip_grad_norm must be >= 0, got ", opts_.clip_grad_norm);
+  if (opts_.early_stopping && opts_.early_stopping->patience < 0)
+    EMBER_FAIL(op, "early_stopping.patience must be >= 0, got ", opts_.early_stopping->patience);
+  if (!nlohmann::json::accept(opts_.user_json)) EMBER_FAIL(op, "user_json is not valid JSON");
+  best_ = std::numeric_limits<double>::quiet_NaN();
+  model_->to(opts_.device);
+}
+
+void Learner::set_scheduler(std::shared_ptr<optim::LRScheduler> scheduler,
+                            SchedulerInterval interval) {
+  if (scheduler && &scheduler->optimizer() != optimizer_.get())
+    EMBER_FAIL("Learner", "the scheduler drives a different optimizer");
+  scheduler_ = std::move(scheduler);
+  interval_ = interval;
+  if (scheduler_) plateau_.reset();
+}
+
+void Learner::set_scheduler(std::shared_ptr<optim::ReduceLROnPlateau> scheduler,
+                            std::string metric) {
+  plateau_ = std::move(scheduler);
+  plateau_metric_ = std::move(metric);
+  if (plateau_) scheduler_.reset();
+}
+
+std::map<std::string, double> Learner::evaluate(Loader& loader) {
+  const bool was_training = model_->is_training();
+  model_->eval();
+  NoGradGuard no_grad;
+  MetricAccumulator acc(opts_.top_k);
+  loader.set_epoch(0);  // the same batches every time
+  try {
+    while (auto batch = loader.next()) {
+      const Tensor x = batch->data.to(opts_.device), y = batch->target.to(opts_.device);
+      const Tensor out = model_->forward(x);
+      const Tensor loss = loss_(out, y);
+      acc.add(loss.item<double>(), x.dim() > 0 ? x.size(0) : 1, out, y);
+    }
+  } catch (...) {
+    model_->train(was_training);
+    throw;
+  }
+  model_->train(was_training);
+  return acc.compute();
+}
+
+void Learner::train_epoch(Loader& train, Run& run) {
+  model_->train();
+  run.acc = MetricAccumulator(opts_.top_k);
+  run.epoch_start = Clock::now();
+  run.last_draw = -1;
+  const int64_t nb = train.size();
+  const int64_t n_acc = opts_.accumulation_steps;
+  const int64_t skip = resume_batch_;
+  resume_batch_ = 0;
+  train.set_epoch(epoch_);
+  const std::vector<Tensor> params = model_->parameters();
+  for (int64_t b = 0; b < nb; ++b) {
+    std::optional<data::Example> batch = train.next();
+    if (!batch) EMBER_FAIL("Learner", "the train loader ended after ", b, " of ", nb, " batches");
+    if (b < skip) continue;  // consumed before the interruption this run resumes from
+    const Tensor x = batch->data.to(opts_.device), y = batch->target.to(opts_.device);
+    // Micro-batches of one optimizer step; the last group of an epoch may be shorter.
+    const int64_t group_start = b / n_acc * n_acc;
+    const int64_t group_size = std::min(n_acc, nb - group_start);
+    const bool step_due = b == group_start + group_size - 1;
+    const Tensor out = model_->forward(x);
+    const Tensor loss = loss_(out, y);
+    if (loss.numel() != 1)
+      EMBER_FAIL("Learner", "the loss must have one element, got shape ", loss.numel());
+    (group_size == 1 ? loss : loss / double(group_size)).backward();
+    const double loss_value = loss.item<double>();
+    run.acc.add(loss_value, x.dim() > 0 ? x.size(0) : 1, out.detach(), y);
+    if (step_due) {
+      if (opts_.clip_grad_norm > 0) nn::clip_grad_norm_(params, opts_.clip_grad_norm);
+      optimizer_->step();
+      optimizer_->zero_grad();
+      ++step_;
+      if (scheduler_ && interval_ == SchedulerInterval::batch) scheduler_->step();
+    }
+    if (opts_.on_batch_end) opts_.on_batch_end(BatchEvent{epoch_, b, nb, step_, loss_value});
+    if (run.bar) {
+      const double el = seconds_since(run.epoch_start);
+      if (b == nb - 1 || el - run.last_draw >= 0.1) {
+        run.last_draw = el;
+        const int64_t done = b + 1 - skip, left = nb - b - 1;
+        const double eta = done > 0 ? el / double(done) * double(left) : 0;
+        const int width = 30;
+        const int fill = int(double(width) * double(b + 1) / double(nb));
+        std::string barstr(size_t(fill), '=');
+        if (fill < width) barstr += '>' + std::string(size_t(width - fill - 1), ' ');
+        const auto m = run.acc.compute();
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "\repoch %lld/%lld [%s] %lld/%lld loss %.4f",
+                      (long long)(epoch_ + 1), (long long)run.total_epochs, barstr.c_str(),
+                      (long long)(b + 1), (long long)nb, m.count("loss") ? m.at("loss") : 0.0);
+        *run.out << buf;
+        if (m.count("accuracy")) {
+          std::snprintf(buf, sizeof buf, " acc %.4f", m.at("accuracy"));
+          *run.out << buf;
+        }
+        *run.out << " ETA " << hms(eta) << "   " << std::flush;
+      }
+    }
+    // Ctrl-C: stop once the current optimizer step is complete (not after the last batch:
+    // that epoch is finished normally and fit() stops after it).
+    if (g_interrupted && step_due && b < nb - 1) {
+      if (run.bar) *run.out << "\n";
+      run.interrupted = true;
+      train.set_epoch(epoch_);  // stops the epoch (and its workers)
+      const int64_t consumed = b + 1;
+      if (!opts_.output_dir.empty()) {
+        run.last_checkpoint = detail::checkpoint_dir(opts_) + "/interrupted.safetensors";
+        write_checkpoint(run.last_checkpoint, consumed);
+      }
+      if (run.lines) {
+        *run.out << "interrupted at epoch " << epoch_ + 1 << ", batch " << consumed << "/" << nb;
+        if (!run.last_checkpoint.empty()) *run.out << "; checkpoint " << run.last_checkpoint;
+        *run.out << "\n" << std::flush;
+      }
+      return;
+    }
+  }
+  if (run.bar) *run.out << "\n" << std::flush;
+  train.set_epoch(epoch_ + 1);
+}
+
+FitResult Learner::fit(Loader& train, Loader* valid, int64_t epochs) {
+  constexpr const char* op = "Learner::fit";
+  if (epochs < 0) EMBER_FAIL(op, "epochs must be >= 0, got ", epochs);
+  if (train.size() == 0) EMBER_FAIL(op, "the train loader has no batches");
+  if (resume_seed_ && *resume_seed_ != train.options().seed)
+    EMBER_FAIL(op, "the train loader's seed ", train.options().seed,
+               " differs from the resumed run's ", *resume_seed_);
+  if (resume_batch_ > train.size())
+    EMBER_FAIL(op, "the resumed run had consumed ", resume_batch_, " batches but the loader has ",
+               train.size());
+  loader_seed_ = train.options().seed;
+  Run run;
+  run.out = opts_.out ? opts_.out : &std::cout;
+  run.total_epochs = epochs;
+  const bool tty = ::isatty(STDOUT_FILENO) && run.out == &std::cout;
+  run.bar = opts_.progress == Progress::bar || (opts_.progress == Progress::automatic && tty);
+  run.lines = opts_.progress != Progress::none;
+  SigintGuard sigint(opts_.handle_sigint);
+  optimizer_->zero_grad();
+  FitStatus status = FitStatus::completed;
+  while (epoch_ < epochs) {
+    train_epoch(train, run);
+    if (run.interrupted) {
+      status = FitStatus::interrupted;
+      break;
+    }
+    const bool stop = end_epoch(valid, run);
+    if (stop) {
+      status = FitStatus::early_stopped;
+      break;
+    }
+    if (g_interrupted) {  // arrived during the last batch or validation: the epoch is saved
+      status = FitStatus::interrupted;
+      if (run.lines) *run.out << "interrupted after epoch " << epoch_ << "\n" << std::flush;
+      break;
+    }
+  }
+  FitResult r;
+  r.status = status;
+  r.epochs_completed = epoch_;
+  r.steps = step_;
+  r.history = history_;
+  r.best_metric = best_;
+  r.best_epoch = best_epoch_;
+  r.last_checkpoint = run.last_checkpoint;
+  return r;
+}
+
+}  // namespace ember::train

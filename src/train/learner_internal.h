@@ -1,0 +1,34 @@
+// State shared by the Learner's loop (learner.cpp) and its epoch end / I/O (learner_io.cpp).
+#pragma once
+#include <chrono>
+#include <ostream>
+#include <string>
+
+#include "ember/train/learner.h"
+#include "ember/train/metrics.h"
+
+namespace ember::train {
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// State of one fit() call.
+struct Learner::Run {
+  std::ostream* out = nullptr;
+  bool bar = false, lines = false;
+  int64_t total_epochs = 0;
+  std::string last_checkpoint;
+  MetricAccumulator acc{5};
+  Clock::time_point epoch_start;
+  double last_draw = -1;
+  bool interrupted = false;
+};
+
+namespace detail {
+/// output_dir/checkpoints ("" without an output dir).
+std::string checkpoint_dir(const LearnerOptions& o);
+}  // namespace detail
+
+}  // namespace ember::train
