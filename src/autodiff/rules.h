@@ -35,4 +35,14 @@ void index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
 void index_put(const Tensor& x, const Tensor& index, const Tensor& values, bool accumulate,
                const Tensor& out);
 
+// ---- linalg and spatial families (rules/linalg.cpp, rules/spatial.cpp) ----
+/// out [B, M, N] = a [B, M, K] @ b [B, K, N] (ir::Matmul; batches already equal).
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out);
+/// The op just run (its src, dst and geometry); the gradient is the adjoint (col2im / im2col).
+void im2col(const ir::Im2col& op);
+void col2im(const ir::Col2im& op);
+/// Max needs op.indices defined (the frontend computes them when src needs grad).
+void adaptive_pool(const ir::AdaptivePool& op);
+void interpolate(const ir::Interpolate& op);
+
 }  // namespace ember::autograd::rules

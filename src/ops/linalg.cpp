@@ -2,6 +2,7 @@
 // [B, K, N]); mm, bmm, dot, outer and linear are written on top of it.
 #include "ember/ops/linalg.h"
 
+#include "autodiff/rules.h"
 #include "ember/ops/elementwise.h"
 #include "tensor/internal.h"
 
@@ -32,6 +33,7 @@ DType matmul_dtype(const char* op, const Tensor& a, const Tensor& b) {
 Tensor batched(const Tensor& a, const Tensor& b) {
   Tensor out = make_tensor({a.size(0), a.size(1), b.size(2)}, a.dtype(), a.device());
   run(ir::Matmul{a, b, out});
+  autograd::rules::matmul(a, b, out);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "autodiff/rules.h"
 #include "ember/ops/linalg.h"
 #include "nn/functional/spatial.h"
 
@@ -57,8 +58,9 @@ Tensor im2col(const Tensor& x, const std::vector<int64_t>& kernel,
     l *= out[d];
   }
   Tensor cols = ember::detail::make_tensor({x.size(0), x.size(1) * k, l}, x.dtype(), x.device());
-  if (cols.numel() > 0)
-    run(ir::Im2col{x, cols, kernel, stride, pad_begin, dilation, pad_value, out});
+  const ir::Im2col op{x, cols, kernel, stride, pad_begin, dilation, pad_value, out};
+  if (cols.numel() > 0) run(op);
+  autograd::rules::im2col(op);
   return cols;
 }
 
@@ -69,8 +71,9 @@ Tensor col2im(const Tensor& cols, int64_t channels, const std::vector<int64_t>& 
   Shape s{cols.size(0), channels};
   s.insert(s.end(), size.begin(), size.end());
   Tensor img = zeros(s, TensorOptions(cols.dtype(), cols.device()));
-  if (img.numel() > 0 && cols.numel() > 0)
-    run(ir::Col2im{cols, img, kernel, stride, pad_begin, dilation, out});
+  const ir::Col2im op{cols, img, kernel, stride, pad_begin, dilation, out};
+  if (img.numel() > 0 && cols.numel() > 0) run(op);
+  autograd::rules::col2im(op);
   return img;
 }
 

@@ -1,4 +1,5 @@
 // Embedding lookup: index_select on the flattened indices, with torch's max_norm renorm.
+#include "ember/autograd.h"
 #include "ember/nn/functional/attention.h"
 #include "ember/ops/indexing.h"
 #include "nn/functional/common.h"
@@ -36,7 +37,8 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
   if (max_norm && idx.numel()) {
     if (!is_floating(weight.dtype()))
       EMBER_FAIL(op, "max_norm needs a floating-point weight, got ", describe(weight));
-    // Renormalize the referenced rows in place (as torch.embedding_renorm_).
+    // Renormalize the referenced rows in place (as torch.embedding_renorm_, under no_grad).
+    NoGradGuard no_grad;
     Tensor rows = index_select(weight, 0, idx);
     Tensor n = norm(rows, norm_type, {1}, true);
     Tensor f = where(gt(n, *max_norm), *max_norm / (n + 1e-7), ones_like(n));
@@ -45,7 +47,13 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
   }
   Shape out = input.shape();
   out.push_back(dim);
-  return index_select(weight, 0, idx).reshape(out);
+  Tensor rows = index_select(weight, 0, idx);
+  if (padding_idx && rows.requires_grad()) {
+    // The padding row is read as is but gets no gradient (as torch): detach it where looked up.
+    const int64_t p = *padding_idx < 0 ? *padding_idx + num : *padding_idx;
+    rows = where(eq(idx, p).unsqueeze(1), rows.detach(), rows);
+  }
+  return rows.reshape(out);
 }
 
 }  // namespace ember::nn::functional

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "autodiff/rules.h"
 #include "ember/nn/functional/pool.h"
 #include "nn/functional/spatial.h"
 
@@ -80,12 +81,13 @@ Tensor interpolate(const Tensor& input, std::vector<int64_t> size,
   Shape s{input.size(0), input.size(1)};
   s.insert(s.end(), out.begin(), out.end());
   Tensor y = ember::detail::make_tensor(s, input.dtype(), input.device());
-  if (y.numel() == 0) return y;
   const ir::InterpMode im = m == "nearest"         ? ir::InterpMode::nearest
                             : m == "nearest-exact" ? ir::InterpMode::nearest_exact
                             : m == "bicubic"       ? ir::InterpMode::cubic
                                                    : ir::InterpMode::linear;
-  run(ir::Interpolate{im, align_corners.value_or(false), scales, input, y});
+  const ir::Interpolate interp_op{im, align_corners.value_or(false), scales, input, y};
+  if (y.numel() > 0) run(interp_op);
+  autograd::rules::interpolate(interp_op);
   return y;
 }
 

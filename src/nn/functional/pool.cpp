@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "autodiff/rules.h"
 #include "ember/ops/indexing.h"
 #include "ember/ops/reduce.h"
 #include "nn/functional/spatial.h"
@@ -99,10 +100,6 @@ std::tuple<Tensor, Tensor> max_pool(const Tensor& input, int64_t nd,
                      unbatched);
   const int64_t n = x.size(0), c = x.size(1);
   const Shape os = out_shape(x, w, unbatched);
-  if (n == 0) {
-    Tensor v = empty(os, TensorOptions(x.dtype(), x.device()));
-    return {v, with_indices ? empty(os, TensorOptions(DType::i64, x.device())) : Tensor()};
-  }
   // -inf (cast to the dtype's lowest for integers) never beats an in-bounds value.
   Tensor cols = detail::im2col(x, w.kernel, w.stride, w.pad, w.dilation, w.out,
                                -std::numeric_limits<double>::infinity());
@@ -155,7 +152,6 @@ Tensor avg_pool(const Tensor& input, int64_t nd, const std::vector<int64_t>& ker
   EMBER_CHECK(!divisor_override || *divisor_override != 0, op, "divisor_override must be non-zero");
   const int64_t n = x.size(0), c = x.size(1);
   const Shape os = out_shape(x, w, unbatched);
-  if (n == 0) return empty(os, TensorOptions(x.dtype(), x.device()));
   // Divisor per window (torch's avg_pool kernels): the window clipped to the padded input, or
   // to the input when !count_include_pad; separable over dims.
   std::vector<double> div(size_t(w.l));
@@ -204,9 +200,12 @@ std::tuple<Tensor, Tensor> adaptive(const Tensor& input, int64_t nd, bool is_max
   Shape s{x.size(0), x.size(1)};
   s.insert(s.end(), o.begin(), o.end());
   Tensor y = ember::detail::make_tensor(s, x.dtype(), x.device());
-  Tensor idx = is_max && with_indices ? ember::detail::make_tensor(s, DType::i64, x.device())
-                                      : Tensor();
-  if (y.numel() > 0) run(ir::AdaptivePool{is_max, x, y, idx});
+  // Max's backward scatters to the argmax, so the indices are also computed when x needs grad.
+  const bool want_idx = is_max && (with_indices || autograd::needs_grad({&x}));
+  Tensor idx = want_idx ? ember::detail::make_tensor(s, DType::i64, x.device()) : Tensor();
+  const ir::AdaptivePool pool_op{is_max, x, y, idx};
+  if (y.numel() > 0) run(pool_op);
+  autograd::rules::adaptive_pool(pool_op);
   if (unbatched) {
     y = y.squeeze(0);
     if (idx.defined()) idx = idx.squeeze(0);
