@@ -367,3 +367,18 @@ TEST(LearnerTest, HistoryFormatsHandleMissingValues) {
   EXPECT_EQ(js[1]["metrics"]["valid_loss"].get<double>(), 0.25);
   EXPECT_NE(train::history_html(h, "a < b").find("a &lt; b"), std::string::npos);
 }
+
+TEST(LearnerTest, ProgressBarShowsEtaAndLiveMetrics) {
+  train::LearnerOptions o = quiet();
+  std::ostringstream out;
+  o.out = &out;
+  o.progress = train::Progress::bar;
+  TrainRun s(3, o);
+  s.learner->fit(s.train, &s.valid, 1);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("\repoch 1/1 ["), std::string::npos) << text;
+  EXPECT_NE(text.find("8/8 loss "), std::string::npos) << text;
+  EXPECT_NE(text.find(" acc "), std::string::npos) << text;
+  EXPECT_NE(text.find("ETA 0:00"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nepoch 1/1  lr "), std::string::npos) << text;  // the epoch summary
+}
