@@ -222,6 +222,17 @@ TEST(GradcheckNnTest, Conv) {
   check("conv2d", "padding same",
         [](const V& v) { return F::conv2d(v[0], v[1], v[2], {1}, F::PaddingMode("same"), {2}); },
         {rnd({1, 2, 5, 4}, 1), rnd({3, 2, 2, 3}, 2), rnd({3}, 3)});
+  check("conv_transpose2d", "stride 2, output_padding [1, 0], groups 2",
+        [](const V& v) {
+          return F::conv_transpose2d(v[0], v[1], v[2], {2, 3}, {1}, {1, 0}, 2, {1});
+        },
+        {rnd({1, 4, 3, 2}, 11), rnd({4, 1, 3, 2}, 12), rnd({2}, 13)});
+  check("conv_transpose1d", "dilation 2, output_padding 1",
+        [](const V& v) { return F::conv_transpose1d(v[0], v[1], Tensor(), {1}, {1}, {1}, 1, {2}); },
+        {rnd({2, 2, 4}, 14), rnd({2, 3, 3}, 15)});
+  check("conv_transpose3d", "stride 2, output_padding 1",
+        [](const V& v) { return F::conv_transpose3d(v[0], v[1], v[2], {2}, {0}, {1}); },
+        {rnd({1, 1, 2, 2, 1}, 16), rnd({1, 2, 2, 1, 2}, 17), rnd({2}, 18)});
   check("conv1d", "unbatched", [](const V& v) { return F::conv1d(v[0], v[1]); },
         {rnd({2, 5}, 4), rnd({3, 2, 2}, 5)});
   check("unfold", "[1, 2, 4, 5]",
