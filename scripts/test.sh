@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+# Hash paths relative to the checkout, so clones in other folders share the cache.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 # oneDNN's OpenMP threads otherwise spin between the many small ops of the test suite.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
