@@ -48,6 +48,9 @@ TEST(ErrorsTest, ViewsAndIndicesOutOfRange) {
   expect_error([] { zeros({2}).slice(0, 0, 2, 0); }, {"[slice]", "step"});
   expect_error([] { zeros({3}).item<float>(); }, {"[item]", "3 elements"});
   expect_error([] { zeros({-1}); }, {"negative dimension"});
+  expect_error([] { zeros({int64_t(1) << 32, int64_t(1) << 32}); }, {"[empty]", "too many elements"});
+  expect_error([] { ones({1, 1}).expand({int64_t(1) << 40, int64_t(1) << 40}); },
+               {"[expand]", "too many elements"});
 }
 
 TEST(ErrorsTest, DtypeRulesAndUndefinedTensors) {

@@ -24,6 +24,9 @@ TEST(TensorTest, CreationShapesAndItem) {
   EXPECT_EQ(s.dim(), 0);
   EXPECT_EQ(s.item<double>(), 3.5);
   EXPECT_EQ(arange(5).dtype(), DType::i64);
+  EXPECT_EQ(arange(6, DType::f32).dtype(), DType::f32);  // an explicit dtype wins over inference
+  EXPECT_EQ(arange(0, 6, 1, TensorOptions(DType::f32, Device::ref())).dtype(), DType::f32);
+  EXPECT_EQ(arange(0.0, 2.0).dtype(), DType::f32);
   EXPECT_EQ(arange(5).to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2, 3, 4}));
   EXPECT_EQ(arange(0.0, 1.0, 0.25).to_vector<float>(), (std::vector<float>{0, 0.25f, 0.5f, 0.75f}));
   EXPECT_EQ(arange(10, 0, -3).to_vector<int64_t>(), (std::vector<int64_t>{10, 7, 4, 1}));

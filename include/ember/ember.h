@@ -1,5 +1,7 @@
-// The one header a user includes: tensors, devices, every op and nn::functional.
+// The core in one header: tensors, devices, autograd, every op, nn and optim. Data loading,
+// model files and training have their own: ember/data/data.h, ember/record/*.h, ember/train/*.h.
 #pragma once
+#include "ember/autograd.h"
 #include "ember/device.h"
 #include "ember/dtype.h"
 #include "ember/error.h"

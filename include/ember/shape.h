@@ -12,6 +12,9 @@ using Strides = std::vector<int64_t>;
 
 /// Product of the sizes; 1 for a 0-d shape.
 int64_t numel_of(const Shape& s);
+/// numel_of with an overflow check: throws ember::Error tagged `op` when the product of the
+/// sizes exceeds 2^62 (no real tensor is that large) or a size is negative.
+int64_t checked_numel(const Shape& s, const char* op);
 /// Row-major strides in elements.
 Strides contiguous_strides(const Shape& s);
 /// "[2, 3]".

@@ -48,11 +48,12 @@ struct TensorImpl {
 struct TensorOptions {
   DType dtype_ = DType::f32;
   Device device_ = Device::default_device();
+  bool has_dtype_ = false;  // a dtype was given (arange infers one otherwise)
   TensorOptions() = default;
-  TensorOptions(DType d) : dtype_(d) {}     // NOLINT
-  TensorOptions(Device d) : device_(d) {}   // NOLINT
-  TensorOptions(DType t, Device d) : dtype_(t), device_(d) {}
-  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
+  TensorOptions(DType d) : dtype_(d), has_dtype_(true) {}  // NOLINT
+  TensorOptions(Device d) : device_(d) {}                  // NOLINT
+  TensorOptions(DType t, Device d) : dtype_(t), device_(d), has_dtype_(true) {}
+  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; o.has_dtype_ = true; return o; }
   TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
 };
 
@@ -225,8 +226,8 @@ Tensor empty_like(const Tensor& t);
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
 Tensor full_like(const Tensor& t, const Scalar& value);
-/// [start, end) every step, as torch.arange; dtype i64 when all three are integers, else f32
-/// unless opts say otherwise.
+/// [start, end) every step, as torch.arange; without a dtype in opts: i64 when all three are
+/// integers, else f32.
 Tensor arange(const Scalar& end, TensorOptions opts = {});
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1,
               TensorOptions opts = {});

@@ -12,6 +12,19 @@ int64_t numel_of(const Shape& s) {
   return n;
 }
 
+int64_t checked_numel(const Shape& s, const char* op) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0) EMBER_FAIL(op, "negative dimension in shape ", shape_str(s));
+    if (d != 0 && n > (int64_t(1) << 62) / d)
+      EMBER_FAIL(op, "shape ", shape_str(s), " has too many elements");
+    n *= d;
+  }
+  for (int64_t d : s)
+    if (d == 0) return 0;
+  return n;
+}
+
 Strides contiguous_strides(const Shape& s) {
   Strides st(s.size());
   int64_t acc = 1;

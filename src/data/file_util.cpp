@@ -17,6 +17,8 @@
 namespace ember::data::detail {
 
 std::vector<unsigned char> read_file(const std::string& path, const char* op) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) EMBER_FAIL(op, path, ": is a directory, not a file");
   std::ifstream f(path, std::ios::binary);
   if (!f) EMBER_FAIL(op, path, ": cannot open (", std::strerror(errno), ")");
   f.seekg(0, std::ios::end);

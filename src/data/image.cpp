@@ -33,6 +33,12 @@ Pixels decode_png(const std::vector<unsigned char>& bytes, const std::string& pa
   img.format = c == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
   Pixels p;
   p.h = img.height, p.w = img.width, p.c = c;
+  // The header's size is untrusted: refuse before allocating for it.
+  if (p.h > 65535 || p.w > 65535 || p.h * p.w > (int64_t(1) << 28)) {
+    png_image_free(&img);
+    EMBER_FAIL("load_image", path, ": PNG declares ", p.w, "x", p.h,
+               " pixels, beyond the 65535 per side and 2^28 in total that Ember reads");
+  }
   p.hwc.resize(PNG_IMAGE_SIZE(img));
   if (!png_image_finish_read(&img, nullptr, p.hwc.data(), 0, nullptr)) {
     const std::string msg = img.message;

@@ -213,6 +213,9 @@ SafetensorsFile deserialize_safetensors(const std::string& bytes, const std::str
     const int64_t numel = int64_t((e - b) / uint64_t(dtype_size(dtype)));
     std::vector<char> buf(data + b, data + e);
     to_little_endian(buf.data(), numel, dtype_size(dtype));
+    if (dtype == DType::b8)
+      for (char c : buf)
+        if (c != 0 && c != 1) fail("tensor \"", name, "\" holds a BOOL byte other than 0 or 1");
     static const char kDummy[16] = {};
     out.tensors.set(name, from_blob(buf.empty() ? kDummy : buf.data(), shape, dtype, device));
   }

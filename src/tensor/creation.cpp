@@ -92,9 +92,8 @@ Tensor arange(const Scalar& end, TensorOptions o) { return arange(0, end, 1, o);
 
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions o) {
   const bool ints = !start.is_float() && !end.is_float() && !step.is_float();
-  // Integer bounds give i64 unless a dtype other than the default f32 was asked for.
-  DType dt = o.dtype_;
-  if (ints && dt == DType::f32) dt = DType::i64;
+  // Integer bounds give i64 unless a dtype was asked for.
+  const DType dt = o.has_dtype_ ? o.dtype_ : (ints ? DType::i64 : o.dtype_);
   return arange_typed(start, end, step, dt, o.device_);
 }
 

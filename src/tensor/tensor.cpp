@@ -20,14 +20,15 @@ Storage::~Storage() {
 namespace detail {
 
 Tensor make_tensor(const Shape& shape, DType dtype, const Device& device) {
-  for (int64_t s : shape)
-    if (s < 0) EMBER_FAIL("empty", "negative dimension in shape ", shape_str(shape));
   if (shape.size() > 64) EMBER_FAIL("empty", "rank ", shape.size(), " exceeds the maximum of 64");
+  const int64_t n = checked_numel(shape, "empty");
+  if (n > (int64_t(1) << 62) / dtype_size(dtype))
+    EMBER_FAIL("empty", "shape ", shape_str(shape), " of ", dtype_name(dtype), " is too large");
   auto impl = std::make_shared<TensorImpl>();
   Backend& b = backend_for(device);
   if (!b.supports_dtype(dtype))
     EMBER_FAIL("empty", "dtype ", dtype_name(dtype), " is not supported on device ", device.str());
-  impl->storage = std::make_shared<Storage>(&b, device, numel_of(shape) * dtype_size(dtype));
+  impl->storage = std::make_shared<Storage>(&b, device, n * dtype_size(dtype));
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;

@@ -245,6 +245,7 @@ Tensor Tensor::expand(Shape target) const {
     }
   }
   if (target == shape()) return *this;
+  checked_numel(target, "expand");
   return track(make_view(*this, target, st, offset()), *this, "ExpandBackward",
                [old = shape(), dt = dtype()](const Tensor& g) { return autograd::reduce_to(g, old, dt); });
 }

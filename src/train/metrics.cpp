@@ -1,4 +1,5 @@
 // Epoch metrics: loss, accuracy, top-k accuracy, macro precision / recall / F1.
+#include <cmath>
 #include "ember/train/metrics.h"
 
 #include <set>
@@ -30,10 +31,12 @@ void MetricAccumulator::add(double loss, int64_t batch_size, const Tensor& outpu
     if (t < 0 || t >= c)
       EMBER_FAIL("metrics", "target ", t, " is out of range for ", c, " classes");
     const double* row = scores.data() + i * c;
+    // NaN ranks above every number (as torch.argmax), so a diverged model scores nothing.
+    auto greater = [](double a, double b) { return std::isnan(a) ? !std::isnan(b) : a > b; };
     int64_t pred = 0, above = 0;
     for (int64_t j = 0; j < c; ++j) {
-      if (row[j] > row[pred]) pred = j;  // first maximum, as torch.argmax
-      if (row[j] > row[t]) ++above;
+      if (greater(row[j], row[pred])) pred = j;  // first maximum, as torch.argmax
+      if (greater(row[j], row[t]) || (j != t && std::isnan(row[j]) && std::isnan(row[t]))) ++above;
     }
     ++confusion_[size_t(t * c + pred)];
     correct_ += pred == t;
