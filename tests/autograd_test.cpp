@@ -68,11 +68,12 @@ TEST(AutogradTest, ViewsRouteGradientsToTheirSource) {
 
 TEST(AutogradTest, InPlaceOnViewsRebasesHistory) {
   Tensor x = leaf({1, 2, 3, 4});
-  Tensor y = x * 2;          // [2, 4, 6, 8]
+  Tensor y = x * 2;                           // [2, 4, 6, 8]
   y.narrow(0, 1, 2).mul_(x.narrow(0, 0, 2));  // y = [2, 4*1, 6*2, 8]
   y.sum().backward();
   // dy0/dx0 = 2 + (y1 region uses x0: 4) = 2 + 4; dx1 = 6 (from y2 = 2*x2*x1) ...
-  // y = [2x0, 2x1*x0, 2x2*x1, 2x3] -> grads: x0: 2 + 2x1 = 6; x1: 2x0 + 2x2 = 8; x2: 2x1 = 4; x3: 2.
+  // y = [2x0, 2x1*x0, 2x2*x1, 2x3] -> grads: x0: 2 + 2x1 = 6; x1: 2x0 + 2x2 = 8; x2: 2x1 = 4;
+  // x3: 2.
   EXPECT_EQ(v(x.grad()), (std::vector<double>{6, 8, 4, 2}));
   Tensor w = leaf({1, 2, 3});
   Tensor z = w * 1;

@@ -15,7 +15,8 @@ void expect_error(F&& f, std::vector<std::string> fragments) {
   } catch (const Error& e) {
     const std::string msg = e.what();
     for (const auto& frag : fragments)
-      EXPECT_NE(msg.find(frag), std::string::npos) << "message '" << msg << "' lacks '" << frag << "'";
+      EXPECT_NE(msg.find(frag), std::string::npos)
+          << "message '" << msg << "' lacks '" << frag << "'";
   }
 }
 }  // namespace
@@ -48,9 +49,16 @@ TEST(ErrorsTest, ViewsAndIndicesOutOfRange) {
   expect_error([] { zeros({2}).slice(0, 0, 2, 0); }, {"[slice]", "step"});
   expect_error([] { zeros({3}).item<float>(); }, {"[item]", "3 elements"});
   expect_error([] { zeros({-1}); }, {"negative dimension"});
-  expect_error([] { zeros({int64_t(1) << 32, int64_t(1) << 32}); }, {"[empty]", "too many elements"});
-  expect_error([] { ones({1, 1}).expand({int64_t(1) << 40, int64_t(1) << 40}); },
-               {"[expand]", "too many elements"});
+  expect_error(
+      [] {
+        zeros({int64_t(1) << 32, int64_t(1) << 32});
+      },
+      {"[empty]", "too many elements"});
+  expect_error(
+      [] {
+        ones({1, 1}).expand({int64_t(1) << 40, int64_t(1) << 40});
+      },
+      {"[expand]", "too many elements"});
 }
 
 TEST(ErrorsTest, DtypeRulesAndUndefinedTensors) {

@@ -42,20 +42,37 @@ std::vector<DType> numeric_dtypes() {
   return v;
 }
 std::vector<DType> int_dtypes() {
-  return {DType::i8, DType::i16, DType::i32, DType::i64, DType::u8, DType::u16, DType::u32, DType::u64};
+  return {DType::i8, DType::i16, DType::i32, DType::i64,
+          DType::u8, DType::u16, DType::u32, DType::u64};
 }
 std::vector<DType> signed_dtypes() {
-  return {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i8, DType::i16, DType::i32, DType::i64};
+  return {DType::f32, DType::f64, DType::f16, DType::bf16,
+          DType::i8,  DType::i16, DType::i32, DType::i64};
 }
 
 namespace {
 void tolerance(DType t, double& rtol, double& atol) {
   switch (t) {
-    case DType::f64: rtol = 1e-10; atol = 1e-12; break;
-    case DType::f32: rtol = 1e-5; atol = 1e-6; break;
-    case DType::f16: rtol = 2e-3; atol = 1e-3; break;
-    case DType::bf16: rtol = 1.6e-2; atol = 1e-2; break;
-    default: rtol = 0; atol = 0; break;
+    case DType::f64:
+      rtol = 1e-10;
+      atol = 1e-12;
+      break;
+    case DType::f32:
+      rtol = 1e-5;
+      atol = 1e-6;
+      break;
+    case DType::f16:
+      rtol = 2e-3;
+      atol = 1e-3;
+      break;
+    case DType::bf16:
+      rtol = 1.6e-2;
+      atol = 1e-2;
+      break;
+    default:
+      rtol = 0;
+      atol = 0;
+      break;
   }
 }
 }  // namespace
@@ -93,10 +110,14 @@ namespace {
 enum class Layout { contiguous, permuted, stepped, broadcast };
 const char* layout_name(Layout l) {
   switch (l) {
-    case Layout::contiguous: return "contiguous";
-    case Layout::permuted: return "permuted";
-    case Layout::stepped: return "stepped-slice";
-    case Layout::broadcast: return "broadcast";
+    case Layout::contiguous:
+      return "contiguous";
+    case Layout::permuted:
+      return "permuted";
+    case Layout::stepped:
+      return "stepped-slice";
+    case Layout::broadcast:
+      return "broadcast";
   }
   return "?";
 }
@@ -107,7 +128,8 @@ Tensor apply_layout(const Tensor& base, Layout layout) {
   const int64_t r = base.dim();
   if (r == 0 || base.numel() == 0) return base;
   switch (layout) {
-    case Layout::contiguous: return base;
+    case Layout::contiguous:
+      return base;
     case Layout::permuted: {
       if (r < 2) return apply_layout(base, Layout::stepped);
       std::vector<int64_t> rev(static_cast<size_t>(r));
@@ -122,7 +144,8 @@ Tensor apply_layout(const Tensor& base, Layout layout) {
       view.copy_(base);
       return view;
     }
-    case Layout::broadcast: return base.narrow(0, 0, 1).expand(base.shape());
+    case Layout::broadcast:
+      return base.narrow(0, 0, 1).expand(base.shape());
   }
   return base;
 }
@@ -139,7 +162,8 @@ TEST(OpTable, EveryOpMatchesReferenceOnEveryBackendAndLayout) {
   int64_t op_dtype_cases = 0, runs = 0;
   std::vector<std::string> failures;
   const auto devices = devices_under_test();
-  const Layout layouts[] = {Layout::contiguous, Layout::permuted, Layout::stepped, Layout::broadcast};
+  const Layout layouts[] = {Layout::contiguous, Layout::permuted, Layout::stepped,
+                            Layout::broadcast};
   for (const OpCase& c : all_cases()) {
     for (DType dt : c.dtypes) {
       ++op_dtype_cases;
@@ -162,8 +186,8 @@ TEST(OpTable, EveryOpMatchesReferenceOnEveryBackendAndLayout) {
         }
         for (const Device& dev : devices) {
           ++runs;
-          const std::string where = c.name + " [" + dtype_name(dt) + ", " + dev.str() + ", " +
-                                    layout_name(layout) + "]";
+          const std::string where =
+              c.name + " [" + dtype_name(dt) + ", " + dev.str() + ", " + layout_name(layout) + "]";
           try {
             Inputs in;
             for (size_t i = 0; i < base.size(); ++i) {

@@ -52,6 +52,6 @@ std::string compare(const Tensor& want, const Tensor& got, double tol_scale = 1.
 #define EMBER_OP_CONCAT2(a, b) a##b
 #define EMBER_OP_CONCAT(a, b) EMBER_OP_CONCAT2(a, b)
 /// EMBER_OP_CASE({"name", dtypes, inputs_fn, op_fn});
-#define EMBER_OP_CASE(...)                                              \
-  static const int EMBER_OP_CONCAT(ember_op_case_, __LINE__) =           \
+#define EMBER_OP_CASE(...)                                     \
+  static const int EMBER_OP_CONCAT(ember_op_case_, __LINE__) = \
       ::ember::testing::register_case(::ember::testing::OpCase __VA_ARGS__)

@@ -10,10 +10,11 @@ using Fn1 = Tensor (*)(const Tensor&);
 
 // One unary case: values uniform in [lo, hi).
 int unary_case(const std::string& name, std::vector<DType> dtypes, Fn1 fn, double lo, double hi) {
-  return register_case(OpCase{
-      name, std::move(dtypes),
-      [lo, hi](DType dt, uint64_t seed) { return Inputs{uniform({3, 5}, dt, seed, lo, hi)}; },
-      [fn](const Inputs& in) { return std::vector<Tensor>{fn(in[0])}; }});
+  return register_case(OpCase{name, std::move(dtypes),
+                              [lo, hi](DType dt, uint64_t seed) {
+                                return Inputs{uniform({3, 5}, dt, seed, lo, hi)};
+                              },
+                              [fn](const Inputs& in) { return std::vector<Tensor>{fn(in[0])}; }});
 }
 
 std::vector<DType> no_bool() { return numeric_dtypes(); }
@@ -59,22 +60,29 @@ const int kUnary = [] {
   unary_case("isnan", all, isnan, -3, 3);
   unary_case("isinf", all, isinf, -3, 3);
   unary_case("isfinite", all, isfinite, -3, 3);
-  unary_case("bitwise_not", [] { auto v = int_dtypes(); v.push_back(DType::b8); return v; }(),
-             bitwise_not, -3, 3);
+  unary_case(
+      "bitwise_not",
+      [] {
+        auto v = int_dtypes();
+        v.push_back(DType::b8);
+        return v;
+      }(),
+      bitwise_not, -3, 3);
   unary_case("logical_not", all, logical_not, -3, 3);
   // nan_to_num on inputs holding NaN and infinities.
-  register_case(OpCase{"nan_to_num", float_dtypes(),
-                       [](DType dt, uint64_t seed) {
-                         Tensor x = uniform({4, 5}, DType::f64, seed, -3, 3);
-                         x.select(0, 0).select(0, 1).fill_(NAN);
-                         x.select(0, 1).select(0, 2).fill_(INFINITY);
-                         x.select(0, 2).select(0, 3).fill_(-INFINITY);
-                         return Inputs{x.to(dt)};
-                       },
-                       [](const Inputs& in) {
-                         const double pos = 7.0;
-                         return std::vector<Tensor>{nan_to_num(in[0]), nan_to_num(in[0], 1.5, &pos)};
-                       }});
+  register_case(
+      OpCase{"nan_to_num", float_dtypes(),
+             [](DType dt, uint64_t seed) {
+               Tensor x = uniform({4, 5}, DType::f64, seed, -3, 3);
+               x.select(0, 0).select(0, 1).fill_(NAN);
+               x.select(0, 1).select(0, 2).fill_(INFINITY);
+               x.select(0, 2).select(0, 3).fill_(-INFINITY);
+               return Inputs{x.to(dt)};
+             },
+             [](const Inputs& in) {
+               const double pos = 7.0;
+               return std::vector<Tensor>{nan_to_num(in[0]), nan_to_num(in[0], 1.5, &pos)};
+             }});
   return 0;
 }();
 
@@ -83,14 +91,14 @@ using Fn2 = Tensor (*)(const Tensor&, const Tensor&);
 // Binary case on [3, 1, 4] x [2, 4] (broadcasting); b drawn from [blo, bhi).
 int binary_case(const std::string& name, std::vector<DType> dtypes, Fn2 fn, double alo, double ahi,
                 double blo, double bhi, bool nonzero_b = false) {
-  return register_case(OpCase{
-      name, std::move(dtypes),
-      [=](DType dt, uint64_t seed) {
-        Tensor b = uniform({2, 4}, dt, seed + 7, blo, bhi);
-        if (nonzero_b) b = where(eq(b, 0), ones_like(b), b);
-        return Inputs{uniform({3, 1, 4}, dt, seed, alo, ahi), b};
-      },
-      [fn](const Inputs& in) { return std::vector<Tensor>{fn(in[0], in[1])}; }});
+  return register_case(
+      OpCase{name, std::move(dtypes),
+             [=](DType dt, uint64_t seed) {
+               Tensor b = uniform({2, 4}, dt, seed + 7, blo, bhi);
+               if (nonzero_b) b = where(eq(b, 0), ones_like(b), b);
+               return Inputs{uniform({3, 1, 4}, dt, seed, alo, ahi), b};
+             },
+             [fn](const Inputs& in) { return std::vector<Tensor>{fn(in[0], in[1])}; }});
 }
 
 Tensor add2(const Tensor& a, const Tensor& b) { return add(a, b); }
@@ -157,7 +165,8 @@ EMBER_OP_CASE({"where", all_dtypes(),
                [](const Inputs& in) { return std::vector<Tensor>{where(in[0], in[1], in[2])}; }});
 EMBER_OP_CASE({"clamp", numeric_dtypes(),
                [](DType dt, uint64_t seed) {
-                 return Inputs{uniform({3, 4}, dt, seed, -5, 5), uniform({3, 4}, dt, seed + 1, -3, -1),
+                 return Inputs{uniform({3, 4}, dt, seed, -5, 5),
+                               uniform({3, 4}, dt, seed + 1, -3, -1),
                                uniform({4}, dt, seed + 2, 1, 3)};
                },
                [](const Inputs& in) {
@@ -182,14 +191,18 @@ EMBER_OP_CASE({"addcmul_addcdiv", float_dtypes(),
                                             addcdiv(in[0], in[1], in[2], 2)};
                }});
 EMBER_OP_CASE({"scalar_operands", numeric_dtypes(),
-               [](DType dt, uint64_t seed) { return Inputs{uniform({3, 4}, dt, seed, 1, 5)}; },
+               [](DType dt, uint64_t seed) {
+                 return Inputs{uniform({3, 4}, dt, seed, 1, 5)};
+               },
                [](const Inputs& in) {
                  const Tensor& x = in[0];
-                 return std::vector<Tensor>{x + 2, x * 0.5, 3 - x, x / 2, pow(x, 2), gt(x, 2.5),
-                                            remainder(x, 3)};
+                 return std::vector<Tensor>{x + 2,     x * 0.5,    3 - x,          x / 2,
+                                            pow(x, 2), gt(x, 2.5), remainder(x, 3)};
                }});
 EMBER_OP_CASE({"cast", all_dtypes(),
-               [](DType dt, uint64_t seed) { return Inputs{uniform({3, 4}, dt, seed, 0, 100)}; },
+               [](DType dt, uint64_t seed) {
+                 return Inputs{uniform({3, 4}, dt, seed, 0, 100)};
+               },
                [](const Inputs& in) {
                  std::vector<Tensor> out;
                  for (DType t : kAllDTypes) out.push_back(in[0].to(t));

@@ -24,11 +24,11 @@ TEST(PromotionTest, ScalarsAndZeroDimTensorsDoNotWidenDimensionedTensors) {
   EXPECT_EQ((i32 + 1).dtype(), DType::i32);
   EXPECT_EQ((i32 * 0.5).dtype(), DType::f32);
   EXPECT_EQ((f16 * 2.5).dtype(), DType::f16);
-  EXPECT_EQ((u8 + ones({}, DType::i64)).dtype(), DType::u8);        // 0-d int does not widen
-  EXPECT_EQ((u8 + ones({}, DType::f64)).dtype(), DType::f64);       // higher category: its own dtype
+  EXPECT_EQ((u8 + ones({}, DType::i64)).dtype(), DType::u8);   // 0-d int does not widen
+  EXPECT_EQ((u8 + ones({}, DType::f64)).dtype(), DType::f64);  // higher category: its own dtype
   EXPECT_EQ((f16 + ones({}, DType::f64)).dtype(), DType::f16);
   EXPECT_EQ((ones({}, DType::i32) + ones({}, DType::i64)).dtype(), DType::i64);
-  EXPECT_EQ((i32 / i32).dtype(), DType::f32);                       // true division
+  EXPECT_EQ((i32 / i32).dtype(), DType::f32);  // true division
   EXPECT_EQ(div(i32, i32, "floor").dtype(), DType::i32);
   EXPECT_EQ(exp(i32).dtype(), DType::f32);
   EXPECT_EQ(abs(i32).dtype(), DType::i32);

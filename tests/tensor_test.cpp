@@ -108,9 +108,9 @@ TEST(TensorTest, HalfAndBFloat16RoundTrip) {
   EXPECT_EQ(float(Half(1.0f)), 1.0f);
   EXPECT_EQ(Half(1.0f).bits, 0x3c00);
   EXPECT_EQ(Half(65504.f).bits, 0x7bff);
-  EXPECT_EQ(Half(1e6f).bits, 0x7c00);                // overflow -> inf
+  EXPECT_EQ(Half(1e6f).bits, 0x7c00);                        // overflow -> inf
   EXPECT_EQ(float(Half(5.96046448e-08f)), 5.96046448e-08f);  // smallest subnormal
-  EXPECT_EQ(Half(1.0f + 1.0f / 2048).bits, 0x3c00);  // tie rounds to even
+  EXPECT_EQ(Half(1.0f + 1.0f / 2048).bits, 0x3c00);          // tie rounds to even
   EXPECT_EQ(BFloat16(1.0f).bits, 0x3f80);
   EXPECT_EQ(float(BFloat16(3.140625f)), 3.140625f);
   EXPECT_TRUE(std::isnan(float(BFloat16(NAN))));
@@ -118,7 +118,8 @@ TEST(TensorTest, HalfAndBFloat16RoundTrip) {
 
 TEST(TensorTest, PrintsLikePyTorch) {
   EXPECT_EQ(tensor<float>({1.f, 2.5f}).str(), "tensor([1.0000, 2.5000])");
-  EXPECT_EQ(tensor<float>({1.f, 2.f, 3.f, 4.f}, {2, 2}).str(), "tensor([[1., 2.],\n        [3., 4.]])");
+  EXPECT_EQ(tensor<float>({1.f, 2.f, 3.f, 4.f}, {2, 2}).str(),
+            "tensor([[1., 2.],\n        [3., 4.]])");
   EXPECT_EQ(tensor<int32_t>({1, 2}).str(), "tensor([1, 2], dtype=int32)");
   EXPECT_EQ(tensor<bool>({true, false}).str(), "tensor([ True, False])");
   EXPECT_EQ(scalar_tensor(3).str(), "tensor(3.)");

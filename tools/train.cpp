@@ -63,7 +63,8 @@ int run_train(const TrainArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   EMBER_CHECK(a.epochs >= 1, "train", "--epochs must be >= 1, got ", a.epochs);
   EMBER_CHECK(a.batch_size >= 1, "train", "--batch-size must be >= 1, got ", a.batch_size);
-  EMBER_CHECK(a.lr > 0 && std::isfinite(a.lr), "train", "--lr must be a finite number > 0, got ", a.lr);
+  EMBER_CHECK(a.lr > 0 && std::isfinite(a.lr), "train", "--lr must be a finite number > 0, got ",
+              a.lr);
   EMBER_CHECK(a.workers >= 0, "train", "--workers must be >= 0, got ", a.workers);
   EMBER_CHECK(a.limit_train >= 0, "train", "--limit-train must be >= 0, got ", a.limit_train);
   EMBER_CHECK(a.limit_test >= 0, "train", "--limit-test must be >= 0, got ", a.limit_test);

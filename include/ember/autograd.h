@@ -50,8 +50,9 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
 
 /// Gradient checkpointing (as torch.utils.checkpoint): runs fn(inputs) without storing its
 /// intermediate tensors; backward runs fn again to rebuild them. Trades compute for memory.
-std::vector<Tensor> checkpoint(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
-                               const std::vector<Tensor>& inputs);
+std::vector<Tensor> checkpoint(
+    const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
+    const std::vector<Tensor>& inputs);
 
 /// Bytes held by tensors saved for backward in live graphs (for memory tests and tuning).
 int64_t saved_tensor_bytes();

@@ -16,7 +16,14 @@ enum class DeviceType : uint8_t { ref, cpu, vulkan, cuda };
 /// DefaultDevice picks discrete, then integrated, virtual, CPU; Existing(id) names a device the
 /// application created and registered.
 struct DeviceKind {
-  enum class Kind : uint8_t { DiscreteGpu, IntegratedGpu, VirtualGpu, Cpu, DefaultDevice, Existing };
+  enum class Kind : uint8_t {
+    DiscreteGpu,
+    IntegratedGpu,
+    VirtualGpu,
+    Cpu,
+    DefaultDevice,
+    Existing
+  };
   Kind kind = Kind::DefaultDevice;
   int64_t index = 0;
 
@@ -69,10 +76,10 @@ std::ostream& operator<<(std::ostream& os, const Device& d);
 /// One entry of available_devices(): what `ember devices` prints.
 struct DeviceInfo {
   Device device;
-  std::string name;         // e.g. "reference (portable loops)", "llvmpipe (LLVM 15)"
-  std::string kind;         // "Cpu", "DiscreteGpu", ...
+  std::string name;           // e.g. "reference (portable loops)", "llvmpipe (LLVM 15)"
+  std::string kind;           // "Cpu", "DiscreteGpu", ...
   std::vector<DType> dtypes;  // supported dtypes
-  std::string details;      // free text: threads, memory, driver
+  std::string details;        // free text: threads, memory, driver
 };
 
 /// Every device that can run now (ref and cpu always; GPU backends when built and present).

@@ -20,9 +20,9 @@ int dtype_size(DType t);
 const char* dtype_name(DType t);
 /// Parses "f32"/"float32"/"float", "i64"/"int64"/"long", "bool"... Throws ember::Error.
 DType dtype_from_name(const std::string& name);
-bool is_floating(DType t);   // f16 bf16 f32 f64
-bool is_integral(DType t);   // signed and unsigned integers, not bool
-bool is_signed(DType t);     // floating or signed integer
+bool is_floating(DType t);  // f16 bf16 f32 f64
+bool is_integral(DType t);  // signed and unsigned integers, not bool
+bool is_signed(DType t);    // floating or signed integer
 inline bool is_bool(DType t) { return t == DType::b8; }
 std::ostream& operator<<(std::ostream& os, DType t);
 
@@ -64,14 +64,14 @@ class Scalar {
  public:
   enum class Kind : uint8_t { Bool, Int, Float };
   Scalar() : kind_(Kind::Int), i_(0), d_(0) {}
-  Scalar(bool v) : kind_(Kind::Bool), i_(v), d_(v) {}  // NOLINT
-  Scalar(int v) : kind_(Kind::Int), i_(v), d_(v) {}    // NOLINT
-  Scalar(long v) : kind_(Kind::Int), i_(v), d_(double(v)) {}  // NOLINT
-  Scalar(long long v) : kind_(Kind::Int), i_(v), d_(double(v)) {}  // NOLINT
-  Scalar(unsigned v) : kind_(Kind::Int), i_(v), d_(v) {}  // NOLINT
+  Scalar(bool v) : kind_(Kind::Bool), i_(v), d_(v) {}                           // NOLINT
+  Scalar(int v) : kind_(Kind::Int), i_(v), d_(v) {}                             // NOLINT
+  Scalar(long v) : kind_(Kind::Int), i_(v), d_(double(v)) {}                    // NOLINT
+  Scalar(long long v) : kind_(Kind::Int), i_(v), d_(double(v)) {}               // NOLINT
+  Scalar(unsigned v) : kind_(Kind::Int), i_(v), d_(v) {}                        // NOLINT
   Scalar(unsigned long v) : kind_(Kind::Int), i_(int64_t(v)), d_(double(v)) {}  // NOLINT
-  Scalar(float v) : kind_(Kind::Float), i_(int64_t(v)), d_(v) {}   // NOLINT
-  Scalar(double v) : kind_(Kind::Float), i_(int64_t(v)), d_(v) {}  // NOLINT
+  Scalar(float v) : kind_(Kind::Float), i_(int64_t(v)), d_(v) {}                // NOLINT
+  Scalar(double v) : kind_(Kind::Float), i_(int64_t(v)), d_(v) {}               // NOLINT
   Kind kind() const { return kind_; }
   bool is_float() const { return kind_ == Kind::Float; }
   bool is_bool() const { return kind_ == Kind::Bool; }
@@ -90,9 +90,9 @@ std::ostream& operator<<(std::ostream& os, const Scalar& s);
 /// Maps a C++ type to its DType (float -> f32, int64_t -> i64, bool -> b8, Half -> f16...).
 template <typename T>
 struct dtype_of;
-#define EMBER_DTYPE_OF(T, D) \
-  template <>                \
-  struct dtype_of<T> {       \
+#define EMBER_DTYPE_OF(T, D)                 \
+  template <>                                \
+  struct dtype_of<T> {                       \
     static constexpr DType value = DType::D; \
   };
 EMBER_DTYPE_OF(float, f32)

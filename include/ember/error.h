@@ -32,8 +32,8 @@ template <typename... Args>
 }  // namespace ember
 
 /// Throws ember::Error("[op] " + message pieces) when cond is false.
-#define EMBER_CHECK(cond, op, ...)                          \
-  do {                                                      \
-    if (!(cond)) ::ember::detail::fail(op, __VA_ARGS__);    \
+#define EMBER_CHECK(cond, op, ...)                       \
+  do {                                                   \
+    if (!(cond)) ::ember::detail::fail(op, __VA_ARGS__); \
   } while (0)
 #define EMBER_FAIL(op, ...) ::ember::detail::fail(op, __VA_ARGS__)

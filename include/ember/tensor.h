@@ -1,7 +1,7 @@
 // ember::Tensor: a strided view of a device buffer with a dtype, dynamic rank and autograd hooks.
 #pragma once
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <ostream>
@@ -53,8 +53,17 @@ struct TensorOptions {
   TensorOptions(DType d) : dtype_(d), has_dtype_(true) {}  // NOLINT
   TensorOptions(Device d) : device_(d) {}                  // NOLINT
   TensorOptions(DType t, Device d) : dtype_(t), device_(d), has_dtype_(true) {}
-  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; o.has_dtype_ = true; return o; }
-  TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
+  TensorOptions dtype(DType d) const {
+    auto o = *this;
+    o.dtype_ = d;
+    o.has_dtype_ = true;
+    return o;
+  }
+  TensorOptions device(Device d) const {
+    auto o = *this;
+    o.device_ = d;
+    return o;
+  }
 };
 
 /// A tensor handle. Copying a Tensor shares the data (like torch.Tensor); use clone() to copy.
@@ -88,7 +97,7 @@ class Tensor {
   template <typename T>
   T* data_ptr() const {
     check_host_access(dtype_of<T>::value, "data_ptr");
-    return static_cast<T*>(raw_data()) ;
+    return static_cast<T*>(raw_data());
   }
   void* raw_data() const;  // host pointer to element 0 (host devices only)
 
@@ -118,7 +127,7 @@ class Tensor {
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   Tensor permute(std::vector<int64_t> dims) const;
   Tensor transpose(int64_t d0, int64_t d1) const;
-  Tensor t() const;  // 2-d transpose (0-d and 1-d returned as is)
+  Tensor t() const;   // 2-d transpose (0-d and 1-d returned as is)
   Tensor mT() const;  // transpose of the last two dims
   /// Python's x[start:stop:step] along dim; start/stop may be negative and are clamped; step > 0.
   Tensor slice(int64_t dim, int64_t start, int64_t stop, int64_t step = 1) const;
@@ -274,8 +283,8 @@ struct RandomState {
 RandomState random_state(const Device& device);
 /// Restores a state returned by random_state(): the next draws repeat those that followed it.
 void set_random_state(const Device& device, const RandomState& state);
-Tensor rand(Shape shape, TensorOptions opts = {});    // U[0, 1)
-Tensor randn(Shape shape, TensorOptions opts = {});   // N(0, 1), Box-Muller
+Tensor rand(Shape shape, TensorOptions opts = {});   // U[0, 1)
+Tensor randn(Shape shape, TensorOptions opts = {});  // N(0, 1), Box-Muller
 /// Integers uniform in [low, high); dtype i64 unless opts say otherwise.
 Tensor randint(int64_t low, int64_t high, Shape shape, TensorOptions opts = {DType::i64});
 /// 1 with probability p (per element of p, or a scalar p), as the dtype of p.

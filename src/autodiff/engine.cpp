@@ -84,7 +84,8 @@ void run_backward(const std::vector<Edge>& roots, const std::vector<Tensor>& roo
         const OutputMeta& om = e.node->outputs[e.input_nr];
         if (in_grads[i].shape() != om.shape)
           EMBER_FAIL("backward", n->name, " returned a gradient of shape ",
-                     shape_str(in_grads[i].shape()), " for an input of shape ", shape_str(om.shape));
+                     shape_str(in_grads[i].shape()), " for an input of shape ",
+                     shape_str(om.shape));
         deliver(e, detail::cast(in_grads[i], om.dtype));
       }
       if (--deps[e.node.get()] == 0) {
@@ -104,8 +105,10 @@ Tensor default_grad(const Tensor& out, const Tensor& given, const char* op) {
     return given;
   }
   if (out.numel() != 1)
-    EMBER_FAIL(op, "grad can be implicitly created only for outputs with one element; the output "
-                   "has shape ", shape_str(out.shape()), ": pass a gradient");
+    EMBER_FAIL(op,
+               "grad can be implicitly created only for outputs with one element; the output "
+               "has shape ",
+               shape_str(out.shape()), ": pass a gradient");
   return ones_like(out);
 }
 
@@ -122,14 +125,15 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
       EMBER_FAIL("autograd::grad", "output ", i, " (shape ", shape_str(outputs[i].shape()),
                  ") does not require grad and has no grad_fn");
     roots.push_back(gradient_edge(outputs[i]));
-    root_grads.push_back(default_grad(outputs[i], i < grad_outputs.size() ? grad_outputs[i] : Tensor(),
-                                      "autograd::grad"));
+    root_grads.push_back(default_grad(
+        outputs[i], i < grad_outputs.size() ? grad_outputs[i] : Tensor(), "autograd::grad"));
   }
   std::vector<Edge> capture;
   for (const Tensor& in : inputs) {
     detail::check_defined(in, "autograd::grad");
     if (!in.requires_grad())
-      EMBER_FAIL("autograd::grad", "input of shape ", shape_str(in.shape()), " does not require grad");
+      EMBER_FAIL("autograd::grad", "input of shape ", shape_str(in.shape()),
+                 " does not require grad");
     capture.push_back(gradient_edge(in));
   }
   std::vector<Tensor> captured(inputs.size());

@@ -156,7 +156,8 @@ Tensor reduce_to(const Tensor& grad, const Shape& shape, DType dtype) {
     const int64_t lead = g.dim() - int64_t(shape.size());
     std::vector<int64_t> dims;
     for (int64_t i = 0; i < g.dim(); ++i)
-      if (i < lead || (shape[size_t(i - lead)] == 1 && g.shape()[size_t(i)] != 1)) dims.push_back(i);
+      if (i < lead || (shape[size_t(i - lead)] == 1 && g.shape()[size_t(i)] != 1))
+        dims.push_back(i);
     if (!dims.empty()) g = sum(g, dims, true);
     g = g.reshape(shape);
   }
@@ -189,13 +190,15 @@ void record_copy(const Tensor& dst, const Tensor& src, const Tensor&) {
     return detail::make_view(g, vshape, vstrides, g.offset() + voff);
   };
   Tensor old_base = detail::make_view(base, base.shape(), base.strides(), base.offset());
-  if (base.impl()->autograd) old_base.impl()->autograd = std::make_shared<AutogradMeta>(*base.impl()->autograd);
-  record("CopySlices", {old_base, src}, {base}, [region, src_shape, src_dtype](const std::vector<Tensor>& gs) {
-    Tensor g = gs[0].contiguous().clone();
-    Tensor gsrc = reduce_to(region(g).clone(), src_shape, src_dtype);
-    region(g).fill_(0);
-    return std::vector<Tensor>{g, gsrc};
-  });
+  if (base.impl()->autograd)
+    old_base.impl()->autograd = std::make_shared<AutogradMeta>(*base.impl()->autograd);
+  record("CopySlices", {old_base, src}, {base},
+         [region, src_shape, src_dtype](const std::vector<Tensor>& gs) {
+           Tensor g = gs[0].contiguous().clone();
+           Tensor gsrc = reduce_to(region(g).clone(), src_shape, src_dtype);
+           region(g).fill_(0);
+           return std::vector<Tensor>{g, gsrc};
+         });
   // The view itself now reads from the new base.
   const Shape bshape = base.shape();
   const DType bdtype = base.dtype();

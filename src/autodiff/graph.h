@@ -36,7 +36,7 @@ struct Node {
   std::string name;
   std::vector<Edge> next;  // one per input
   std::vector<OutputMeta> outputs;
-  uint64_t seq = 0;        // creation order: later nodes run first
+  uint64_t seq = 0;  // creation order: later nodes run first
 };
 
 /// A tensor saved for backward: an alias without history (no reference cycle through the

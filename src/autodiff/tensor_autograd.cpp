@@ -20,8 +20,10 @@ Tensor& Tensor::requires_grad_(bool on) {
   auto& m = impl_->autograd;
   if (m && m->grad_fn) {
     if (on) return *this;
-    EMBER_FAIL("requires_grad_", "can only change requires_grad of leaf tensors; use detach() "
-                                 "(shape ", shape_str(shape()), ")");
+    EMBER_FAIL("requires_grad_",
+               "can only change requires_grad of leaf tensors; use detach() "
+               "(shape ",
+               shape_str(shape()), ")");
   }
   if (on && !is_floating(dtype()))
     EMBER_FAIL("requires_grad_", "only floating-point tensors can require gradients, got ",
@@ -80,34 +82,33 @@ std::vector<Tensor> checkpoint(
   if (!needs_grad(inputs)) return outputs;
   std::vector<SavedTensor> saved;
   for (const Tensor& in : inputs) saved.emplace_back(in);
-  record("CheckpointBackward", inputs, outputs,
-         [fn, saved](const std::vector<Tensor>& grads) {
-           // Rebuild the graph of fn on detached copies of the inputs, then differentiate it.
-           std::vector<Tensor> ins, want;
-           for (const SavedTensor& s : saved) {
-             Tensor d = s.get("CheckpointBackward").detach();
-             if (is_floating(d.dtype())) d.requires_grad_(true);
-             ins.push_back(d);
-           }
-           std::vector<Tensor> outs;
-           {
-             EnableGradGuard enable;
-             outs = fn(ins);
-           }
-           std::vector<Tensor> used_outs, used_grads;
-           for (size_t i = 0; i < outs.size(); ++i)
-             if (outs[i].requires_grad()) {
-               used_outs.push_back(outs[i]);
-               used_grads.push_back(grads[i]);
-             }
-           for (const Tensor& in : ins)
-             if (in.requires_grad()) want.push_back(in);
-           std::vector<Tensor> g = grad(used_outs, want, used_grads, false, true);
-           std::vector<Tensor> result;
-           size_t k = 0;
-           for (const Tensor& in : ins) result.push_back(in.requires_grad() ? g[k++] : Tensor());
-           return result;
-         });
+  record("CheckpointBackward", inputs, outputs, [fn, saved](const std::vector<Tensor>& grads) {
+    // Rebuild the graph of fn on detached copies of the inputs, then differentiate it.
+    std::vector<Tensor> ins, want;
+    for (const SavedTensor& s : saved) {
+      Tensor d = s.get("CheckpointBackward").detach();
+      if (is_floating(d.dtype())) d.requires_grad_(true);
+      ins.push_back(d);
+    }
+    std::vector<Tensor> outs;
+    {
+      EnableGradGuard enable;
+      outs = fn(ins);
+    }
+    std::vector<Tensor> used_outs, used_grads;
+    for (size_t i = 0; i < outs.size(); ++i)
+      if (outs[i].requires_grad()) {
+        used_outs.push_back(outs[i]);
+        used_grads.push_back(grads[i]);
+      }
+    for (const Tensor& in : ins)
+      if (in.requires_grad()) want.push_back(in);
+    std::vector<Tensor> g = grad(used_outs, want, used_grads, false, true);
+    std::vector<Tensor> result;
+    size_t k = 0;
+    for (const Tensor& in : ins) result.push_back(in.requires_grad() ? g[k++] : Tensor());
+    return result;
+  });
   return outputs;
 }
 

@@ -26,12 +26,14 @@ int64_t parse_index(const std::string& s, const char* op) {
 }  // namespace
 
 DeviceKind DeviceKind::parse(const std::string& s) {
-  struct Name { const char* n; Kind k; };
-  static const Name kNames[] = {{"DiscreteGpu", Kind::DiscreteGpu},
-                                {"IntegratedGpu", Kind::IntegratedGpu},
-                                {"VirtualGpu", Kind::VirtualGpu}, {"Cpu", Kind::Cpu},
-                                {"DefaultDevice", Kind::DefaultDevice},
-                                {"Existing", Kind::Existing}};
+  struct Name {
+    const char* n;
+    Kind k;
+  };
+  static const Name kNames[] = {
+      {"DiscreteGpu", Kind::DiscreteGpu},     {"IntegratedGpu", Kind::IntegratedGpu},
+      {"VirtualGpu", Kind::VirtualGpu},       {"Cpu", Kind::Cpu},
+      {"DefaultDevice", Kind::DefaultDevice}, {"Existing", Kind::Existing}};
   for (const auto& n : kNames) {
     const std::string name = n.n;
     if (s == name) return {n.k, 0};
@@ -46,12 +48,18 @@ DeviceKind DeviceKind::parse(const std::string& s) {
 
 std::string DeviceKind::str() const {
   switch (kind) {
-    case Kind::DiscreteGpu: return "DiscreteGpu(" + std::to_string(index) + ")";
-    case Kind::IntegratedGpu: return "IntegratedGpu(" + std::to_string(index) + ")";
-    case Kind::VirtualGpu: return "VirtualGpu(" + std::to_string(index) + ")";
-    case Kind::Cpu: return "Cpu";
-    case Kind::DefaultDevice: return "DefaultDevice";
-    case Kind::Existing: return "Existing(" + std::to_string(index) + ")";
+    case Kind::DiscreteGpu:
+      return "DiscreteGpu(" + std::to_string(index) + ")";
+    case Kind::IntegratedGpu:
+      return "IntegratedGpu(" + std::to_string(index) + ")";
+    case Kind::VirtualGpu:
+      return "VirtualGpu(" + std::to_string(index) + ")";
+    case Kind::Cpu:
+      return "Cpu";
+    case Kind::DefaultDevice:
+      return "DefaultDevice";
+    case Kind::Existing:
+      return "Existing(" + std::to_string(index) + ")";
   }
   return "?";
 }
@@ -94,10 +102,14 @@ void Device::set_default_device(const Device& d) { default_override() = d; }
 
 std::string Device::str() const {
   switch (type_) {
-    case DeviceType::cpu: return "cpu";
-    case DeviceType::ref: return "ref";
-    case DeviceType::vulkan: return "vulkan:" + std::to_string(index_);
-    case DeviceType::cuda: return "cuda:" + std::to_string(index_);
+    case DeviceType::cpu:
+      return "cpu";
+    case DeviceType::ref:
+      return "ref";
+    case DeviceType::vulkan:
+      return "vulkan:" + std::to_string(index_);
+    case DeviceType::cuda:
+      return "cuda:" + std::to_string(index_);
   }
   return "?";
 }

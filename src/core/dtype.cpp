@@ -8,46 +8,76 @@ namespace ember {
 
 int dtype_size(DType t) {
   switch (t) {
-    case DType::f64: case DType::i64: case DType::u64: return 8;
-    case DType::f32: case DType::i32: case DType::u32: return 4;
-    case DType::f16: case DType::bf16: case DType::i16: case DType::u16: return 2;
-    case DType::i8: case DType::u8: case DType::b8: return 1;
+    case DType::f64:
+    case DType::i64:
+    case DType::u64:
+      return 8;
+    case DType::f32:
+    case DType::i32:
+    case DType::u32:
+      return 4;
+    case DType::f16:
+    case DType::bf16:
+    case DType::i16:
+    case DType::u16:
+      return 2;
+    case DType::i8:
+    case DType::u8:
+    case DType::b8:
+      return 1;
   }
   return 1;
 }
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "float32";
-    case DType::f64: return "float64";
-    case DType::f16: return "float16";
-    case DType::bf16: return "bfloat16";
-    case DType::i8: return "int8";
-    case DType::i16: return "int16";
-    case DType::i32: return "int32";
-    case DType::i64: return "int64";
-    case DType::u8: return "uint8";
-    case DType::u16: return "uint16";
-    case DType::u32: return "uint32";
-    case DType::u64: return "uint64";
-    case DType::b8: return "bool";
+    case DType::f32:
+      return "float32";
+    case DType::f64:
+      return "float64";
+    case DType::f16:
+      return "float16";
+    case DType::bf16:
+      return "bfloat16";
+    case DType::i8:
+      return "int8";
+    case DType::i16:
+      return "int16";
+    case DType::i32:
+      return "int32";
+    case DType::i64:
+      return "int64";
+    case DType::u8:
+      return "uint8";
+    case DType::u16:
+      return "uint16";
+    case DType::u32:
+      return "uint32";
+    case DType::u64:
+      return "uint64";
+    case DType::b8:
+      return "bool";
   }
   return "?";
 }
 
 DType dtype_from_name(const std::string& n) {
-  struct Alias { const char* name; DType t; };
+  struct Alias {
+    const char* name;
+    DType t;
+  };
   static const Alias kAliases[] = {
-      {"f32", DType::f32}, {"float32", DType::f32}, {"float", DType::f32},
-      {"f64", DType::f64}, {"float64", DType::f64}, {"double", DType::f64},
-      {"f16", DType::f16}, {"float16", DType::f16}, {"half", DType::f16},
-      {"bf16", DType::bf16}, {"bfloat16", DType::bf16},
-      {"i8", DType::i8}, {"int8", DType::i8}, {"i16", DType::i16}, {"int16", DType::i16},
-      {"i32", DType::i32}, {"int32", DType::i32}, {"int", DType::i32},
-      {"i64", DType::i64}, {"int64", DType::i64}, {"long", DType::i64},
-      {"u8", DType::u8}, {"uint8", DType::u8}, {"u16", DType::u16}, {"uint16", DType::u16},
-      {"u32", DType::u32}, {"uint32", DType::u32}, {"u64", DType::u64}, {"uint64", DType::u64},
-      {"bool", DType::b8}, {"b8", DType::b8}};
+      {"f32", DType::f32},    {"float32", DType::f32},   {"float", DType::f32},
+      {"f64", DType::f64},    {"float64", DType::f64},   {"double", DType::f64},
+      {"f16", DType::f16},    {"float16", DType::f16},   {"half", DType::f16},
+      {"bf16", DType::bf16},  {"bfloat16", DType::bf16}, {"i8", DType::i8},
+      {"int8", DType::i8},    {"i16", DType::i16},       {"int16", DType::i16},
+      {"i32", DType::i32},    {"int32", DType::i32},     {"int", DType::i32},
+      {"i64", DType::i64},    {"int64", DType::i64},     {"long", DType::i64},
+      {"u8", DType::u8},      {"uint8", DType::u8},      {"u16", DType::u16},
+      {"uint16", DType::u16}, {"u32", DType::u32},       {"uint32", DType::u32},
+      {"u64", DType::u64},    {"uint64", DType::u64},    {"bool", DType::b8},
+      {"b8", DType::b8}};
   for (const auto& a : kAliases)
     if (n == a.name) return a.t;
   EMBER_FAIL("dtype", "unknown dtype '", n, "' (expected e.g. f32, float64, int64, bool)");
@@ -67,10 +97,14 @@ namespace {
 int int_bits(DType t) { return dtype_size(t) * 8; }
 DType signed_of_bits(int bits) {
   switch (bits) {
-    case 8: return DType::i8;
-    case 16: return DType::i16;
-    case 32: return DType::i32;
-    default: return DType::i64;
+    case 8:
+      return DType::i8;
+    case 16:
+      return DType::i16;
+    case 32:
+      return DType::i32;
+    default:
+      return DType::i64;
   }
 }
 }  // namespace
@@ -103,7 +137,7 @@ uint16_t Half::from_float(float f) {
   x &= 0x7fffffffu;
   if (x >= 0x7f800000u) return uint16_t(sign | 0x7c00u | (x > 0x7f800000u ? 0x200u : 0u));
   if (x >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds to inf
-  if (x < 0x38800000u) {                                 // subnormal or zero in half
+  if (x < 0x38800000u) {                                  // subnormal or zero in half
     if (x < 0x33000000u) return uint16_t(sign);
     const uint32_t e = x >> 23;
     const uint32_t m = (x & 0x7fffffu) | 0x800000u;
@@ -127,7 +161,10 @@ float Half::to_float(uint16_t h) {
       x = sign;
     } else {  // subnormal: normalise
       e = 113;
-      while (!(m & 0x400u)) { m <<= 1; --e; }
+      while (!(m & 0x400u)) {
+        m <<= 1;
+        --e;
+      }
       m &= 0x3ffu;
       x = sign | (e << 23) | (m << 13);
     }
@@ -152,9 +189,12 @@ uint16_t BFloat16::from_float(float f) {
 
 DType Scalar::natural_dtype() const {
   switch (kind_) {
-    case Kind::Bool: return DType::b8;
-    case Kind::Int: return DType::i64;
-    case Kind::Float: return kDefaultFloat;
+    case Kind::Bool:
+      return DType::b8;
+    case Kind::Int:
+      return DType::i64;
+    case Kind::Float:
+      return kDefaultFloat;
   }
   return kDefaultFloat;
 }

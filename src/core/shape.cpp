@@ -52,8 +52,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1)
-      EMBER_FAIL(op, "shapes ", shape_str(a), " and ", shape_str(b),
-                 " cannot be broadcast (dim ", i, ": ", da, " vs ", db, ")");
+      EMBER_FAIL(op, "shapes ", shape_str(a), " and ", shape_str(b), " cannot be broadcast (dim ",
+                 i, ": ", da, " vs ", db, ")");
     out[i] = da == 1 ? db : da;
   }
   return out;

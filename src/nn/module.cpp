@@ -76,7 +76,8 @@ std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurs
   std::vector<std::pair<std::string, Tensor>> out = params_;
   if (recurse)
     for (const auto& c : children_)
-      for (auto& p : c.second->named_parameters(true)) out.emplace_back(c.first + "." + p.first, p.second);
+      for (auto& p : c.second->named_parameters(true))
+        out.emplace_back(c.first + "." + p.first, p.second);
   return out;
 }
 
@@ -92,7 +93,8 @@ std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) 
     if (b.second.defined()) out.push_back(b);
   if (recurse)
     for (const auto& c : children_)
-      for (auto& p : c.second->named_buffers(true)) out.emplace_back(c.first + "." + p.first, p.second);
+      for (auto& p : c.second->named_buffers(true))
+        out.emplace_back(c.first + "." + p.first, p.second);
   return out;
 }
 
@@ -139,7 +141,8 @@ void Module::to(DType dtype) {
   for (auto& p : params_)
     if (is_floating(p.second.dtype())) replace_in_place(p.second, p.second.to(dtype));
   for (auto& b : buffers_)
-    if (b.second.defined() && is_floating(b.second.dtype())) replace_in_place(b.second, b.second.to(dtype));
+    if (b.second.defined() && is_floating(b.second.dtype()))
+      replace_in_place(b.second, b.second.to(dtype));
   for (const auto& c : children_) c.second->to(dtype);
 }
 
@@ -178,15 +181,18 @@ std::string Module::load_state_dict(const StateDict& dict, bool strict) {
   };
   std::string report;
   if (!missing.empty()) report += "missing keys: " + join(missing);
-  if (!unexpected.empty()) report += std::string(report.empty() ? "" : "; ") + "unexpected keys: " + join(unexpected);
+  if (!unexpected.empty())
+    report += std::string(report.empty() ? "" : "; ") + "unexpected keys: " + join(unexpected);
   if (!misshaped.empty() || (strict && !report.empty())) {
     std::string all = report;
-    if (!misshaped.empty()) all += std::string(all.empty() ? "" : "; ") + "size mismatch: " + join(misshaped);
+    if (!misshaped.empty())
+      all += std::string(all.empty() ? "" : "; ") + "size mismatch: " + join(misshaped);
     EMBER_FAIL("load_state_dict", "cannot load into ", type_name_, ": ", all);
   }
   NoGradGuard no_grad;
   for (auto& m : mine)
-    if (dict.contains(m.first)) m.second.copy_(dict.at(m.first).to(m.second.device()).to(m.second.dtype()));
+    if (dict.contains(m.first))
+      m.second.copy_(dict.at(m.first).to(m.second.device()).to(m.second.dtype()));
   return report;
 }
 

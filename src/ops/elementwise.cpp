@@ -20,13 +20,26 @@ namespace {
 
 bool float_only(UnaryOp op) {
   switch (op) {
-    case UnaryOp::neg: case UnaryOp::abs: case UnaryOp::sign: case UnaryOp::square:
-    case UnaryOp::floor: case UnaryOp::ceil: case UnaryOp::round: case UnaryOp::trunc:
-    case UnaryOp::frac: case UnaryOp::relu: case UnaryOp::leaky_relu: case UnaryOp::bitwise_not:
-    case UnaryOp::logical_not: case UnaryOp::isnan: case UnaryOp::isinf: case UnaryOp::isfinite:
+    case UnaryOp::neg:
+    case UnaryOp::abs:
+    case UnaryOp::sign:
+    case UnaryOp::square:
+    case UnaryOp::floor:
+    case UnaryOp::ceil:
+    case UnaryOp::round:
+    case UnaryOp::trunc:
+    case UnaryOp::frac:
+    case UnaryOp::relu:
+    case UnaryOp::leaky_relu:
+    case UnaryOp::bitwise_not:
+    case UnaryOp::logical_not:
+    case UnaryOp::isnan:
+    case UnaryOp::isinf:
+    case UnaryOp::isfinite:
     case UnaryOp::nan_to_num:
       return false;
-    default: return true;
+    default:
+      return true;
   }
 }
 
@@ -46,22 +59,31 @@ DType binary_compute_dtype(BinaryOp op, DType rt, const Tensor& a, const Tensor&
   switch (op) {
     case BinaryOp::div:
       return is_floating(rt) ? rt : kDefaultFloat;
-    case BinaryOp::atan2: case BinaryOp::hypot: case BinaryOp::copysign:
+    case BinaryOp::atan2:
+    case BinaryOp::hypot:
+    case BinaryOp::copysign:
       return is_floating(rt) ? rt : kDefaultFloat;
     case BinaryOp::sub:
       if (is_bool(rt)) reject("subtraction of bool tensors is not supported; use logical_xor");
       return rt;
-    case BinaryOp::div_floor: case BinaryOp::div_trunc: case BinaryOp::remainder:
-    case BinaryOp::fmod: case BinaryOp::pow:
+    case BinaryOp::div_floor:
+    case BinaryOp::div_trunc:
+    case BinaryOp::remainder:
+    case BinaryOp::fmod:
+    case BinaryOp::pow:
       if (is_bool(rt)) reject("is not supported for bool tensors");
       return rt;
-    case BinaryOp::bitwise_and: case BinaryOp::bitwise_or: case BinaryOp::bitwise_xor:
+    case BinaryOp::bitwise_and:
+    case BinaryOp::bitwise_or:
+    case BinaryOp::bitwise_xor:
       if (is_floating(rt)) reject("is only supported for integer and bool tensors");
       return rt;
-    case BinaryOp::shift_left: case BinaryOp::shift_right:
+    case BinaryOp::shift_left:
+    case BinaryOp::shift_right:
       if (!is_integral(rt)) reject("is only supported for integer tensors");
       return rt;
-    default: return rt;
+    default:
+      return rt;
   }
 }
 
@@ -86,7 +108,8 @@ Tensor unary(UnaryOp op, const Tensor& x, double p0, double p1, double p2) {
   if (float_only(op)) {
     if (!is_floating(dt)) dt = kDefaultFloat;
   } else if (op == UnaryOp::bitwise_not) {
-    if (is_floating(dt)) EMBER_FAIL(n, "is only supported for integer and bool tensors, got ", describe(x));
+    if (is_floating(dt))
+      EMBER_FAIL(n, "is only supported for integer and bool tensors, got ", describe(x));
   } else if (op == UnaryOp::frac || op == UnaryOp::leaky_relu) {
     if (!is_floating(dt)) EMBER_FAIL(n, "expects a floating-point tensor, got ", describe(x));
   } else if (op == UnaryOp::neg || op == UnaryOp::abs || op == UnaryOp::relu) {
@@ -181,10 +204,17 @@ Tensor nan_to_num(const Tensor& x, double nan, const double* posinf, const doubl
   check_defined(x, "nan_to_num");
   double hi = std::numeric_limits<double>::max(), lo = std::numeric_limits<double>::lowest();
   switch (x.dtype()) {
-    case DType::f32: hi = std::numeric_limits<float>::max(); break;
-    case DType::f16: hi = 65504.0; break;
-    case DType::bf16: hi = 3.3895313892515355e38; break;
-    default: break;
+    case DType::f32:
+      hi = std::numeric_limits<float>::max();
+      break;
+    case DType::f16:
+      hi = 65504.0;
+      break;
+    case DType::bf16:
+      hi = 3.3895313892515355e38;
+      break;
+    default:
+      break;
   }
   if (x.dtype() != DType::f64) lo = -hi;
   return unary(UnaryOp::nan_to_num, x, nan, posinf ? *posinf : hi, neginf ? *neginf : lo);
@@ -212,9 +242,15 @@ BinaryOp div_op(const std::string& mode) {
 }
 }  // namespace
 
-Tensor div(const Tensor& a, const Tensor& b, const std::string& m) { return binary(div_op(m), a, b); }
-Tensor div(const Tensor& a, const Scalar& b, const std::string& m) { return binary(div_op(m), a, b); }
-Tensor div(const Scalar& a, const Tensor& b, const std::string& m) { return binary(div_op(m), a, b); }
+Tensor div(const Tensor& a, const Tensor& b, const std::string& m) {
+  return binary(div_op(m), a, b);
+}
+Tensor div(const Tensor& a, const Scalar& b, const std::string& m) {
+  return binary(div_op(m), a, b);
+}
+Tensor div(const Scalar& a, const Tensor& b, const std::string& m) {
+  return binary(div_op(m), a, b);
+}
 Tensor floor_divide(const Tensor& a, const Tensor& b) { return binary(BinaryOp::div_floor, a, b); }
 Tensor remainder(const Tensor& a, const Tensor& b) { return binary(BinaryOp::remainder, a, b); }
 Tensor remainder(const Tensor& a, const Scalar& b) { return binary(BinaryOp::remainder, a, b); }
@@ -224,8 +260,8 @@ Tensor pow(const Tensor& a, const Tensor& b) { return binary(BinaryOp::pow, a, b
 Tensor pow(const Tensor& a, const Scalar& b) {
   check_defined(a, "pow");
   if (is_integral(a.dtype()) && !b.is_float() && b.to_int() < 0)
-    EMBER_FAIL("pow", "integers to negative integer powers are not allowed (", describe(a),
-               " ** ", b, ")");
+    EMBER_FAIL("pow", "integers to negative integer powers are not allowed (", describe(a), " ** ",
+               b, ")");
   return binary(BinaryOp::pow, a, b);
 }
 Tensor pow(const Scalar& a, const Tensor& b) { return binary(BinaryOp::pow, a, b); }
@@ -243,7 +279,7 @@ Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) {
 Tensor bitwise_right_shift(const Tensor& a, const Tensor& b) {
   return binary(BinaryOp::shift_right, a, b);
 }
-#define EMBER_CMP(fn, op)                                                              \
+#define EMBER_CMP(fn, op)                                                            \
   Tensor fn(const Tensor& a, const Tensor& b) { return binary(BinaryOp::op, a, b); } \
   Tensor fn(const Tensor& a, const Scalar& b) { return binary(BinaryOp::op, a, b); }
 EMBER_CMP(eq, eq)
@@ -259,8 +295,7 @@ Tensor logical_xor(const Tensor& a, const Tensor& b) { return binary(BinaryOp::l
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_defined(cond, "where");
-  if (!is_bool(cond.dtype()))
-    EMBER_FAIL("where", "condition must be bool, got ", describe(cond));
+  if (!is_bool(cond.dtype())) EMBER_FAIL("where", "condition must be bool, got ", describe(cond));
   auto t = detail::broadcast_all({cond, a, b}, "where");
   const DType rt = detail::result_type(a, b);
   Tensor out = make_tensor(t[0].shape(), rt, a.device());
@@ -350,9 +385,13 @@ Tensor original(const Tensor& self, const Tensor* other = nullptr) {
 }
 }  // namespace
 
-Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) { return assign(*this, add(*this, o, alpha), "add_"); }
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
+  return assign(*this, add(*this, o, alpha), "add_");
+}
 Tensor& Tensor::add_(const Scalar& o) { return assign(*this, add(*this, o), "add_"); }
-Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) { return assign(*this, sub(*this, o, alpha), "sub_"); }
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
+  return assign(*this, sub(*this, o, alpha), "sub_");
+}
 Tensor& Tensor::sub_(const Scalar& o) { return assign(*this, sub(*this, o), "sub_"); }
 Tensor& Tensor::mul_(const Tensor& o) { return assign(*this, mul(original(*this, &o), o), "mul_"); }
 Tensor& Tensor::mul_(const Scalar& o) { return assign(*this, mul(original(*this), o), "mul_"); }
@@ -363,8 +402,7 @@ Tensor& Tensor::clamp_(const Scalar& lo, const Scalar& hi) {
 }
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
   check_defined(mask, "masked_fill_");
-  if (!is_bool(mask.dtype()))
-    EMBER_FAIL("masked_fill_", "mask must be bool, got ", describe(mask));
+  if (!is_bool(mask.dtype())) EMBER_FAIL("masked_fill_", "mask must be bool, got ", describe(mask));
   const Shape s = broadcast_shapes(shape(), mask.shape(), "masked_fill_");
   if (s != shape())
     EMBER_FAIL("masked_fill_", "mask shape ", shape_str(mask.shape()),

@@ -18,10 +18,13 @@ Backend& backend_for(const Device& device) {
   static ref::RefBackend ref_backend;
   static cpu::CpuBackend cpu_backend;
   switch (device.type()) {
-    case DeviceType::ref: return ref_backend;
-    case DeviceType::cpu: return cpu_backend;
+    case DeviceType::ref:
+      return ref_backend;
+    case DeviceType::cpu:
+      return cpu_backend;
     case DeviceType::vulkan:
-      EMBER_FAIL("device", "backend not built: vulkan (Ember was built without EMBER_BACKEND_VULKAN)");
+      EMBER_FAIL("device",
+                 "backend not built: vulkan (Ember was built without EMBER_BACKEND_VULKAN)");
     case DeviceType::cuda:
       EMBER_FAIL("device", "backend not built: cuda (Ember was built without EMBER_BACKEND_CUDA)");
   }

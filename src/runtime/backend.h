@@ -31,9 +31,15 @@ class Backend {
   /// Next Philox offset for this device's generator (advances it by `count`).
   uint64_t next_random_offset(uint64_t count);
   uint64_t seed() const { return seed_; }
-  void set_seed(uint64_t s) { seed_ = s; offset_ = 0; }
+  void set_seed(uint64_t s) {
+    seed_ = s;
+    offset_ = 0;
+  }
   uint64_t random_offset() const { return offset_; }
-  void set_random_state(uint64_t s, uint64_t offset) { seed_ = s; offset_ = offset; }
+  void set_random_state(uint64_t s, uint64_t offset) {
+    seed_ = s;
+    offset_ = offset;
+  }
 
  private:
   uint64_t seed_ = 0x5eed;

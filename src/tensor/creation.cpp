@@ -44,8 +44,7 @@ Tensor from_vector(std::span<const T> data, Shape shape, Device device) {
   return host.to(device);
 }
 
-#define EMBER_INSTANTIATE(T) \
-  template Tensor from_vector<T>(std::span<const T>, Shape, Device);
+#define EMBER_INSTANTIATE(T) template Tensor from_vector<T>(std::span<const T>, Shape, Device);
 EMBER_INSTANTIATE(float)
 EMBER_INSTANTIATE(double)
 EMBER_INSTANTIATE(Half)
@@ -83,7 +82,8 @@ Tensor arange_typed(const Scalar& start, const Scalar& end, const Scalar& step, 
     using T = decltype(tag);
     T* p = static_cast<T*>(host.raw_data());
     for (int64_t i = 0; i < n; ++i)
-      p[i] = ints ? ref::cast<T>(start.to_int() + i * step.to_int()) : ref::cast<T>(s + double(i) * st);
+      p[i] = ints ? ref::cast<T>(start.to_int() + i * step.to_int())
+                  : ref::cast<T>(s + double(i) * st);
   });
   return host.to(device);
 }
@@ -106,9 +106,9 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions o) {
     T* p = static_cast<T*>(host.raw_data());
     // Symmetric evaluation as torch: the second half counts back from `end`.
     for (int64_t i = 0; i < steps; ++i)
-      p[i] = ref::cast<T>(steps == 1 ? start
+      p[i] = ref::cast<T>(steps == 1      ? start
                           : i < steps / 2 ? start + step * double(i)
-                                        : end - step * double(steps - 1 - i));
+                                          : end - step * double(steps - 1 - i));
   });
   return host.to(o.device_);
 }

@@ -54,7 +54,8 @@ struct Printer {
         if (d + 1 == shape.size()) {
           os << ", ";
         } else {
-          os << ',' << std::string(shape.size() - d - 1, '\n') << std::string(size_t(indent + 1), ' ');
+          os << ',' << std::string(shape.size() - d - 1, '\n')
+             << std::string(size_t(indent + 1), ' ');
         }
       }
     }

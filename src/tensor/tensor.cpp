@@ -122,8 +122,10 @@ Shape reduced_shape(const Shape& s, const std::vector<int64_t>& dims, bool keepd
   for (int64_t i = 0; i < int64_t(s.size()); ++i) {
     bool red = false;
     for (int64_t d : dims) red |= d == i;
-    if (!red) out.push_back(s[size_t(i)]);
-    else if (keepdim) out.push_back(1);
+    if (!red)
+      out.push_back(s[size_t(i)]);
+    else if (keepdim)
+      out.push_back(1);
   }
   return out;
 }
@@ -223,7 +225,8 @@ Tensor& Tensor::fill_(const Scalar& v) {
   check_defined(*this, "fill_");
   run(ir::Fill{*this, v});
   // Filling a region of a tensor with history: that region gets no gradient.
-  if (is_grad_enabled() && (requires_grad() || (impl_->view_base && Tensor(impl_->view_base).requires_grad())))
+  if (is_grad_enabled() &&
+      (requires_grad() || (impl_->view_base && Tensor(impl_->view_base).requires_grad())))
     autograd::record_copy(*this, detail::scalar_to_tensor(v, dtype(), device()), Tensor());
   return *this;
 }
@@ -276,8 +279,8 @@ template <typename T>
 T Tensor::item() const {
   check_defined(*this, "item");
   if (numel() != 1)
-    EMBER_FAIL("item", "a tensor with ", numel(), " elements cannot be converted to a scalar (shape ",
-               shape_str(shape()), ")");
+    EMBER_FAIL("item", "a tensor with ", numel(),
+               " elements cannot be converted to a scalar (shape ", shape_str(shape()), ")");
   sync(device());
   Tensor h = host_copy(*this);
   T out{};
@@ -302,8 +305,8 @@ std::vector<T> Tensor::to_vector() const {
   return out;
 }
 
-#define EMBER_INSTANTIATE(T)                    \
-  template T Tensor::item<T>() const;           \
+#define EMBER_INSTANTIATE(T)          \
+  template T Tensor::item<T>() const; \
   template std::vector<T> Tensor::to_vector<T>() const;
 EMBER_INSTANTIATE(float)
 EMBER_INSTANTIATE(double)

@@ -16,14 +16,14 @@ namespace {
 Tensor track(Tensor out, const Tensor& in, const char* name,
              std::function<Tensor(const Tensor&)> fn) {
   if (autograd::needs_grad({&in}))
-    autograd::record1(name, {in}, out, [fn = std::move(fn)](const Tensor& g) {
-      return std::vector<Tensor>{fn(g)};
-    });
+    autograd::record1(name, {in}, out,
+                      [fn = std::move(fn)](const Tensor& g) { return std::vector<Tensor>{fn(g)}; });
   return out;
 }
 
 // Gradient of a view that selects part of `shape`: zeros with the part set to g.
-Tensor scatter_into(const Tensor& g, const Shape& shape, const std::function<Tensor(Tensor&)>& part) {
+Tensor scatter_into(const Tensor& g, const Shape& shape,
+                    const std::function<Tensor(Tensor&)>& part) {
   Tensor gx = zeros(shape, {g.dtype(), g.device()});
   Tensor region = part(gx);
   region.copy_(g);
@@ -67,8 +67,8 @@ bool view_strides(const Shape& old_s, const Strides& old_st, const Shape& new_s,
   int64_t tensor_numel = 1, view_numel = 1;
   for (int64_t d = int64_t(old_s.size()) - 1; d >= 0; --d) {
     tensor_numel *= old_s[size_t(d)];
-    if (d == 0 || (old_s[size_t(d - 1)] != 1 &&
-                   old_st[size_t(d - 1)] != tensor_numel * chunk_base_stride)) {
+    if (d == 0 ||
+        (old_s[size_t(d - 1)] != 1 && old_st[size_t(d - 1)] != tensor_numel * chunk_base_stride)) {
       while (view_d >= 0 && (view_numel < tensor_numel || new_s[size_t(view_d)] == 1)) {
         out[size_t(view_d)] = view_numel * chunk_base_stride;
         view_numel *= new_s[size_t(view_d)];
@@ -138,7 +138,8 @@ Tensor Tensor::permute(std::vector<int64_t> dims) const {
     st[i] = strides()[size_t(d)];
   }
   std::vector<int64_t> inverse(dims.size());
-  for (size_t i = 0; i < dims.size(); ++i) inverse[size_t(wrap_dim(dims[i], dim(), "permute"))] = int64_t(i);
+  for (size_t i = 0; i < dims.size(); ++i)
+    inverse[size_t(wrap_dim(dims[i], dim(), "permute"))] = int64_t(i);
   return track(make_view(*this, s, st, offset()), *this, "PermuteBackward",
                [inverse](const Tensor& g) { return g.permute(inverse); });
 }
@@ -164,7 +165,8 @@ Tensor Tensor::t() const {
 
 Tensor Tensor::mT() const {
   check_defined(*this, "mT");
-  if (dim() < 2) EMBER_FAIL("mT", "expects a tensor with >= 2 dims, got shape ", shape_str(shape()));
+  if (dim() < 2)
+    EMBER_FAIL("mT", "expects a tensor with >= 2 dims, got shape ", shape_str(shape()));
   return transpose(-2, -1);
 }
 
@@ -185,7 +187,8 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t stop, int64_t step) const
   st[size_t(d)] *= step;
   return track(make_view(*this, s, st, off), *this, "SliceBackward",
                [old = shape(), d, start, stop, step](const Tensor& g) {
-                 return scatter_into(g, old, [&](Tensor& gx) { return gx.slice(d, start, stop, step); });
+                 return scatter_into(g, old,
+                                     [&](Tensor& gx) { return gx.slice(d, start, stop, step); });
                });
 }
 
@@ -237,8 +240,8 @@ Tensor Tensor::expand(Shape target) const {
       } else if (cur == 1) {
         st[size_t(i)] = 0;
       } else {
-        EMBER_FAIL("expand", "cannot expand shape ", shape_str(shape()), " to ",
-                   shape_str(target), " (dim ", i, ": ", cur, " vs ", target[size_t(i)], ")");
+        EMBER_FAIL("expand", "cannot expand shape ", shape_str(shape()), " to ", shape_str(target),
+                   " (dim ", i, ": ", cur, " vs ", target[size_t(i)], ")");
       }
     } else if (target[size_t(i)] < 0) {
       EMBER_FAIL("expand", "-1 is not allowed for a new leading dim in ", shape_str(target));
@@ -246,8 +249,9 @@ Tensor Tensor::expand(Shape target) const {
   }
   if (target == shape()) return *this;
   checked_numel(target, "expand");
-  return track(make_view(*this, target, st, offset()), *this, "ExpandBackward",
-               [old = shape(), dt = dtype()](const Tensor& g) { return autograd::reduce_to(g, old, dt); });
+  return track(
+      make_view(*this, target, st, offset()), *this, "ExpandBackward",
+      [old = shape(), dt = dtype()](const Tensor& g) { return autograd::reduce_to(g, old, dt); });
 }
 
 Tensor Tensor::squeeze() const {
@@ -351,7 +355,8 @@ Tensor Tensor::flip(std::vector<int64_t> dims) const {
   check_defined(*this, "flip");
   Strides st = strides();
   int64_t off = offset();
-  for (int64_t d : detail::normalize_dims(dims.empty() ? std::vector<int64_t>{} : dims, dim(), "flip")) {
+  for (int64_t d :
+       detail::normalize_dims(dims.empty() ? std::vector<int64_t>{} : dims, dim(), "flip")) {
     if (dims.empty()) break;
     const int64_t n = shape()[size_t(d)];
     if (n > 0) off += (n - 1) * st[size_t(d)];

@@ -1,6 +1,6 @@
 // Epoch metrics: loss, accuracy, top-k accuracy, macro precision / recall / F1.
-#include <cmath>
 #include "ember/train/metrics.h"
+#include <cmath>
 
 #include <set>
 

@@ -41,7 +41,7 @@ Tensor floor(const Tensor& x);
 Tensor ceil(const Tensor& x);
 Tensor round(const Tensor& x);  // half to even, as torch.round
 Tensor trunc(const Tensor& x);
-Tensor frac(const Tensor& x);   // x - trunc(x)
+Tensor frac(const Tensor& x);      // x - trunc(x)
 Tensor isnan(const Tensor& x);     // bool
 Tensor isinf(const Tensor& x);     // bool
 Tensor isfinite(const Tensor& x);  // bool
@@ -82,7 +82,7 @@ Tensor bitwise_or(const Tensor& a, const Tensor& b);
 Tensor bitwise_xor(const Tensor& a, const Tensor& b);
 Tensor bitwise_left_shift(const Tensor& a, const Tensor& b);   // integer only
 Tensor bitwise_right_shift(const Tensor& a, const Tensor& b);  // arithmetic for signed
-Tensor eq(const Tensor& a, const Tensor& b);  // comparisons return bool
+Tensor eq(const Tensor& a, const Tensor& b);                   // comparisons return bool
 Tensor ne(const Tensor& a, const Tensor& b);
 Tensor lt(const Tensor& a, const Tensor& b);
 Tensor le(const Tensor& a, const Tensor& b);

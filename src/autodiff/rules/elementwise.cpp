@@ -15,45 +15,81 @@ Tensor sigmoid_of(const Tensor& x) { return detail::unary(UnaryOp::sigmoid, x); 
 Tensor gtz(const Tensor& x) { return gt(x, 0).to(x.dtype()); }
 
 // d out / d x for a unary op, times g.
-Tensor unary_grad(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y, double p0, double p1) {
+Tensor unary_grad(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y, double p0,
+                  double p1) {
   constexpr double kLn2 = 0.69314718055994530942, kLn10 = 2.30258509299404568402;
   constexpr double kTwoOverSqrtPi = 1.12837916709551257390, kSqrtPiOver2 = 0.88622692545275801365;
   switch (op) {
-    case UnaryOp::neg: return -g;
-    case UnaryOp::abs: return g * sign(x);
-    case UnaryOp::sign: case UnaryOp::floor: case UnaryOp::ceil: case UnaryOp::round:
+    case UnaryOp::neg:
+      return -g;
+    case UnaryOp::abs:
+      return g * sign(x);
+    case UnaryOp::sign:
+    case UnaryOp::floor:
+    case UnaryOp::ceil:
+    case UnaryOp::round:
     case UnaryOp::trunc:
       return zeros_like(g);
-    case UnaryOp::exp: return g * y;
-    case UnaryOp::exp2: return g * y * kLn2;
-    case UnaryOp::expm1: return g * (y + 1);
-    case UnaryOp::log: return g / x;
-    case UnaryOp::log2: return g / (x * kLn2);
-    case UnaryOp::log10: return g / (x * kLn10);
-    case UnaryOp::log1p: return g / (x + 1);
-    case UnaryOp::sqrt: return g / (y * 2);
-    case UnaryOp::rsqrt: return g * y * y * y * -0.5;
-    case UnaryOp::square: return g * x * 2;
-    case UnaryOp::reciprocal: return -g * y * y;
-    case UnaryOp::sin: return g * cos(x);
-    case UnaryOp::cos: return -g * sin(x);
-    case UnaryOp::tan: return g * (y * y + 1);
-    case UnaryOp::asin: return g * rsqrt(1 - x * x);
-    case UnaryOp::acos: return -g * rsqrt(1 - x * x);
-    case UnaryOp::atan: return g / (x * x + 1);
-    case UnaryOp::sinh: return g * cosh(x);
-    case UnaryOp::cosh: return g * sinh(x);
-    case UnaryOp::tanh: return g * (1 - y * y);
-    case UnaryOp::asinh: return g * rsqrt(x * x + 1);
-    case UnaryOp::acosh: return g * rsqrt(x * x - 1);
-    case UnaryOp::atanh: return g / (1 - x * x);
-    case UnaryOp::erf: return g * exp(-(x * x)) * kTwoOverSqrtPi;
-    case UnaryOp::erfinv: return g * exp(y * y) * kSqrtPiOver2;
-    case UnaryOp::frac: return g;
-    case UnaryOp::nan_to_num: return g * isfinite(x).to(g.dtype());
-    case UnaryOp::relu: return g * gtz(y);
-    case UnaryOp::sigmoid: return g * y * (1 - y);
-    case UnaryOp::log_sigmoid: return g * sigmoid_of(-x);
+    case UnaryOp::exp:
+      return g * y;
+    case UnaryOp::exp2:
+      return g * y * kLn2;
+    case UnaryOp::expm1:
+      return g * (y + 1);
+    case UnaryOp::log:
+      return g / x;
+    case UnaryOp::log2:
+      return g / (x * kLn2);
+    case UnaryOp::log10:
+      return g / (x * kLn10);
+    case UnaryOp::log1p:
+      return g / (x + 1);
+    case UnaryOp::sqrt:
+      return g / (y * 2);
+    case UnaryOp::rsqrt:
+      return g * y * y * y * -0.5;
+    case UnaryOp::square:
+      return g * x * 2;
+    case UnaryOp::reciprocal:
+      return -g * y * y;
+    case UnaryOp::sin:
+      return g * cos(x);
+    case UnaryOp::cos:
+      return -g * sin(x);
+    case UnaryOp::tan:
+      return g * (y * y + 1);
+    case UnaryOp::asin:
+      return g * rsqrt(1 - x * x);
+    case UnaryOp::acos:
+      return -g * rsqrt(1 - x * x);
+    case UnaryOp::atan:
+      return g / (x * x + 1);
+    case UnaryOp::sinh:
+      return g * cosh(x);
+    case UnaryOp::cosh:
+      return g * sinh(x);
+    case UnaryOp::tanh:
+      return g * (1 - y * y);
+    case UnaryOp::asinh:
+      return g * rsqrt(x * x + 1);
+    case UnaryOp::acosh:
+      return g * rsqrt(x * x - 1);
+    case UnaryOp::atanh:
+      return g / (1 - x * x);
+    case UnaryOp::erf:
+      return g * exp(-(x * x)) * kTwoOverSqrtPi;
+    case UnaryOp::erfinv:
+      return g * exp(y * y) * kSqrtPiOver2;
+    case UnaryOp::frac:
+      return g;
+    case UnaryOp::nan_to_num:
+      return g * isfinite(x).to(g.dtype());
+    case UnaryOp::relu:
+      return g * gtz(y);
+    case UnaryOp::sigmoid:
+      return g * y * (1 - y);
+    case UnaryOp::log_sigmoid:
+      return g * sigmoid_of(-x);
     case UnaryOp::silu: {
       Tensor s = sigmoid_of(x);
       return g * s * (x * (1 - s) + 1);
@@ -77,15 +113,19 @@ Tensor unary_grad(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y,
       const double scale = 1.0507009873554804934193349852946;
       return g * where(gt(x, 0), full_like(x, scale), exp(x) * (scale * alpha));
     }
-    case UnaryOp::hardsigmoid: return g * logical_and(gt(x, -3.0), lt(x, 3.0)).to(g.dtype()) / 6;
+    case UnaryOp::hardsigmoid:
+      return g * logical_and(gt(x, -3.0), lt(x, 3.0)).to(g.dtype()) / 6;
     case UnaryOp::hardswish:
-      return g * where(lt(x, -3.0), zeros_like(x),
-                       where(le(x, 3.0), (x * 2 + 3) / 6, ones_like(x)));
-    case UnaryOp::elu: return g * where(gt(x, 0), ones_like(x), exp(x) * p0);
-    case UnaryOp::leaky_relu: return g * where(gt(x, 0), ones_like(x), full_like(x, p0));
+      return g *
+             where(lt(x, -3.0), zeros_like(x), where(le(x, 3.0), (x * 2 + 3) / 6, ones_like(x)));
+    case UnaryOp::elu:
+      return g * where(gt(x, 0), ones_like(x), exp(x) * p0);
+    case UnaryOp::leaky_relu:
+      return g * where(gt(x, 0), ones_like(x), full_like(x, p0));
     case UnaryOp::softplus:
       return g * where(gt(x * p0, p1), ones_like(x), sigmoid_of(x * p0));
-    default: break;
+    default:
+      break;
   }
   EMBER_FAIL(ir::name(op), "is not differentiable");
 }
@@ -97,17 +137,30 @@ void unary(UnaryOp op, const Tensor& x, const Tensor& out, double p0, double p1,
   // Save only what the rule reads, so in-place writes elsewhere do not invalidate the graph.
   bool uses_out = false, uses_x = true;
   switch (op) {
-    case UnaryOp::exp: case UnaryOp::exp2: case UnaryOp::expm1: case UnaryOp::sqrt:
-    case UnaryOp::rsqrt: case UnaryOp::reciprocal: case UnaryOp::tan: case UnaryOp::tanh:
-    case UnaryOp::sigmoid: case UnaryOp::erfinv: case UnaryOp::relu:
+    case UnaryOp::exp:
+    case UnaryOp::exp2:
+    case UnaryOp::expm1:
+    case UnaryOp::sqrt:
+    case UnaryOp::rsqrt:
+    case UnaryOp::reciprocal:
+    case UnaryOp::tan:
+    case UnaryOp::tanh:
+    case UnaryOp::sigmoid:
+    case UnaryOp::erfinv:
+    case UnaryOp::relu:
       uses_out = true;
       uses_x = false;
       break;
-    case UnaryOp::neg: case UnaryOp::frac: case UnaryOp::floor: case UnaryOp::ceil:
-    case UnaryOp::round: case UnaryOp::trunc:
+    case UnaryOp::neg:
+    case UnaryOp::frac:
+    case UnaryOp::floor:
+    case UnaryOp::ceil:
+    case UnaryOp::round:
+    case UnaryOp::trunc:
       uses_x = false;
       break;
-    default: break;
+    default:
+      break;
   }
   SavedTensor sx(uses_x ? x : Tensor()), sy(uses_out ? out : Tensor());
   record1(name.c_str(), {x}, out, [op, sx, sy, p0, p1](const Tensor& g) {
@@ -119,8 +172,8 @@ void unary(UnaryOp op, const Tensor& x, const Tensor& out, double p0, double p1,
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   if (!needs_grad({&a, &b}) || !is_floating(out.dtype())) return;
   const std::string name = std::string(ir::name(op)) + "Backward";
-  const bool linear = op == BinaryOp::add || op == BinaryOp::sub ||
-                      op == BinaryOp::div_floor || op == BinaryOp::div_trunc;
+  const bool linear = op == BinaryOp::add || op == BinaryOp::sub || op == BinaryOp::div_floor ||
+                      op == BinaryOp::div_trunc;
   const bool uses_out = op == BinaryOp::pow || op == BinaryOp::hypot || op == BinaryOp::copysign;
   SavedTensor sa(linear ? Tensor() : a), sb(linear ? Tensor() : b), sy(uses_out ? out : Tensor());
   const Shape as = a.shape(), bs = b.shape();
@@ -131,14 +184,35 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
     Tensor x = sa.get(n), y = sb.get(n);
     Tensor da, db;
     switch (op) {
-      case BinaryOp::add: da = g; db = g; break;
-      case BinaryOp::sub: da = g; db = -g; break;
-      case BinaryOp::mul: da = g * y; db = g * x; break;
-      case BinaryOp::div: da = g / y; db = -g * x / (y * y); break;
-      case BinaryOp::div_floor: case BinaryOp::div_trunc:
-        da = zeros_like(g); db = zeros_like(g); break;
-      case BinaryOp::remainder: da = g; db = -g * div(x, y, "floor"); break;
-      case BinaryOp::fmod: da = g; db = -g * div(x, y, "trunc"); break;
+      case BinaryOp::add:
+        da = g;
+        db = g;
+        break;
+      case BinaryOp::sub:
+        da = g;
+        db = -g;
+        break;
+      case BinaryOp::mul:
+        da = g * y;
+        db = g * x;
+        break;
+      case BinaryOp::div:
+        da = g / y;
+        db = -g * x / (y * y);
+        break;
+      case BinaryOp::div_floor:
+      case BinaryOp::div_trunc:
+        da = zeros_like(g);
+        db = zeros_like(g);
+        break;
+      case BinaryOp::remainder:
+        da = g;
+        db = -g * div(x, y, "floor");
+        break;
+      case BinaryOp::fmod:
+        da = g;
+        db = -g * div(x, y, "trunc");
+        break;
       case BinaryOp::pow: {
         Tensor r = sy.get(n);
         if (ga) da = where(eq(y, 0), zeros_like(g), g * y * pow(x, y - 1));
@@ -157,7 +231,8 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
         db = g * y / r;
         break;
       }
-      case BinaryOp::minimum: case BinaryOp::maximum: {
+      case BinaryOp::minimum:
+      case BinaryOp::maximum: {
         Tensor pick_a = op == BinaryOp::maximum ? gt(x, y) : lt(x, y);
         Tensor tie = eq(x, y).to(g.dtype()) * 0.5;
         da = g * (pick_a.to(g.dtype()) + tie);
@@ -170,7 +245,8 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
         db = zeros_like(g);
         break;
       }
-      default: EMBER_FAIL(n, "is not differentiable");
+      default:
+        EMBER_FAIL(n, "is not differentiable");
     }
     return std::vector<Tensor>{ga && da.defined() ? reduce_to(da, as, at) : Tensor(),
                                gb && db.defined() ? reduce_to(db, bs, bt) : Tensor()};
@@ -194,9 +270,8 @@ void convert(const Tensor& x, const Tensor& out, const char* name) {
   if (!needs_grad({&x}) || !is_floating(out.dtype())) return;
   const DType dt = x.dtype();
   const Device dev = x.device();
-  record1(name, {x}, out, [dt, dev](const Tensor& g) {
-    return std::vector<Tensor>{detail::cast(g, dt).to(dev)};
-  });
+  record1(name, {x}, out,
+          [dt, dev](const Tensor& g) { return std::vector<Tensor>{detail::cast(g, dt).to(dev)}; });
 }
 
 }  // namespace ember::autograd::rules

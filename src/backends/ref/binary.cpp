@@ -28,40 +28,55 @@ C float_floor_div(C a, C b) {
 template <typename C>
 C float_op(BinaryOp op, C a, C b) {
   switch (op) {
-    case BinaryOp::add: return a + b;
-    case BinaryOp::sub: return a - b;
-    case BinaryOp::mul: return a * b;
-    case BinaryOp::div: return a / b;
-    case BinaryOp::div_floor: return float_floor_div(a, b);
-    case BinaryOp::div_trunc: return std::trunc(a / b);
+    case BinaryOp::add:
+      return a + b;
+    case BinaryOp::sub:
+      return a - b;
+    case BinaryOp::mul:
+      return a * b;
+    case BinaryOp::div:
+      return a / b;
+    case BinaryOp::div_floor:
+      return float_floor_div(a, b);
+    case BinaryOp::div_trunc:
+      return std::trunc(a / b);
     case BinaryOp::remainder: {
       if (b == 0) return std::fmod(a, b);
       C r = std::fmod(a, b);
       if (r != 0 && ((r < 0) != (b < 0))) r += b;
       return r;
     }
-    case BinaryOp::fmod: return std::fmod(a, b);
-    case BinaryOp::pow: return std::pow(a, b);
-    case BinaryOp::atan2: return std::atan2(a, b);
-    case BinaryOp::hypot: return std::hypot(a, b);
-    case BinaryOp::minimum: return (std::isnan(a) || std::isnan(b)) ? a + b : std::fmin(a, b);
-    case BinaryOp::maximum: return (std::isnan(a) || std::isnan(b)) ? a + b : std::fmax(a, b);
-    case BinaryOp::copysign: return std::copysign(a, b);
-    default: return a;
+    case BinaryOp::fmod:
+      return std::fmod(a, b);
+    case BinaryOp::pow:
+      return std::pow(a, b);
+    case BinaryOp::atan2:
+      return std::atan2(a, b);
+    case BinaryOp::hypot:
+      return std::hypot(a, b);
+    case BinaryOp::minimum:
+      return (std::isnan(a) || std::isnan(b)) ? a + b : std::fmin(a, b);
+    case BinaryOp::maximum:
+      return (std::isnan(a) || std::isnan(b)) ? a + b : std::fmax(a, b);
+    case BinaryOp::copysign:
+      return std::copysign(a, b);
+    default:
+      return a;
   }
 }
 
-[[noreturn]] void zero_div(BinaryOp op) {
-  EMBER_FAIL(ir::name(op), "integer division by zero");
-}
+[[noreturn]] void zero_div(BinaryOp op) { EMBER_FAIL(ir::name(op), "integer division by zero"); }
 
 template <typename C>
 C int_op(BinaryOp op, C a, C b) {
   constexpr int bits = int(sizeof(C) * 8);
   switch (op) {
-    case BinaryOp::add: return C(a + b);
-    case BinaryOp::sub: return C(a - b);
-    case BinaryOp::mul: return C(a * b);
+    case BinaryOp::add:
+      return C(a + b);
+    case BinaryOp::sub:
+      return C(a - b);
+    case BinaryOp::mul:
+      return C(a * b);
     case BinaryOp::div_trunc:
       if (b == 0) zero_div(op);
       if constexpr (std::is_signed_v<C>)
@@ -107,46 +122,73 @@ C int_op(BinaryOp op, C a, C b) {
       }
       return r;
     }
-    case BinaryOp::minimum: return a < b ? a : b;
-    case BinaryOp::maximum: return a > b ? a : b;
-    case BinaryOp::bitwise_and: return C(a & b);
-    case BinaryOp::bitwise_or: return C(a | b);
-    case BinaryOp::bitwise_xor: return C(a ^ b);
+    case BinaryOp::minimum:
+      return a < b ? a : b;
+    case BinaryOp::maximum:
+      return a > b ? a : b;
+    case BinaryOp::bitwise_and:
+      return C(a & b);
+    case BinaryOp::bitwise_or:
+      return C(a | b);
+    case BinaryOp::bitwise_xor:
+      return C(a ^ b);
     case BinaryOp::shift_left:
       if (b < 0 || b >= bits) return C(0);
       return C(static_cast<std::make_unsigned_t<C>>(a) << b);
     case BinaryOp::shift_right:
       if (b < 0 || b >= bits) {
-        if constexpr (std::is_signed_v<C>) return a < 0 ? C(-1) : C(0);
-        else return C(0);
+        if constexpr (std::is_signed_v<C>)
+          return a < 0 ? C(-1) : C(0);
+        else
+          return C(0);
       }
       return C(a >> b);
-    default: return a;
+    default:
+      return a;
   }
 }
 
 bool bool_op(BinaryOp op, bool a, bool b) {
   switch (op) {
-    case BinaryOp::add: case BinaryOp::bitwise_or: case BinaryOp::maximum: return a || b;
-    case BinaryOp::mul: case BinaryOp::bitwise_and: case BinaryOp::minimum: return a && b;
-    case BinaryOp::bitwise_xor: case BinaryOp::sub: return a != b;
-    default: return a;
+    case BinaryOp::add:
+    case BinaryOp::bitwise_or:
+    case BinaryOp::maximum:
+      return a || b;
+    case BinaryOp::mul:
+    case BinaryOp::bitwise_and:
+    case BinaryOp::minimum:
+      return a && b;
+    case BinaryOp::bitwise_xor:
+    case BinaryOp::sub:
+      return a != b;
+    default:
+      return a;
   }
 }
 
 template <typename C>
 bool compare(BinaryOp op, C a, C b) {
   switch (op) {
-    case BinaryOp::eq: return a == b;
-    case BinaryOp::ne: return a != b;
-    case BinaryOp::lt: return a < b;
-    case BinaryOp::le: return a <= b;
-    case BinaryOp::gt: return a > b;
-    case BinaryOp::ge: return a >= b;
-    case BinaryOp::logical_and: return (a != C(0)) && (b != C(0));
-    case BinaryOp::logical_or: return (a != C(0)) || (b != C(0));
-    case BinaryOp::logical_xor: return (a != C(0)) != (b != C(0));
-    default: return false;
+    case BinaryOp::eq:
+      return a == b;
+    case BinaryOp::ne:
+      return a != b;
+    case BinaryOp::lt:
+      return a < b;
+    case BinaryOp::le:
+      return a <= b;
+    case BinaryOp::gt:
+      return a > b;
+    case BinaryOp::ge:
+      return a >= b;
+    case BinaryOp::logical_and:
+      return (a != C(0)) && (b != C(0));
+    case BinaryOp::logical_or:
+      return (a != C(0)) || (b != C(0));
+    case BinaryOp::logical_xor:
+      return (a != C(0)) != (b != C(0));
+    default:
+      return false;
   }
 }
 
@@ -170,9 +212,12 @@ void binary(const ir::Binary& op) {
     T* dp = ptr<T>(d);
     strided_loop<3>(d.shape(), st, [&](const std::array<int64_t, 3>& o) {
       const C a = C(ap[o[1]]), b = C(bp[o[2]]);
-      if constexpr (std::is_same_v<C, bool>) dp[o[0]] = bool_op(op.op, a, b);
-      else if constexpr (std::is_floating_point_v<C>) dp[o[0]] = T(float_op<C>(op.op, a, b));
-      else dp[o[0]] = int_op<C>(op.op, a, b);
+      if constexpr (std::is_same_v<C, bool>)
+        dp[o[0]] = bool_op(op.op, a, b);
+      else if constexpr (std::is_floating_point_v<C>)
+        dp[o[0]] = T(float_op<C>(op.op, a, b));
+      else
+        dp[o[0]] = int_op<C>(op.op, a, b);
     });
   });
 }

@@ -13,19 +13,45 @@ namespace ember::ref {
 template <typename F>
 void dispatch_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::f32: f(float{}); return;
-    case DType::f64: f(double{}); return;
-    case DType::f16: f(Half{}); return;
-    case DType::bf16: f(BFloat16{}); return;
-    case DType::i8: f(int8_t{}); return;
-    case DType::i16: f(int16_t{}); return;
-    case DType::i32: f(int32_t{}); return;
-    case DType::i64: f(int64_t{}); return;
-    case DType::u8: f(uint8_t{}); return;
-    case DType::u16: f(uint16_t{}); return;
-    case DType::u32: f(uint32_t{}); return;
-    case DType::u64: f(uint64_t{}); return;
-    case DType::b8: f(bool{}); return;
+    case DType::f32:
+      f(float{});
+      return;
+    case DType::f64:
+      f(double{});
+      return;
+    case DType::f16:
+      f(Half{});
+      return;
+    case DType::bf16:
+      f(BFloat16{});
+      return;
+    case DType::i8:
+      f(int8_t{});
+      return;
+    case DType::i16:
+      f(int16_t{});
+      return;
+    case DType::i32:
+      f(int32_t{});
+      return;
+    case DType::i64:
+      f(int64_t{});
+      return;
+    case DType::u8:
+      f(uint8_t{});
+      return;
+    case DType::u16:
+      f(uint16_t{});
+      return;
+    case DType::u32:
+      f(uint32_t{});
+      return;
+    case DType::u64:
+      f(uint64_t{});
+      return;
+    case DType::b8:
+      f(bool{});
+      return;
   }
 }
 
@@ -39,9 +65,9 @@ template <typename T>
 using compute_t = std::conditional_t<is_half_v<T>, float, T>;
 /// Accumulator for sums/products: double for floats, int64/uint64 for integers, int64 for bool.
 template <typename T>
-using acc_t = std::conditional_t<is_float_v<T>, double,
-                                 std::conditional_t<std::is_unsigned_v<T> && !std::is_same_v<T, bool>,
-                                                    uint64_t, int64_t>>;
+using acc_t = std::conditional_t<
+    is_float_v<T>, double,
+    std::conditional_t<std::is_unsigned_v<T> && !std::is_same_v<T, bool>, uint64_t, int64_t>>;
 
 /// Converts between any two element types with C++ semantics (float->int truncates; anything->
 /// bool is != 0). Out-of-range float->int is clamped to avoid undefined behaviour.
@@ -50,8 +76,10 @@ inline To cast(From v) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
   } else if constexpr (std::is_same_v<To, bool>) {
-    if constexpr (is_half_v<From>) return float(v) != 0.f;
-    else return v != From(0);
+    if constexpr (is_half_v<From>)
+      return float(v) != 0.f;
+    else
+      return v != From(0);
   } else if constexpr (is_half_v<To>) {
     return To(float(compute_t<From>(v)));
   } else if constexpr (is_half_v<From>) {
@@ -90,8 +118,7 @@ void strided_loop(const Shape& shape, const std::array<const Strides*, N>& strid
   for (int64_t d = 0; d < rank; ++d) {
     if (shape[d] == 1) continue;
     bool merge = r > 0;
-    for (size_t k = 0; k < N && merge; ++k)
-      merge = st[k][r - 1] == (*strides[k])[d] * shape[d];
+    for (size_t k = 0; k < N && merge; ++k) merge = st[k][r - 1] == (*strides[k])[d] * shape[d];
     if (merge) {
       sz[r - 1] *= shape[d];
       for (size_t k = 0; k < N; ++k) st[k][r - 1] = (*strides[k])[d];

@@ -31,7 +31,8 @@ void fill(const ir::Fill& op) {
     using D = decltype(dt);
     const D v = op.value.is_float() ? cast<D>(op.value.to_double()) : cast<D>(op.value.to_int());
     D* dp = ptr<D>(d);
-    strided_loop<1>(d.shape(), {&d.strides()}, [&](const std::array<int64_t, 1>& o) { dp[o[0]] = v; });
+    strided_loop<1>(d.shape(), {&d.strides()},
+                    [&](const std::array<int64_t, 1>& o) { dp[o[0]] = v; });
   });
 }
 
@@ -43,10 +44,9 @@ void where(const ir::Where& op) {
     const D* ap = ptr<D>(op.a);
     const D* bp = ptr<D>(op.b);
     D* dp = ptr<D>(d);
-    strided_loop<4>(d.shape(), {&d.strides(), &op.cond.strides(), &op.a.strides(), &op.b.strides()},
-                    [&](const std::array<int64_t, 4>& o) {
-                      dp[o[0]] = cp[o[1]] ? ap[o[2]] : bp[o[3]];
-                    });
+    strided_loop<4>(
+        d.shape(), {&d.strides(), &op.cond.strides(), &op.a.strides(), &op.b.strides()},
+        [&](const std::array<int64_t, 4>& o) { dp[o[0]] = cp[o[1]] ? ap[o[2]] : bp[o[3]]; });
   });
 }
 

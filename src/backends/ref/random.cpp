@@ -22,7 +22,9 @@ void random(const ir::Random& op) {
           if (v >= op.p1 && op.p1 > op.p0) v = op.p0;  // keep [lo, hi) after rounding
           break;
         }
-        case ir::RandomDist::normal: v = op.p0 + op.p1 * philox::normal(r[0], r[1]); break;
+        case ir::RandomDist::normal:
+          v = op.p0 + op.p1 * philox::normal(r[0], r[1]);
+          break;
         case ir::RandomDist::bernoulli: {
           const double prob = probs.empty() ? op.p0 : probs[size_t(i)];
           v = philox::uniform01(r[0]) < prob ? 1.0 : 0.0;

@@ -11,9 +11,9 @@
 
 namespace ember::nn::functional {
 
-Tensor interpolate(const Tensor& input, std::vector<int64_t> size,
-                   std::vector<double> scale_factor, std::string_view mode,
-                   std::optional<bool> align_corners, std::optional<bool> recompute_scale_factor) {
+Tensor interpolate(const Tensor& input, std::vector<int64_t> size, std::vector<double> scale_factor,
+                   std::string_view mode, std::optional<bool> align_corners,
+                   std::optional<bool> recompute_scale_factor) {
   const char* op = "interpolate";
   ember::detail::check_defined(input, op);
   const std::string m(mode);
@@ -27,9 +27,10 @@ Tensor interpolate(const Tensor& input, std::vector<int64_t> size,
   EMBER_CHECK(r >= 3 && r <= 5, op, "only 3-d, 4-d and 5-d inputs [N, C, *S] are supported, got ",
               shape_str(input.shape()), " (mode ", m, ")");
   const int64_t nd = r - 2;
-  const int64_t need = m == "linear" ? 3 : m == "bilinear" || m == "bicubic" ? 4
-                                         : m == "trilinear"                  ? 5
-                                                                             : r;
+  const int64_t need = m == "linear"                       ? 3
+                       : m == "bilinear" || m == "bicubic" ? 4
+                       : m == "trilinear"                  ? 5
+                                                           : r;
   EMBER_CHECK(need == r, op, "Got ", r, "D input, but ", m, " mode needs ", need, "D input");
   EMBER_CHECK(!align_corners || !(nearest || m == "area"), op,
               "align_corners option can only be set with the interpolating modes: linear | "
@@ -74,7 +75,7 @@ Tensor interpolate(const Tensor& input, std::vector<int64_t> size,
     EMBER_CHECK(o > 0, op, "input and output sizes should be greater than 0, got input ",
                 shape_str(input.shape()), " and output size ", detail::list_str(out));
   if (m == "area") {
-    return nd == 1 ? adaptive_avg_pool1d(input, out)
+    return nd == 1   ? adaptive_avg_pool1d(input, out)
            : nd == 2 ? adaptive_avg_pool2d(input, out)
                      : adaptive_avg_pool3d(input, out);
   }

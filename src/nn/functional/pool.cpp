@@ -96,8 +96,8 @@ std::tuple<Tensor, Tensor> max_pool(const Tensor& input, int64_t nd,
   const char* op = pool_name(kMax, nd);
   Window w;
   bool unbatched = false;
-  Tensor x = prepare(input, nd, op, true, kernel_size, stride, padding, dilation, ceil_mode, w,
-                     unbatched);
+  Tensor x =
+      prepare(input, nd, op, true, kernel_size, stride, padding, dilation, ceil_mode, w, unbatched);
   const int64_t n = x.size(0), c = x.size(1);
   const Shape os = out_shape(x, w, unbatched);
   // -inf (cast to the dtype's lowest for integers) never beats an in-bounds value.
@@ -147,8 +147,8 @@ Tensor avg_pool(const Tensor& input, int64_t nd, const std::vector<int64_t>& ker
   const char* op = pool_name(kAvg, nd);
   Window w;
   bool unbatched = false;
-  Tensor x = prepare(input, nd, op, false, kernel_size, stride, padding, {1}, ceil_mode, w,
-                     unbatched);
+  Tensor x =
+      prepare(input, nd, op, false, kernel_size, stride, padding, {1}, ceil_mode, w, unbatched);
   EMBER_CHECK(!divisor_override || *divisor_override != 0, op, "divisor_override must be non-zero");
   const int64_t n = x.size(0), c = x.size(1);
   const Shape os = out_shape(x, w, unbatched);
@@ -215,27 +215,27 @@ std::tuple<Tensor, Tensor> adaptive(const Tensor& input, int64_t nd, bool is_max
 
 }  // namespace
 
-#define EMBER_MAX_POOL(ND)                                                                     \
-  Tensor max_pool##ND##d(const Tensor& input, std::vector<int64_t> kernel_size,               \
-                         std::vector<int64_t> stride, std::vector<int64_t> padding,           \
-                         std::vector<int64_t> dilation, bool ceil_mode) {                     \
-    return std::get<0>(                                                                        \
-        max_pool(input, ND, kernel_size, stride, padding, dilation, ceil_mode, false));        \
-  }                                                                                            \
-  std::tuple<Tensor, Tensor> max_pool##ND##d_with_indices(                                     \
-      const Tensor& input, std::vector<int64_t> kernel_size, std::vector<int64_t> stride,     \
-      std::vector<int64_t> padding, std::vector<int64_t> dilation, bool ceil_mode) {           \
-    return max_pool(input, ND, kernel_size, stride, padding, dilation, ceil_mode, true);       \
-  }                                                                                            \
-  Tensor adaptive_avg_pool##ND##d(const Tensor& input, std::vector<int64_t> output_size) {     \
-    return std::get<0>(adaptive(input, ND, false, output_size, false));                        \
-  }                                                                                            \
-  Tensor adaptive_max_pool##ND##d(const Tensor& input, std::vector<int64_t> output_size) {     \
-    return std::get<0>(adaptive(input, ND, true, output_size, false));                         \
-  }                                                                                            \
-  std::tuple<Tensor, Tensor> adaptive_max_pool##ND##d_with_indices(                            \
-      const Tensor& input, std::vector<int64_t> output_size) {                                 \
-    return adaptive(input, ND, true, output_size, true);                                       \
+#define EMBER_MAX_POOL(ND)                                                                 \
+  Tensor max_pool##ND##d(const Tensor& input, std::vector<int64_t> kernel_size,            \
+                         std::vector<int64_t> stride, std::vector<int64_t> padding,        \
+                         std::vector<int64_t> dilation, bool ceil_mode) {                  \
+    return std::get<0>(                                                                    \
+        max_pool(input, ND, kernel_size, stride, padding, dilation, ceil_mode, false));    \
+  }                                                                                        \
+  std::tuple<Tensor, Tensor> max_pool##ND##d_with_indices(                                 \
+      const Tensor& input, std::vector<int64_t> kernel_size, std::vector<int64_t> stride,  \
+      std::vector<int64_t> padding, std::vector<int64_t> dilation, bool ceil_mode) {       \
+    return max_pool(input, ND, kernel_size, stride, padding, dilation, ceil_mode, true);   \
+  }                                                                                        \
+  Tensor adaptive_avg_pool##ND##d(const Tensor& input, std::vector<int64_t> output_size) { \
+    return std::get<0>(adaptive(input, ND, false, output_size, false));                    \
+  }                                                                                        \
+  Tensor adaptive_max_pool##ND##d(const Tensor& input, std::vector<int64_t> output_size) { \
+    return std::get<0>(adaptive(input, ND, true, output_size, false));                     \
+  }                                                                                        \
+  std::tuple<Tensor, Tensor> adaptive_max_pool##ND##d_with_indices(                        \
+      const Tensor& input, std::vector<int64_t> output_size) {                             \
+    return adaptive(input, ND, true, output_size, true);                                   \
   }
 
 EMBER_MAX_POOL(1)
