@@ -1,0 +1,31 @@
+// Per-family lowering functions behind codegen::lower (internal to src/codegen).
+#pragma once
+#include "codegen/kernel.h"
+
+namespace ember::codegen {
+
+// elementwise.cpp
+Lowering lower_copy(const ir::Copy& op, Dialect d, const Caps& caps);
+Lowering lower_fill(const ir::Fill& op, Dialect d, const Caps& caps);
+Lowering lower_unary(const ir::Unary& op, Dialect d, const Caps& caps);
+Lowering lower_binary(const ir::Binary& op, Dialect d, const Caps& caps);
+Lowering lower_where(const ir::Where& op, Dialect d, const Caps& caps);
+Lowering lower_random(const ir::Random& op, Dialect d, const Caps& caps);
+// reduce.cpp
+Lowering lower_reduce(const ir::Reduce& op, Dialect d, const Caps& caps);
+Lowering lower_scan(const ir::Scan& op, Dialect d, const Caps& caps);
+Lowering lower_sort(const ir::Sort& op, Dialect d, const Caps& caps);
+Lowering lower_nonzero(const ir::Nonzero& op, Dialect d, const Caps& caps);
+// indexing.cpp
+Lowering lower_gather(const ir::Gather& op, Dialect d, const Caps& caps);
+Lowering lower_scatter(const ir::Scatter& op, Dialect d, const Caps& caps);
+Lowering lower_index_select(const ir::IndexSelect& op, Dialect d, const Caps& caps);
+Lowering lower_index_add(const ir::IndexAdd& op, Dialect d, const Caps& caps);
+// spatial.cpp
+Lowering lower_matmul(const ir::Matmul& op, Dialect d, const Caps& caps);
+Lowering lower_im2col(const ir::Im2col& op, Dialect d, const Caps& caps);
+Lowering lower_col2im(const ir::Col2im& op, Dialect d, const Caps& caps);
+Lowering lower_adaptive_pool(const ir::AdaptivePool& op, Dialect d, const Caps& caps);
+Lowering lower_interpolate(const ir::Interpolate& op, Dialect d, const Caps& caps);
+
+}  // namespace ember::codegen
