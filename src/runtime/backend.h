@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ember/device.h"
+#include "ir/fused.h"
 #include "ir/ops.h"
 
 namespace ember {
@@ -22,6 +23,9 @@ class Backend {
   virtual void read(const void* src, int64_t src_offset, void* dst, int64_t nbytes) = 0;
   /// Queues (or runs) one primitive. Backends may defer work until sync() or a read.
   virtual void execute(const ir::Op& op) = 0;
+  /// Runs an optional fused op (ir/fused.h) and returns true, or returns false (nothing written)
+  /// when this backend does not accelerate it; the frontend then runs the composite.
+  virtual bool execute_fused(const ir::Fused&) { return false; }
   virtual void sync() {}
   virtual bool supports_dtype(DType t) const = 0;
   virtual DeviceInfo info() const = 0;

@@ -17,6 +17,8 @@ class CpuBackend : public ref::RefBackend {
   void empty_cache() override;
   /// Runs an op through the cpu kernels when one applies, else through the reference kernels.
   void execute(const ir::Op& op) override;
+  /// Softmax, layer/rms norm (f32/f64) and convolution (f32, oneDNN) as one kernel (fused.cpp).
+  bool execute_fused(const ir::Fused& op) override;
 };
 
 }  // namespace ember::cpu

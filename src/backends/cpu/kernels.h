@@ -2,6 +2,7 @@
 // AVX2 clones). Each returns false when it has no fast path for the op, and the backend then runs
 // the reference kernel. Internal.
 #pragma once
+#include "ir/fused.h"
 #include "ir/ops.h"
 
 namespace ember::cpu {
@@ -15,6 +16,12 @@ bool reduce(const ir::Reduce& op);        // reduce.cpp
 bool im2col(const ir::Im2col& op);        // im2col.cpp
 bool col2im(const ir::Col2im& op);        // im2col.cpp
 bool sgemm_matmul(const ir::Matmul& op);  // gemm.cpp
+bool conv_dnnl(const ir::Conv& op);       // conv.cpp: oneDNN forward convolution (f32)
+
+/// Runs a fused op (ir/fused.h) when a cpu kernel takes it (fused.cpp); false: not taken.
+bool fused(const ir::Fused& op);
+/// How many fused ops the cpu kernels have run (for tests that check the fused path is taken).
+int64_t fused_runs();
 
 /// True when the CPU runs AVX2 and FMA (the kernels' fast clones), checked once.
 bool has_avx2();

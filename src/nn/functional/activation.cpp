@@ -5,7 +5,9 @@
 #include <cmath>
 #include <limits>
 
+#include "autodiff/graph.h"
 #include "nn/functional/common.h"
+#include "runtime/backend.h"
 
 namespace ember::nn::functional {
 
@@ -35,12 +37,33 @@ Tensor softmax_input(const Tensor& input, int64_t& dim, std::optional<DType> dty
   return detail::upcast(x);
 }
 
+// Offers ir::Softmax to x's backend (ir/fused.h); undefined when the backend does not take it
+// (the caller then runs the composite). With grad, records the backward from the saved output:
+// softmax: dx = y (g - sum(g y)); log_softmax: dx = g - exp(y) sum(g).
+Tensor fused_softmax(const Tensor& x, int64_t dim, bool log) {
+  Tensor y = ember::detail::make_tensor(x.shape(), x.dtype(), x.device());
+  if (!backend_for(x.device()).execute_fused(ir::Softmax{x, y, dim, log})) return Tensor();
+  if (autograd::needs_grad({&x})) {
+    autograd::SavedTensor sy(y);
+    autograd::record1(
+        log ? "LogSoftmaxBackward" : "SoftmaxBackward", {x}, y, [sy, dim, log](const Tensor& g) {
+          const Tensor out = sy.get(log ? "log_softmax" : "softmax");
+          Tensor dx =
+              log ? g - exp(out) * sum(g, {dim}, true) : out * (g - sum(g * out, {dim}, true));
+          return std::vector<Tensor>{dx};
+        });
+  }
+  return y;
+}
+
 }  // namespace
 
 Tensor softmax(const Tensor& input, int64_t dim, std::optional<DType> dtype) {
   Tensor x = softmax_input(input, dim, dtype, "softmax");
   const DType out = dtype ? *dtype : input.dtype();
   if (x.numel() == 0) return zeros(input.shape(), {out, input.device()});
+  if (Tensor y = fused_softmax(x, dim, false); y.defined())
+    return ember::detail::cast(y, out).reshape(input.shape());
   Tensor e = exp(x - amax(x, {dim}, true));
   return ember::detail::cast(e / sum(e, {dim}, true), out).reshape(input.shape());
 }
@@ -49,6 +72,8 @@ Tensor log_softmax(const Tensor& input, int64_t dim, std::optional<DType> dtype)
   Tensor x = softmax_input(input, dim, dtype, "log_softmax");
   const DType out = dtype ? *dtype : input.dtype();
   if (x.numel() == 0) return zeros(input.shape(), {out, input.device()});
+  if (Tensor y = fused_softmax(x, dim, true); y.defined())
+    return ember::detail::cast(y, out).reshape(input.shape());
   Tensor shifted = x - amax(x, {dim}, true);
   Tensor r = shifted - log(sum(exp(shifted), {dim}, true));
   return ember::detail::cast(r, out).reshape(input.shape());

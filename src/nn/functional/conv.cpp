@@ -8,6 +8,7 @@
 #include "autodiff/rules.h"
 #include "ember/ops/linalg.h"
 #include "nn/functional/spatial.h"
+#include "runtime/backend.h"
 
 namespace ember::nn::functional {
 
@@ -165,6 +166,16 @@ Tensor conv_impl(const Tensor& input, const Tensor& weight, const Tensor& bias, 
   for (size_t d = 0; d < size_t(nd); ++d) {
     l *= out[d];
     k *= kernel[d];
+  }
+  if (!autograd::needs_grad({&x, &weight, &bias})) {
+    // The backend's fused convolution when it takes it (ir/fused.h); else the composite below.
+    Shape ds{n, c_out};
+    ds.insert(ds.end(), out.begin(), out.end());
+    Tensor y = ember::detail::make_tensor(ds, x.dtype(), x.device());
+    if (backend_for(x.device())
+            .execute_fused(
+                ir::Conv{x, weight, bias, y, stride, pad_begin, pad_end, dilation, groups}))
+      return unbatched ? y.squeeze(0) : y;
   }
   Tensor cols = detail::im2col(x, kernel, stride, pad_begin, dilation, out, 0);
   Tensor w = weight.reshape({1, groups, c_out / groups, (c_in / groups) * k});

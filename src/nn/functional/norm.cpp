@@ -4,7 +4,9 @@
 
 #include <limits>
 
+#include "autodiff/graph.h"
 #include "nn/functional/common.h"
+#include "runtime/backend.h"
 
 namespace ember::nn::functional {
 
@@ -67,6 +69,23 @@ void update_running(const Tensor& stat, const Tensor& value, double momentum) {
   s.copy_(upd);
 }
 
+// Offers ir::Norm to x's backend (ir/fused.h) when nothing needs grad and the affine parameters
+// are already in x's dtype; undefined when not taken (the caller runs the composite).
+Tensor fused_norm(ir::NormKind kind, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                  const Shape& normalized_shape, double eps) {
+  if (autograd::needs_grad({&x, &weight, &bias})) return Tensor();
+  Tensor w = weight.defined() ? detail::upcast(weight) : weight;
+  Tensor b = bias.defined() ? detail::upcast(bias) : bias;
+  if ((w.defined() && w.dtype() != x.dtype()) || (b.defined() && b.dtype() != x.dtype()))
+    return Tensor();
+  int64_t inner = 1;
+  for (int64_t s : normalized_shape) inner *= s;
+  Tensor y = ember::detail::make_tensor(x.shape(), x.dtype(), x.device());
+  if (!backend_for(x.device()).execute_fused(ir::Norm{kind, x, w, b, y, inner, eps}))
+    return Tensor();
+  return y;
+}
+
 }  // namespace
 
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
@@ -76,6 +95,9 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
   check_affine(weight, input, normalized_shape, "weight", "layer_norm");
   check_affine(bias, input, normalized_shape, "bias", "layer_norm");
   Tensor x = detail::upcast(input);
+  if (Tensor y = fused_norm(ir::NormKind::layer, x, weight, bias, normalized_shape, eps);
+      y.defined())
+    return cast(y, input.dtype());
   Tensor d = x - mean(x, dims, true);
   Tensor y = d * rsqrt(mean(d * d, dims, true) + eps);
   return cast(affine(y, weight, bias), input.dtype());
@@ -189,8 +211,11 @@ Tensor rms_norm(const Tensor& input, const Shape& normalized_shape, const Tensor
           : (input.dtype() == DType::f64 ? std::numeric_limits<double>::epsilon()
                                          : double(std::numeric_limits<float>::epsilon()));
   Tensor x = detail::upcast(input);
-  Tensor y = x * rsqrt(mean(x * x, dims, true) + e);
   DType out = input.dtype();
+  if (Tensor y = fused_norm(ir::NormKind::rms, x, weight, Tensor(), normalized_shape, e);
+      y.defined())
+    return cast(y, weight.defined() ? ember::detail::result_type(input, weight) : out);
+  Tensor y = x * rsqrt(mean(x * x, dims, true) + e);
   if (weight.defined()) {
     out = ember::detail::result_type(input, weight);
     y = y * detail::upcast(weight);

@@ -1,0 +1,61 @@
+// Optional fused operations: composites (softmax, norms, convolution) that a backend MAY run as
+// one kernel. Unlike the primitives in ops.h, no backend has to implement them: the frontend
+// offers one through Backend::execute_fused() and, when that returns false (not accelerated for
+// these dtypes/layouts/shapes), runs the composite written with tensor ops, which stays the
+// semantic reference (on `ref` it always does). Kept apart from ir::Op so that backends visiting
+// ir::Op with std::visit are not affected by additions here.
+//
+// As in ops.h, dst is allocated by the frontend before the op is offered, inputs are already in
+// the compute dtype (f16/bf16 upcast to f32), and a backend that returns true must have written
+// every element of dst. A backend returning false must not have written anything.
+#pragma once
+#include <cstdint>
+#include <variant>
+#include <vector>
+
+#include "ember/tensor.h"
+
+namespace ember::ir {
+
+/// dst = softmax(src) along `dim` (log: log_softmax), as torch.softmax / torch.log_softmax:
+///   m = max_j src[..j..]; e_j = exp(src_j - m); softmax_j = e_j / sum_j e_j;
+///   log_softmax_j = (src_j - m) - log(sum_j e_j).
+/// A NaN anywhere in the slice makes the slice NaN; a slice of all -inf gives NaN (as torch).
+/// src and dst have the same shape (rank >= 1) and floating dtype; either may be strided.
+struct Softmax {
+  Tensor src, dst;
+  int64_t dim = -1;  // wrapped: 0 <= dim < rank
+  bool log = false;
+};
+
+enum class NormKind : uint8_t { layer, rms };
+
+/// Normalization over the trailing `inner` elements of each row, src viewed as [outer, inner]
+/// (the frontend checked normalized_shape; inner = its numel):
+///   layer: y = (x - mean) / sqrt(var + eps), var the biased (1/inner) variance;
+///   rms:   y = x / sqrt(mean(x^2) + eps);
+/// then dst = y * weight + bias (weight / bias: undefined or [inner] elements broadcast over
+/// rows, already in src's dtype; bias only for layer). src, dst same shape and floating dtype.
+struct Norm {
+  NormKind kind = NormKind::layer;
+  Tensor src, weight, bias, dst;
+  int64_t inner = 1;
+  double eps = 1e-5;
+};
+
+/// Forward convolution, as torch.nn.functional.conv{1,2,3}d without the batching sugar:
+/// src [N, C_in, *S], weight [C_out, C_in / groups, *K], bias undefined or [C_out],
+/// dst [N, C_out, *O] with O_d = (S_d + pad_begin_d + pad_end_d - dilation_d (K_d - 1) - 1)
+/// / stride_d + 1 (the frontend computed and checked O; padding reads zeros):
+///   dst[n, co, o] = bias[co] + sum_{ci in group(co), k} src[n, ci, o * stride - pad_begin +
+///   k * dilation] * weight[co, ci - group_start, k].
+/// 1 <= number of spatial dims <= 3; all tensors share one floating dtype.
+struct Conv {
+  Tensor src, weight, bias, dst;
+  std::vector<int64_t> stride, pad_begin, pad_end, dilation;
+  int64_t groups = 1;
+};
+
+using Fused = std::variant<Softmax, Norm, Conv>;
+
+}  // namespace ember::ir

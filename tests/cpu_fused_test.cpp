@@ -1,0 +1,192 @@
+// The cpu backend's fused ops (src/ir/fused.h, src/backends/cpu/fused.cpp and conv.cpp): the
+// frontend actually takes them on cpu (counted by cpu::fused_runs()), they match the composite
+// path that ref runs, on contiguous and non-contiguous inputs, and the cases they decline
+// (dtypes, grad, empty) fall back to the composite with the same answer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "backends/cpu/kernels.h"
+#include "ember/ember.h"
+#include "ember/nn/functional/activation.h"
+#include "ember/nn/functional/conv.h"
+#include "ember/nn/functional/norm.h"
+#include "op_table.h"
+
+namespace ember {
+namespace {
+
+namespace F = ember::nn::functional;
+using testing::compare;
+
+const Device kCpu = Device::cpu();
+const Device kRef = Device::ref();
+
+Tensor rnd(const Shape& s, DType t = DType::f32, uint64_t seed = 1) {
+  return testing::uniform(s, t, seed, -3, 3);
+}
+
+// Conv weights: small, so that outputs are not dominated by cancellation (f32 tolerance is
+// relative to the output).
+Tensor wrnd(const Shape& s, uint64_t seed = 2) {
+  return testing::uniform(s, DType::f32, seed, -0.3, 0.3);
+}
+
+// Runs fn on cpu copies of `in` and on ref, checks equal results; returns the number of fused
+// ops the cpu kernels ran.
+template <typename Fn>
+int64_t check(const std::vector<Tensor>& in, Fn fn, double tol = 1.0) {
+  std::vector<Tensor> c, r;
+  for (const Tensor& t : in) {
+    c.push_back(t.defined() ? t.to(kCpu) : t);
+    r.push_back(t.defined() ? t.to(kRef) : t);
+  }
+  const Tensor want = fn(r);
+  const int64_t before = cpu::fused_runs();
+  const Tensor got = fn(c);
+  const int64_t ran = cpu::fused_runs() - before;
+  EXPECT_EQ(compare(want, got.to(kRef), tol), "");
+  return ran;
+}
+
+TEST(CpuFusedTest, SoftmaxTakesFusedPathAndMatchesComposite) {
+  for (int64_t dim : {0, 1, 2, -1}) {
+    EXPECT_EQ(check({rnd({5, 37, 129})},
+                    [&](const std::vector<Tensor>& v) { return F::softmax(v[0], dim); }),
+              1)
+        << dim;
+    EXPECT_EQ(check({rnd({5, 37, 129})},
+                    [&](const std::vector<Tensor>& v) { return F::log_softmax(v[0], dim); }),
+              1)
+        << dim;
+  }
+}
+
+TEST(CpuFusedTest, SoftmaxOnNonContiguousInputs) {
+  auto perm = [](const std::vector<Tensor>& v) { return F::softmax(v[0].permute({2, 0, 1}), 2); };
+  EXPECT_EQ(check({rnd({6, 33, 17})}, perm), 1);
+  auto sliced = [](const std::vector<Tensor>& v) {
+    return F::log_softmax(v[0].slice(1, 1, 40, 3), -1);
+  };
+  EXPECT_EQ(check({rnd({7, 41, 41})},
+                  [&](const std::vector<Tensor>& v) {
+                    return F::log_softmax(v[0].slice(2, 1, 40, 3), -1);
+                  }),
+            1);
+  EXPECT_EQ(check({rnd({7, 41, 41})}, sliced), 1);
+  // Threaded: many rows.
+  EXPECT_EQ(check({rnd({512, 300})},
+                  [](const std::vector<Tensor>& v) { return F::softmax(v[0].t(), 1); }),
+            1);
+}
+
+TEST(CpuFusedTest, SoftmaxSpecialValuesAsComposite) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = from_vector(std::vector<float>{1, 2, 3, -inf, -inf, -inf, 0, nan, 1, inf, 0, 1, -inf,
+                                            0, 5, 1e30f, -1e30f, 0},
+                         {6, 3});
+  EXPECT_EQ(check({x}, [](const std::vector<Tensor>& v) { return F::softmax(v[0], 1); }), 1);
+  EXPECT_EQ(check({x}, [](const std::vector<Tensor>& v) { return F::log_softmax(v[0], 1); }), 1);
+  const Tensor y = F::softmax(x.to(kCpu), 1).to(kRef);
+  EXPECT_NEAR(y[0][2].item<float>(), 0.66524096f, 1e-6);
+  EXPECT_TRUE(std::isnan(y[1][0].item<float>()));  // all -inf
+  EXPECT_TRUE(std::isnan(y[2][2].item<float>()));  // NaN poisons the row
+}
+
+TEST(CpuFusedTest, SoftmaxFallsBackForHalfAndStaysExactForF64) {
+  // f16 is upcast to f32 before the offer, so it is fused too; f64 has its own kernel.
+  EXPECT_EQ(check({rnd({9, 70}, DType::f16)},
+                  [](const std::vector<Tensor>& v) { return F::softmax(v[0], 1); }),
+            1);
+  EXPECT_EQ(check({rnd({9, 70}, DType::f64)},
+                  [](const std::vector<Tensor>& v) { return F::log_softmax(v[0], 0); }),
+            1);
+  // Empty: declined, composite answers.
+  EXPECT_EQ(check({rnd({0, 5})}, [](const std::vector<Tensor>& v) { return F::softmax(v[0], 1); }),
+            0);
+}
+
+TEST(CpuFusedTest, SoftmaxGradientThroughFusedRule) {
+  for (bool log : {false, true}) {
+    Tensor x = rnd({4, 11}, DType::f64, 3);
+    Tensor g = rnd({4, 11}, DType::f64, 4);
+    Tensor xc = x.to(kCpu).requires_grad_(true), xr = x.to(kRef).requires_grad_(true);
+    const int64_t before = cpu::fused_runs();
+    Tensor yc = log ? F::log_softmax(xc, 1) : F::softmax(xc, 1);
+    EXPECT_EQ(cpu::fused_runs() - before, 1);
+    Tensor yr = log ? F::log_softmax(xr, 1) : F::softmax(xr, 1);
+    sum(yc * g.to(kCpu)).backward();
+    sum(yr * g.to(kRef)).backward();
+    EXPECT_EQ(compare(xr.grad(), xc.grad().to(kRef)), "") << log;
+  }
+}
+
+TEST(CpuFusedTest, LayerNormAndRmsNormMatchComposite) {
+  auto ln = [](const std::vector<Tensor>& v) {
+    return F::layer_norm(v[0], {6, 50}, v[1], v[2], 1e-5);
+  };
+  EXPECT_EQ(check({rnd({9, 6, 50}), rnd({6, 50}, DType::f32, 2), rnd({6, 50}, DType::f32, 3)}, ln),
+            1);
+  auto ln_plain = [](const std::vector<Tensor>& v) { return F::layer_norm(v[0], {300}); };
+  EXPECT_EQ(check({rnd({200, 300})}, ln_plain), 1);
+  auto ln_t = [](const std::vector<Tensor>& v) {
+    return F::layer_norm(v[0].t(), {40}, v[1].slice(0, 0, 80, 2), Tensor());
+  };
+  EXPECT_EQ(check({rnd({40, 33}), rnd({80}, DType::f32, 5)}, ln_t), 1);
+  auto rms = [](const std::vector<Tensor>& v) { return F::rms_norm(v[0], {77}, v[1]); };
+  EXPECT_EQ(check({rnd({13, 77}, DType::f64), rnd({77}, DType::f64, 2)}, rms), 1);
+  auto rms_bf16 = [](const std::vector<Tensor>& v) { return F::rms_norm(v[0], {64}, v[1], 1e-6); };
+  EXPECT_EQ(check({rnd({8, 64}, DType::bf16), rnd({64}, DType::f32, 2)}, rms_bf16), 1);
+}
+
+TEST(CpuFusedTest, NormFallsBackForMixedParamsAndGrad) {
+  // f64 weight with f32 input: the composite computes the affine in f64; not fused.
+  auto mixed = [](const std::vector<Tensor>& v) { return F::layer_norm(v[0], {10}, v[1]); };
+  EXPECT_EQ(check({rnd({4, 10}), rnd({10}, DType::f64, 2)}, mixed), 0);
+  Tensor x = rnd({3, 10}).to(kCpu).requires_grad_(true);
+  const int64_t before = cpu::fused_runs();
+  Tensor y = F::layer_norm(x, {10});
+  EXPECT_EQ(cpu::fused_runs() - before, 0);
+  sum(y * y).backward();
+  EXPECT_TRUE(x.grad().defined());
+}
+
+TEST(CpuFusedTest, ConvThroughOneDnnMatchesComposite) {
+  auto c2 = [](const std::vector<Tensor>& v) { return F::conv2d(v[0], v[1], v[2], {1}, {1}); };
+  EXPECT_EQ(check({rnd({2, 16, 12, 12}), wrnd({32, 16, 3, 3}), rnd({32}, DType::f32, 3)}, c2, 16),
+            1);
+  auto strided = [](const std::vector<Tensor>& v) {
+    return F::conv2d(v[0], v[1], Tensor(), {2, 1}, {1, 2}, {2, 1}, 2);
+  };
+  EXPECT_EQ(check({rnd({1, 8, 15, 13}), wrnd({6, 4, 3, 3})}, strided, 16), 1);
+  auto depthwise = [](const std::vector<Tensor>& v) {
+    return F::conv2d(v[0].permute({0, 3, 1, 2}), v[1], v[2], {1}, {1}, {1}, 8);
+  };
+  EXPECT_EQ(check({rnd({2, 9, 9, 8}), wrnd({8, 1, 3, 3}), rnd({8}, DType::f32, 3)}, depthwise, 16),
+            1);
+  auto c1 = [](const std::vector<Tensor>& v) { return F::conv1d(v[0], v[1], Tensor(), {3}, {2}); };
+  EXPECT_EQ(check({rnd({3, 4, 20}), wrnd({5, 4, 4})}, c1, 16), 1);
+  auto c3 = [](const std::vector<Tensor>& v) { return F::conv3d(v[0], v[1], v[2]); };
+  EXPECT_EQ(check({rnd({1, 3, 6, 7, 5}), wrnd({4, 3, 2, 3, 2}), rnd({4}, DType::f32, 3)}, c3, 16),
+            1);
+  auto unbatched = [](const std::vector<Tensor>& v) { return F::conv2d(v[0], v[1]); };
+  EXPECT_EQ(check({rnd({3, 7, 7}), wrnd({2, 3, 2, 2})}, unbatched, 16), 1);
+}
+
+TEST(CpuFusedTest, ConvFallsBackForOtherDtypesAndGrad) {
+  auto c2 = [](const std::vector<Tensor>& v) { return F::conv2d(v[0], v[1], Tensor(), {1}, {1}); };
+  EXPECT_EQ(check({rnd({1, 3, 6, 6}, DType::f64), rnd({2, 3, 3, 3}, DType::f64, 2)}, c2), 0);
+  EXPECT_EQ(check({rnd({1, 3, 6, 6}, DType::bf16), rnd({2, 3, 3, 3}, DType::bf16, 2)}, c2, 4), 0);
+  Tensor x = rnd({1, 3, 6, 6}).to(kCpu).requires_grad_(true);
+  Tensor w = rnd({2, 3, 3, 3}, DType::f32, 2).to(kCpu);
+  const int64_t before = cpu::fused_runs();
+  Tensor y = F::conv2d(x, w);
+  EXPECT_EQ(cpu::fused_runs() - before, 0);
+  sum(y).backward();
+  EXPECT_TRUE(x.grad().defined());
+}
+
+}  // namespace
+}  // namespace ember
