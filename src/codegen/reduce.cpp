@@ -1,20 +1,253 @@
-// PLACEHOLDER: being written now; every op here still throws.
+// Generated reductions (ir::Reduce): sum prod max min any all over any set of dims of a strided
+// src into a strided keepdim-shaped dst, with the first index of the extreme for max/min.
+//
+// Two variants, keyed by (op, dtypes, accumulator, ranks after merging dims, variant), never by
+// shape (sizes, strides and offsets are params):
+// - thread: one thread per output element loops over the reduced elements (small extents);
+// - group: one workgroup per output element, threads stride over the reduced elements and
+//   combine in a shared-memory tree (large extents).
+// Accumulation follows the ref backend: sums/products of floats in f64 where the device has
+// shaderFloat64 (else in float: an f32 sum of many elements then rounds like torch's float
+// accumulation, not like ref), integers and bool in i64/u64 (without shaderInt64 the i64 dst
+// the frontend allocates is itself unsupported, so the op is an error). max/min compare in the
+// element's compute type, NaN wins (the first NaN), ties keep the first index.
+#include <algorithm>
+
 #include "codegen/lower.h"
+#include "codegen/reduce_util.h"
 #include "ember/error.h"
 
 namespace ember::codegen {
 
-Lowering lower_reduce(const ir::Reduce&, Dialect, const Caps&) {
-  EMBER_FAIL("reduce", "not available on GPU backends yet");
+namespace {
+
+using ir::ReduceOp;
+using red::vload;
+using red::vstore;
+using red::vtype;
+
+const char* op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum:
+      return "sum";
+    case ReduceOp::prod:
+      return "prod";
+    case ReduceOp::max:
+      return "max";
+    case ReduceOp::min:
+      return "min";
+    case ReduceOp::any:
+      return "any";
+    case ReduceOp::all:
+      return "all";
+  }
+  return "reduce";
 }
-Lowering lower_scan(const ir::Scan&, Dialect, const Caps&) {
-  EMBER_FAIL("scan", "not available on GPU backends yet");
+
+// The accumulator dtype of sum/prod (any/all use bool, max/min the element's value type).
+DType acc_dtype(DType src, const Caps& caps) {
+  if (red::is_float_dtype(src)) return caps.f64 ? DType::f64 : DType::f32;
+  const bool uns = src == DType::u8 || src == DType::u16 || src == DType::u32 || src == DType::u64;
+  if (caps.i64) return uns ? DType::u64 : DType::i64;
+  return uns ? DType::u32 : DType::i32;
 }
-Lowering lower_sort(const ir::Sort&, Dialect, const Caps&) {
-  EMBER_FAIL("sort", "not available on GPU backends yet");
+
+// `bool red_take(V a, uint ka, V b, uint kb)`: whether (b, kb) replaces the extreme so far
+// (a, ka). k = 0xFFFFFFFF marks an empty slot. NaN wins, the first NaN among NaNs; strictly
+// better wins; ties keep the smaller index (threads see interleaved indices).
+std::string take_function(DType t, bool is_max) {
+  const std::string v = vtype(t);
+  std::string s = "bool red_take(" + v + " a, uint ka, " + v + " b, uint kb) {\n";
+  s += "  if (kb == 0xFFFFFFFFu) return false;\n  if (ka == 0xFFFFFFFFu) return true;\n";
+  if (red::is_float_dtype(t))
+    s += "  bool na = isnan(a), nb = isnan(b);\n"
+         "  if (na || nb) return nb && (!na || kb < ka);\n";
+  s += std::string("  if (b ") + (is_max ? ">" : "<") + " a) return true;\n";
+  s += "  return b == a && kb < ka;\n}\n";
+  return s;
 }
-Lowering lower_nonzero(const ir::Nonzero&, Dialect, const Caps&) {
-  EMBER_FAIL("nonzero", "not available on GPU backends yet");
+
+struct Plan {
+  ReduceOp op;
+  DType src, dst, acc;
+  bool with_idx;
+  int ro, ri;      // outer / inner ranks after merging
+  uint32_t group;  // 0: thread variant, else the workgroup size
+};
+
+std::string key_of(const Plan& p) {
+  std::string k = std::string("reduce_") + op_name(p.op) + "_" + dtype_tag(p.src) + "_" +
+                  dtype_tag(p.dst) + "_a" + dtype_tag(p.acc) + (p.with_idx ? "_idx" : "") + "_o" +
+                  std::to_string(p.ro) + "_i" + std::to_string(p.ri);
+  return k + (p.group ? "_g" + std::to_string(p.group) : "_t");
+}
+
+KernelDef make_def(const Plan& p, uint32_t ob, uint32_t ib) {
+  KernelDef def;
+  def.name = key_of(p);
+  def.buffers = {{"src", p.src, false}, {"dst", p.dst, true}};
+  if (p.with_idx) def.buffers.push_back({"idx", DType::i64, true});
+  def.local_size = p.group ? p.group : 256;
+  const bool extreme = p.op == ReduceOp::max || p.op == ReduceOp::min;
+  const bool logical = p.op == ReduceOp::any || p.op == ReduceOp::all;
+  // max/min order elements as vtype (bool as uint); the others read the compute type.
+  const std::string V = extreme ? vtype(p.src) : std::string(compute_type(p.src));
+  // The accumulator's type, initial value, step with element `v` and combine of two partials.
+  std::string A, init, step, comb, shared_t;
+  if (extreme) {
+    def.functions = take_function(p.src, p.op == ReduceOp::max);
+  } else if (logical) {
+    const bool any = p.op == ReduceOp::any;
+    A = "bool";
+    shared_t = "uint";
+    init = any ? "false" : "true";
+    step = std::string("acc = acc ") + (any ? "||" : "&&") + " " + convert(p.src, DType::b8, "v") +
+           ";";
+    comb = any ? "|" : "&";
+  } else {
+    const bool sum = p.op == ReduceOp::sum;
+    A = compute_type(p.acc);
+    shared_t = A;
+    init = A + (sum ? "(0)" : "(1)");
+    step = std::string("acc = acc ") + (sum ? "+" : "*") + " " + convert(p.src, p.acc, "v") + ";";
+    comb = sum ? "+" : "*";
+  }
+  const std::string outer_vars = iter_code(p.with_idx ? std::vector<std::string>{"sb", "db", "ib"}
+                                                      : std::vector<std::string>{"sb", "db"},
+                                           "o", p.ro, ob);
+  const std::string inner_vars = iter_code({"so"}, "k", p.ri, ib);
+  const std::string load_v =
+      "    " + V +
+      " v = " + (extreme ? vload(p.src, "src[sb + so]") : load(p.src, "src[sb + so]")) + ";\n";
+  // Stores the final accumulator `a` (and index `ka`).
+  auto finish = [&](const std::string& a, const std::string& ka) {
+    std::string s;
+    if (extreme) {
+      s += "dst[db] = " + vstore(p.dst, a) + ";\n";
+      if (p.with_idx) s += "idx[ib] = i64(" + ka + ");\n";
+    } else {
+      const DType from = logical ? DType::b8 : p.acc;
+      s += "dst[db] = " + store(p.dst, convert(from, p.dst, a)) + ";\n";
+    }
+    return s;
+  };
+  std::string b;
+  b += "const uint n_out = P_U(" + std::to_string(ob) + ");\n";
+  b += "const uint R = P_U(" + std::to_string(ib) + ");\n";
+  if (!p.group) {
+    b += grid_loop("o", "n_out") + " {\n" + outer_vars;
+    if (extreme) {
+      b += V + " best = " + V + "(0);\nuint bk = 0xFFFFFFFFu;\n";
+      b += "for (uint k = 0u; k < R; ++k) {\n" + inner_vars + load_v;
+      b += "    if (red_take(best, bk, v, k)) { best = v; bk = k; }\n}\n";
+      b += finish("best", "bk");
+    } else {
+      b += A + " acc = " + init + ";\n";
+      b += "for (uint k = 0u; k < R; ++k) {\n" + inner_vars + load_v + "    " + step + "\n}\n";
+      b += finish("acc", "");
+    }
+    b += "}\n";
+  } else {
+    const uint32_t L = p.group;
+    b += "for (uint o = GROUP_ID; o < n_out; o += NUM_GROUPS) {\n" + outer_vars;
+    if (extreme) {
+      def.shared = {{V, "s_v", L}, {"uint", "s_k", L}};
+      b += V + " best = " + V + "(0);\nuint bk = 0xFFFFFFFFu;\n";
+      b += "for (uint k = LOCAL_ID; k < R; k += LOCAL_SIZE) {\n" + inner_vars + load_v;
+      b += "    if (red_take(best, bk, v, k)) { best = v; bk = k; }\n}\n";
+      b += "s_v[LOCAL_ID] = best;\ns_k[LOCAL_ID] = bk;\nBARRIER();\n";
+      b += "for (uint h = LOCAL_SIZE / 2u; h > 0u; h >>= 1u) {\n";
+      b += "  if (LOCAL_ID < h && red_take(s_v[LOCAL_ID], s_k[LOCAL_ID], s_v[LOCAL_ID + h], ";
+      b += "s_k[LOCAL_ID + h])) {\n";
+      b += "    s_v[LOCAL_ID] = s_v[LOCAL_ID + h];\n    s_k[LOCAL_ID] = s_k[LOCAL_ID + h];\n  }\n";
+      b += "  BARRIER();\n}\n";
+      b += "if (LOCAL_ID == 0u) {\n" + finish("s_v[0]", "s_k[0]") + "}\n";
+    } else {
+      def.shared = {{shared_t, "s_a", L}};
+      b += A + " acc = " + init + ";\n";
+      b += "for (uint k = LOCAL_ID; k < R; k += LOCAL_SIZE) {\n" + inner_vars + load_v + "    " +
+           step + "\n}\n";
+      b += logical ? "s_a[LOCAL_ID] = acc ? 1u : 0u;\n" : "s_a[LOCAL_ID] = acc;\n";
+      b += "BARRIER();\n";
+      b += "for (uint h = LOCAL_SIZE / 2u; h > 0u; h >>= 1u) {\n";
+      b += "  if (LOCAL_ID < h) s_a[LOCAL_ID] = s_a[LOCAL_ID] " + comb + " s_a[LOCAL_ID + h];\n";
+      b += "  BARRIER();\n}\n";
+      b += "if (LOCAL_ID == 0u) {\n";
+      b += logical ? "  bool r = s_a[0] != 0u;\n" + finish("r", "") : finish("s_a[0]", "");
+      b += "}\n";
+    }
+    b += "BARRIER();\n}\n";
+  }
+  def.body = b;
+  return def;
+}
+
+// Largest power of two <= v (v >= 1).
+uint32_t floor_pow2(uint32_t v) {
+  uint32_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+Lowering lower_reduce(const ir::Reduce& op, Dialect d, const Caps& caps) {
+  const char* name = op_name(op.op);
+  const Tensor& src = op.src;
+  const Tensor& dst = op.dst;
+  Plan p;
+  p.op = op.op;
+  p.src = src.dtype();
+  p.dst = dst.dtype();
+  p.with_idx = op.indices.defined();
+  p.acc = acc_dtype(p.src, caps);
+  red::check_dtypes(name, {p.src, p.dst}, caps);
+  if (p.with_idx) check_dtype(name, DType::i64, caps);
+  if (dst.numel() == 0) return {};
+  const size_t rank = size_t(src.dim());
+  std::vector<bool> reduced(rank, false);
+  for (int64_t dd : op.dims) reduced[size_t(dd)] = true;
+  // Outer: dst's shape (1 on reduced dims) over src, dst and idx; inner: the reduced dims of src.
+  std::vector<int64_t> osz(rank), isz(rank);
+  std::vector<std::vector<int64_t>> ost(p.with_idx ? 3 : 2, std::vector<int64_t>(rank));
+  std::vector<std::vector<int64_t>> ist(1, std::vector<int64_t>(rank));
+  for (size_t k = 0; k < rank; ++k) {
+    osz[k] = reduced[k] ? 1 : src.shape()[k];
+    isz[k] = reduced[k] ? src.shape()[k] : 1;
+    ost[0][k] = src.strides()[k];
+    ost[1][k] = dst.strides()[k];
+    if (p.with_idx) ost[2][k] = op.indices.strides()[k];
+    ist[0][k] = src.strides()[k];
+  }
+  std::vector<int64_t> offs = {src.offset(), dst.offset()};
+  if (p.with_idx) offs.push_back(op.indices.offset());
+  const Iter outer = red::merged_iter(osz, offs, ost);
+  const Iter inner = red::merged_iter(isz, {0}, ist);
+  p.ro = outer.rank();
+  p.ri = inner.rank();
+  const int64_t R = inner.numel;
+  // Large extents get a workgroup each; the tree needs a power-of-two size.
+  const uint32_t maxg = floor_pow2(std::min<uint32_t>(caps.max_workgroup_size, 256));
+  p.group = 0;
+  if (R >= 128 && maxg >= 32) p.group = std::min<uint32_t>(R >= 1024 ? 256 : 64, maxg);
+  Params params;
+  const uint32_t ob = add_iter(params, outer, name);
+  const uint32_t ib = add_iter(params, inner, name);
+  auto kernel = cached_kernel(key_of(p), d, caps, [&] { return make_def(p, ob, ib); });
+  std::vector<Binding> bind = {{src}, {dst}};
+  if (p.with_idx) bind.push_back({op.indices});
+  Lowering l;
+  if (p.group) {
+    Launch launch;
+    launch.kernel = kernel;
+    launch.bindings = std::move(bind);
+    launch.params = params.take();
+    launch.groups = uint32_t(std::min<int64_t>(dst.numel(), caps.max_groups_x));
+    l.launches.push_back(std::move(launch));
+  } else {
+    l.launches.push_back(launch_1d(kernel, std::move(bind), params.take(), dst.numel(), caps));
+  }
+  return l;
 }
 
 }  // namespace ember::codegen
