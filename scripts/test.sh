@@ -10,8 +10,8 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 # oneDNN's OpenMP threads otherwise spin between the many small ops of the test suite.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
-echo "== build and test (Release)"
-BUILD_DIR=build scripts/build.sh
+echo "== build and test (Release, with the Vulkan backend on lavapipe + validation layer)"
+BUILD_DIR=build scripts/build.sh -DEMBER_BACKEND_VULKAN=ON
 (cd build && ctest --output-on-failure)
 
 echo "== build and test under AddressSanitizer + UndefinedBehaviorSanitizer"

@@ -6,6 +6,9 @@
 
 #include "ember/error.h"
 #include "runtime/backend.h"
+#ifdef EMBER_HAVE_VULKAN
+#include "backends/vulkan/vulkan_backend.h"
+#endif
 
 namespace ember {
 
@@ -68,9 +71,12 @@ Device Device::cpu() { return Device(DeviceType::cpu, 0); }
 Device Device::ref() { return Device(DeviceType::ref, 0); }
 
 Device Device::vulkan(DeviceKind kind) {
-  (void)kind;
+#ifdef EMBER_HAVE_VULKAN
+  return vk::resolve(kind);
+#else
   EMBER_FAIL("device", "backend not built: vulkan (requested ", kind.str(),
              "); rebuild with -DEMBER_BACKEND_VULKAN=ON");
+#endif
 }
 
 Device Device::cuda(int64_t index) {
@@ -82,7 +88,16 @@ Device Device::parse(const std::string& s) {
   if (s == "cpu") return cpu();
   if (s == "ref") return ref();
   if (s == "vulkan") return vulkan();
-  if (s.rfind("vulkan:", 0) == 0) return vulkan(DeviceKind::parse(s.substr(7)));
+  if (s.rfind("vulkan:", 0) == 0) {
+    const std::string k = s.substr(7);
+    // "vulkan:0" is the index Device::str() prints; anything else is a DeviceKind.
+    if (!k.empty() && k.find_first_not_of("0123456789") == std::string::npos) {
+      const Device d(DeviceType::vulkan, parse_index(k, "device"));
+      backend_for(d);  // throws for an index that names no device
+      return d;
+    }
+    return vulkan(DeviceKind::parse(k));
+  }
   if (s == "cuda") return cuda(0);
   if (s.rfind("cuda:", 0) == 0) return cuda(parse_index(s.substr(5), "device"));
   EMBER_FAIL("device", "unknown device '", s,
@@ -117,7 +132,19 @@ std::string Device::str() const {
 std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
 
 std::vector<DeviceInfo> available_devices() {
-  return {backend_for(Device::cpu()).info(), backend_for(Device::ref()).info()};
+  std::vector<DeviceInfo> out = {backend_for(Device::cpu()).info(),
+                                 backend_for(Device::ref()).info()};
+#ifdef EMBER_HAVE_VULKAN
+  // Every usable adapter; none (and no error) without a loader or a device.
+  for (const Device& d : vk::devices()) {
+    try {
+      out.push_back(backend_for(d).info());
+    } catch (const Error&) {
+      // An adapter whose logical device cannot be created is not available.
+    }
+  }
+#endif
+  return out;
 }
 
 bool supports_dtype(const Device& device, DType dtype) {

@@ -4,6 +4,9 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/ref/ref_backend.h"
+#ifdef EMBER_HAVE_VULKAN
+#include "backends/vulkan/vulkan_backend.h"
+#endif
 
 namespace ember {
 
@@ -23,8 +26,12 @@ Backend& backend_for(const Device& device) {
     case DeviceType::cpu:
       return cpu_backend;
     case DeviceType::vulkan:
+#ifdef EMBER_HAVE_VULKAN
+      return vk::backend(device.index());
+#else
       EMBER_FAIL("device",
                  "backend not built: vulkan (Ember was built without EMBER_BACKEND_VULKAN)");
+#endif
     case DeviceType::cuda:
       EMBER_FAIL("device", "backend not built: cuda (Ember was built without EMBER_BACKEND_CUDA)");
   }
