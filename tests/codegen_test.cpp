@@ -1,0 +1,192 @@
+// The kernel generator's elementwise family and common helpers, without a device: every kernel
+// of copy/fill/unary/binary/where/random for every dtype is rendered (Caps with every feature)
+// and validated by glslangValidator when it is installed; params, indexing and errors are
+// checked by value.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "codegen/common.h"
+#include "codegen/kernel.h"
+#include "ember/ember.h"
+
+namespace ember {
+namespace {
+
+using codegen::Caps;
+using codegen::Dialect;
+using codegen::Lowering;
+
+Caps all_caps() {
+  Caps c;
+  c.f16 = c.f64 = c.i64 = c.i8 = c.i16 = true;
+  return c;
+}
+
+Tensor make(Shape s, DType t) { return zeros(std::move(s), TensorOptions(t)); }
+
+void collect(const Lowering& l, std::map<std::string, std::string>& out) {
+  for (const auto& la : l.launches) out[la.kernel->key] = la.kernel->source;
+}
+
+// Every elementwise kernel (distinct sources) for all ops and dtypes.
+std::map<std::string, std::string> all_elementwise_kernels() {
+  const Caps caps = all_caps();
+  std::map<std::string, std::string> ks;
+  for (DType t : kAllDTypes) {
+    Tensor dst = make({3, 4}, t);
+    for (DType s : kAllDTypes) {
+      collect(codegen::lower(ir::Copy{make({4}, s).expand({3, 4}), dst}, Dialect::glsl, caps), ks);
+      collect(codegen::lower(ir::Copy{make({4, 3}, s).t(), dst}, Dialect::glsl, caps), ks);
+    }
+    collect(codegen::lower(ir::Fill{dst, Scalar(1.5)}, Dialect::glsl, caps), ks);
+    for (int op = 0; op <= int(ir::UnaryOp::softplus); ++op) {
+      const auto u = ir::UnaryOp(op);
+      const bool pred = u == ir::UnaryOp::isnan || u == ir::UnaryOp::isinf ||
+                        u == ir::UnaryOp::isfinite || u == ir::UnaryOp::logical_not;
+      collect(codegen::lower(ir::Unary{u, make({3, 4}, t), pred ? make({3, 4}, DType::b8) : dst},
+                             Dialect::glsl, caps),
+              ks);
+    }
+    for (int op = 0; op <= int(ir::BinaryOp::logical_xor); ++op) {
+      const auto b = ir::BinaryOp(op);
+      Tensor out = b >= ir::BinaryOp::eq ? make({3, 4}, DType::b8) : dst;
+      collect(codegen::lower(ir::Binary{b, make({3, 4}, t), make({4}, t).expand({3, 4}), out},
+                             Dialect::glsl, caps),
+              ks);
+    }
+    collect(
+        codegen::lower(ir::Where{make({3, 4}, DType::b8), dst, make({4}, t).expand({3, 4}), dst},
+                       Dialect::glsl, caps),
+        ks);
+    for (int dist = 0; dist < 4; ++dist)
+      collect(
+          codegen::lower(ir::Random{ir::RandomDist(dist), dst, 0, 5, 42, 7}, Dialect::glsl, caps),
+          ks);
+    ir::Random bern{
+        ir::RandomDist::bernoulli, make({3, 4}, DType::f32), 0, 1, 1, 0, make({3, 4}, t)};
+    collect(codegen::lower(bern, Dialect::glsl, caps), ks);
+  }
+  return ks;
+}
+
+TEST(CodegenElementwiseTest, EveryKernelIsValidGlsl) {
+  const auto ks = all_elementwise_kernels();
+  EXPECT_GT(ks.size(), 850u);
+  if (std::system("glslangValidator --version > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "glslangValidator not installed: rendered " << ks.size()
+                 << " kernels, validation skipped";
+  }
+  const std::string dir = ::testing::TempDir();
+  int failed = 0;
+  // glslangValidator takes ~0.1 s a kernel: every 8th kernel by default, all of them with
+  // EMBER_VALIDATE_ALL_KERNELS=1 (all 873 passed when this test was written)
+  const bool all = std::getenv("EMBER_VALIDATE_ALL_KERNELS") != nullptr;
+  size_t index = 0;
+  for (const auto& [key, src] : ks) {
+    if (!all && index++ % 8 != 0) continue;
+    const std::string path = dir + "/ember_" + key + ".comp";
+    std::ofstream(path) << src;
+    const std::string cmd = "glslangValidator -V --target-env vulkan1.1 -o /dev/null " + path +
+                            " > " + path + ".log 2>&1";
+    if (std::system(cmd.c_str()) != 0) {
+      std::ifstream log(path + ".log");
+      std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+      if (++failed <= 5) ADD_FAILURE() << key << ":\n" << text << "\n" << src;
+    }
+    std::remove(path.c_str());
+    std::remove((path + ".log").c_str());
+  }
+  EXPECT_EQ(failed, 0) << "of " << ks.size() << " kernels";
+}
+
+TEST(CodegenElementwiseTest, KernelsAreKeyedByRankNotShape) {
+  const Caps caps = all_caps();
+  auto a = codegen::lower(
+      ir::Unary{ir::UnaryOp::exp, make({5, 7}, DType::f32), make({5, 7}, DType::f32)},
+      Dialect::glsl, caps);
+  auto b =
+      codegen::lower(ir::Unary{ir::UnaryOp::exp, make({100}, DType::f32), make({100}, DType::f32)},
+                     Dialect::glsl, caps);
+  ASSERT_EQ(a.launches.size(), 1u);
+  EXPECT_EQ(a.launches[0].kernel.get(), b.launches[0].kernel.get());
+  // contiguous dims merge: rank 1, params = numel, size, (offset, stride) x 2
+  EXPECT_EQ(a.launches[0].params, (std::vector<uint32_t>{35, 35, 0, 1, 0, 1, 0, 0, 0}));
+  EXPECT_EQ(a.launches[0].groups, 1u);
+}
+
+TEST(CodegenElementwiseTest, MissingFeatureIsAnErrorNamingOpAndDtype) {
+  Caps caps = all_caps();
+  caps.f64 = false;
+  try {
+    codegen::lower(ir::Unary{ir::UnaryOp::exp, make({2}, DType::f64), make({2}, DType::f64)},
+                   Dialect::glsl, caps);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[exp]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("float64"), std::string::npos) << e.what();
+  }
+  caps = all_caps();
+  caps.i8 = false;
+  EXPECT_THROW(codegen::lower(ir::Fill{make({2}, DType::b8), Scalar(true)}, Dialect::glsl, caps),
+               Error);
+  // the renderer itself checks the types a kernel uses
+  codegen::KernelDef k;
+  k.name = "uses_i64";
+  k.body = "i64 x = i64(1);";
+  caps = all_caps();
+  caps.i64 = false;
+  EXPECT_THROW(codegen::render(k, Dialect::glsl, caps), Error);
+}
+
+TEST(CodegenCommonTest, ParamsHoldOffsetSizesStrides) {
+  Tensor base = make({4, 6}, DType::f32);
+  Tensor v = base.t().narrow(0, 1, 3);  // shape [3, 4], strides [1, 6], offset 1
+  codegen::Params p;
+  EXPECT_EQ(p.f32(1.5f), 0u);
+  EXPECT_EQ(p.tensor(v, "test"), 1u);
+  EXPECT_EQ(p.f64(-2.0), 6u);
+  const auto& w = p.words();
+  ASSERT_EQ(w.size(), 8u);
+  EXPECT_EQ(w[0], 0x3fc00000u);
+  EXPECT_EQ(std::vector<uint32_t>(w.begin() + 1, w.begin() + 6),
+            (std::vector<uint32_t>{1, 3, 4, 1, 6}));
+  EXPECT_EQ(w[6], 0u);
+  EXPECT_EQ(w[7], 0xc0000000u);
+  EXPECT_THROW(p.i32(int64_t(1) << 31, "test"), Error);
+  EXPECT_THROW(p.strided(0, {3000, 1 << 20}, {int64_t(1) << 20, 1}, "test"), Error);
+  EXPECT_EQ(codegen::Params().take().size(), 1u);  // never empty
+}
+
+TEST(CodegenCommonTest, IterMergesContiguousDims) {
+  Tensor a = make({2, 3, 4}, DType::f32);
+  auto it = codegen::make_iter({a, make({3, 4}, DType::f32).expand({2, 3, 4})});
+  EXPECT_EQ(it.sizes, (std::vector<int64_t>{2, 12}));
+  EXPECT_EQ(it.strides[0], (std::vector<int64_t>{12, 1}));
+  EXPECT_EQ(it.strides[1], (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(it.numel, 24);
+  Caps caps;
+  caps.max_groups_x = 10;
+  EXPECT_EQ(codegen::groups_1d(1 << 20, 256, caps), 10u);
+  EXPECT_EQ(codegen::groups_1d(0, 256, caps), 1u);
+  EXPECT_EQ(codegen::groups_1d(257, 256, caps), 2u);
+}
+
+TEST(CodegenCommonTest, ConversionsFollowRefCast) {
+  using codegen::convert;
+  EXPECT_EQ(convert(DType::f32, DType::i32, "v"), "ember_sat_i32_f32(v)");
+  EXPECT_EQ(convert(DType::i64, DType::i8, "v"), "int(i8(v))");
+  EXPECT_EQ(convert(DType::f32, DType::b8, "v"), "(!((v) == 0.0))");
+  EXPECT_EQ(convert(DType::b8, DType::f64, "v"), "((v) ? 1.0lf : 0.0lf)");
+  EXPECT_EQ(convert(DType::f16, DType::bf16, "v"), "v");  // both compute in float
+  EXPECT_EQ(codegen::store(DType::bf16, "v"), "ember_bf16_from_float(v)");
+  const std::string lib = codegen::library_code("x = ember_sat_u8_f64(y);", Dialect::glsl);
+  EXPECT_NE(lib.find("255.0lf"), std::string::npos) << lib;
+}
+
+}  // namespace
+}  // namespace ember
