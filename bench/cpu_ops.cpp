@@ -1,14 +1,16 @@
 // cpu backend micro-benchmarks against the machine's peers in the same run: elementwise ops
-// against a triad bandwidth probe, a fused-in-torch elementwise chain, softmax and layer_norm,
-// conv2d, and matmul against oneDNN's sgemm called directly. Prints each benchmark's best
-// (minimum over repetitions) time with GB/s or GFLOP/s, then a table of ratios.
+// against a triad bandwidth probe, the elementwise chain exp(relu(x*2+1)), softmax and layer_norm
+// over [4096, 4096], conv2d 3x3 64->64 on 56x56 and the distinct conv shapes of ResNet-50, and
+// sgemm N = 256..4096 against oneDNN, OpenBLAS and BLIS called directly (OpenBLAS/BLIS are
+// dlopen'ed when installed: libopenblas-dev, libblis-dev), and LibTorch on each when built with
+// EMBER_BENCH_LIBTORCH=ON. Prints each benchmark's best (minimum over repetitions) time with GB/s
+// or GFLOP/s, then a table of ratios (Ember's speed / the peer's: > 1 means Ember is faster).
 //
-// Standalone build (until bench/CMakeLists.txt wires it), from the repo root after building
-// build-cpu:
-//   g++ -O3 -std=c++20 -Iinclude bench/cpu_ops.cpp -o build-cpu/cpu_ops -Lbuild-cpu -lember
-//       -ldnnl -lbenchmark -lpthread -Wl,-rpath,$PWD/build-cpu   (one line)
-//   build-cpu/cpu_ops --benchmark_repetitions=5
+//   build-x/bench/bench_cpu_ops --benchmark_repetitions=3 [--json FILE]
+//   --json FILE is --benchmark_out=FILE --benchmark_out_format=json (Google Benchmark's own
+//   options, e.g. --benchmark_filter=REGEX, work as well).
 #include <benchmark/benchmark.h>
+#include <dlfcn.h>
 #include <dnnl.h>
 
 #include <algorithm>
@@ -22,6 +24,10 @@
 #include "ember/nn/functional/activation.h"
 #include "ember/nn/functional/conv.h"
 #include "ember/nn/functional/norm.h"
+
+#ifdef EMBER_BENCH_HAVE_TORCH
+#include <torch/torch.h>
+#endif
 
 namespace {
 
@@ -142,6 +148,146 @@ void BM_dnnl_sgemm(benchmark::State& st) {
   note(st, 0, 2.0 * double(n) * double(n) * double(n));
 }
 
+// ---- BLAS peers, loaded at run time (no link-time symbol clash: both export cblas_sgemm) ----
+using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
+                            int, float, float*, int);
+using BliSgemm = void (*)(int, int, int64_t, int64_t, int64_t, const float*, const float*, int64_t,
+                          int64_t, const float*, int64_t, int64_t, const float*, float*, int64_t,
+                          int64_t);
+template <typename F>
+F load(const char* lib, const char* sym, const char* threads_sym) {
+  void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!h) return nullptr;
+  if (auto set = reinterpret_cast<void (*)(int)>(dlsym(h, threads_sym))) set(get_num_threads());
+  return reinterpret_cast<F>(dlsym(h, sym));
+}
+CblasSgemm openblas() {
+  static CblasSgemm f =
+      load<CblasSgemm>("libopenblas.so.0", "cblas_sgemm", "openblas_set_num_threads");
+  return f;
+}
+BliSgemm blis() {
+  static BliSgemm f = [] {
+    // bli_thread_set_num_threads takes a dim_t (int64_t).
+    void* h = dlopen("libblis.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return BliSgemm(nullptr);
+    if (auto set = reinterpret_cast<void (*)(int64_t)>(dlsym(h, "bli_thread_set_num_threads")))
+      set(get_num_threads());
+    return reinterpret_cast<BliSgemm>(dlsym(h, "bli_sgemm"));
+  }();
+  return f;
+}
+
+template <typename Gemm>
+void sgemm_peer(benchmark::State& st, Gemm gemm) {
+  const int64_t n = st.range(0);
+  std::vector<float> a(size_t(n * n), 1.f), b(size_t(n * n), 0.5f), c(size_t(n * n));
+  for (auto _ : st) {
+    gemm(int(n), a.data(), b.data(), c.data());
+    benchmark::DoNotOptimize(c.data());
+  }
+  note(st, 0, 2.0 * double(n) * double(n) * double(n));
+}
+void BM_openblas_sgemm(benchmark::State& st) {
+  sgemm_peer(st, [](int n, const float* a, const float* b, float* c) {
+    openblas()(101, 111, 111, n, n, n, 1.f, a, n, b, n, 0.f, c, n);  // row-major, no transposes
+  });
+}
+void BM_blis_sgemm(benchmark::State& st) {
+  sgemm_peer(st, [](int n, const float* a, const float* b, float* c) {
+    const float one = 1.f, zero = 0.f;
+    blis()(0, 0, n, n, n, &one, a, n, 1, b, n, 1, &zero, c, n, 1);  // BLIS_NO_TRANSPOSE = 0
+  });
+}
+
+// ---- ResNet-50's distinct convolutions (batch 1, 224x224 input; v1.5: stride on the 3x3) ----
+struct ConvShape {
+  int64_t cin, cout, k, stride, pad, hw;
+};
+const std::vector<ConvShape>& resnet50_convs() {
+  static const std::vector<ConvShape> v = {
+      {3, 64, 7, 2, 3, 224},    {64, 64, 1, 1, 0, 56},    {64, 64, 3, 1, 1, 56},
+      {64, 256, 1, 1, 0, 56},   {256, 64, 1, 1, 0, 56},   {256, 128, 1, 1, 0, 56},
+      {128, 128, 3, 2, 1, 56},  {128, 512, 1, 1, 0, 28},  {256, 512, 1, 2, 0, 56},
+      {512, 128, 1, 1, 0, 28},  {128, 128, 3, 1, 1, 28},  {512, 256, 1, 1, 0, 28},
+      {256, 256, 3, 2, 1, 28},  {256, 1024, 1, 1, 0, 14}, {512, 1024, 1, 2, 0, 28},
+      {1024, 256, 1, 1, 0, 14}, {256, 256, 3, 1, 1, 14},  {1024, 512, 1, 1, 0, 14},
+      {512, 512, 3, 2, 1, 14},  {512, 2048, 1, 1, 0, 7},  {1024, 2048, 1, 2, 0, 14},
+      {2048, 512, 1, 1, 0, 7},  {512, 512, 3, 1, 1, 7}};
+  return v;
+}
+double conv_flops(const ConvShape& c) {
+  const double o = double((c.hw + 2 * c.pad - c.k) / c.stride + 1);
+  return 2.0 * double(c.cin * c.cout * c.k * c.k) * o * o;
+}
+std::string conv_name(const ConvShape& c) {
+  return std::to_string(c.cin) + "x" + std::to_string(c.cout) + "_k" + std::to_string(c.k) + "s" +
+         std::to_string(c.stride) + "_" + std::to_string(c.hw);
+}
+void conv_ember(benchmark::State& st, ConvShape c) {
+  const Tensor x = input({1, c.cin, c.hw, c.hw}), w = input({c.cout, c.cin, c.k, c.k});
+  for (auto _ : st) {
+    Tensor y = F::conv2d(x, w, Tensor(), {c.stride}, {c.pad});
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  note(st, 0, conv_flops(c));
+}
+
+#ifdef EMBER_BENCH_HAVE_TORCH
+// ---- LibTorch on the same inputs (its own intra-op threads set to Ember's count) ----
+torch::Tensor tin(std::vector<int64_t> s) {
+  torch::manual_seed(1);
+  return torch::randn(s);
+}
+template <typename Fn>
+void torch_bench(benchmark::State& st, double bytes, double flops, Fn fn) {
+  torch::set_num_threads(get_num_threads());
+  torch::NoGradGuard ng;
+  for (auto _ : st) {
+    torch::Tensor y = fn();
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  note(st, bytes, flops);
+}
+void BM_torch_add(benchmark::State& st) {
+  const auto x = tin({kN}), y = tin({kN});
+  torch_bench(st, 12.0 * kN, 0, [&] { return x + y; });
+}
+void BM_torch_mul(benchmark::State& st) {
+  const auto x = tin({kN}), y = tin({kN});
+  torch_bench(st, 12.0 * kN, 0, [&] { return x * y; });
+}
+void BM_torch_exp(benchmark::State& st) {
+  const auto x = tin({kN});
+  torch_bench(st, 8.0 * kN, 0, [&] { return x.exp(); });
+}
+void BM_torch_chain(benchmark::State& st) {
+  const auto x = tin({kN});
+  torch_bench(st, 8.0 * kN, 0, [&] { return (x * 2 + 1).relu().exp(); });
+}
+void BM_torch_softmax(benchmark::State& st) {
+  const auto x = tin({4096, 4096});
+  torch_bench(st, 8.0 * 4096 * 4096, 0, [&] { return torch::softmax(x, -1); });
+}
+void BM_torch_layer_norm(benchmark::State& st) {
+  const auto x = tin({4096, 4096}), w = tin({4096}), b = tin({4096});
+  torch_bench(st, 8.0 * 4096 * 4096, 0, [&] { return torch::layer_norm(x, {4096}, w, b); });
+}
+void BM_torch_conv2d(benchmark::State& st) {
+  const auto x = tin({1, 64, 56, 56}), w = tin({64, 64, 3, 3});
+  torch_bench(st, 0, 2.0 * 64 * 64 * 9 * 56 * 56, [&] { return torch::conv2d(x, w, {}, 1, 1); });
+}
+void BM_torch_matmul(benchmark::State& st) {
+  const int64_t n = st.range(0);
+  const auto a = tin({n, n}), b = tin({n, n});
+  torch_bench(st, 0, 2.0 * double(n) * double(n) * double(n), [&] { return torch::mm(a, b); });
+}
+void conv_torch(benchmark::State& st, ConvShape c) {
+  const auto x = tin({1, c.cin, c.hw, c.hw}), w = tin({c.cout, c.cin, c.k, c.k});
+  torch_bench(st, 0, conv_flops(c), [&] { return torch::conv2d(x, w, {}, c.stride, c.pad); });
+}
+#endif
+
 // One training step of the Fashion-MNIST CNN (conv 32 3x3, relu, conv 64 3x3, relu, maxpool 2,
 // fc 128, relu, fc 10; batch 64): forward through nn::functional, backward written out with the
 // ops autodiff's rules use (matmul, unfold/fold, scatter_add), plain SGD. Reports samples/s.
@@ -233,14 +379,28 @@ BENCHMARK(BM_layer_norm)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_conv2d)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_matmul)
     ->RangeMultiplier(2)
-    ->Range(256, 2048)
+    ->Range(256, 4096)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_dnnl_sgemm)
     ->RangeMultiplier(2)
-    ->Range(256, 2048)
+    ->Range(256, 4096)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+#ifdef EMBER_BENCH_HAVE_TORCH
+BENCHMARK(BM_torch_add)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_torch_mul)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_torch_exp)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_torch_chain)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_torch_softmax)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_torch_layer_norm)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_torch_conv2d)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_torch_matmul)
+    ->RangeMultiplier(2)
+    ->Range(256, 4096)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+#endif
 BENCHMARK(BM_cnn_step)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Keeps the minimum time per benchmark over its repetitions (the machine is shared and noisy)
@@ -273,34 +433,77 @@ class MinReporter : public benchmark::ConsoleReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
+  // --json FILE: Google Benchmark's JSON output.
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i + 1 < args.size(); ++i)
+    if (args[i] == "--json") {
+      args[i] = "--benchmark_out=" + args[i + 1];
+      args[i + 1] = "--benchmark_out_format=json";
+    }
+  std::vector<char*> av;
+  for (auto& a : args) av.push_back(a.data());
+  int ac = int(av.size());
+  benchmark::Initialize(&ac, av.data());
+  // Peers that are present, and ResNet-50's convolutions.
+  for (int n = 256; n <= 4096; n *= 2) {
+    if (openblas())
+      benchmark::RegisterBenchmark("BM_openblas_sgemm", BM_openblas_sgemm)
+          ->Arg(n)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    if (blis())
+      benchmark::RegisterBenchmark("BM_blis_sgemm", BM_blis_sgemm)
+          ->Arg(n)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+  }
+  for (const ConvShape& c : resnet50_convs()) {
+    benchmark::RegisterBenchmark(("BM_r50conv/" + conv_name(c) + "/ember").c_str(), conv_ember, c)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+#ifdef EMBER_BENCH_HAVE_TORCH
+    benchmark::RegisterBenchmark(("BM_r50conv/" + conv_name(c) + "/torch").c_str(), conv_torch, c)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+#endif
+  }
   MinReporter rep;
   benchmark::RunSpecifiedBenchmarks(&rep);
-  std::printf("\n%-26s %10s %10s %10s   (minimum over repetitions; %d threads)\n", "benchmark",
+  std::printf("\n%-40s %10s %10s %10s   (minimum over repetitions; %d threads)\n", "benchmark",
               "ms", "GB/s", "GFLOP/s", get_num_threads());
   for (const auto& [name, b] : rep.best) {
-    std::printf("%-34s %10.3f %10.2f %10.2f\n", name.c_str(), b.seconds * 1e3, b.gbs, b.gflops);
+    std::printf("%-40s %10.3f %10.2f %10.2f\n", name.c_str(), b.seconds * 1e3, b.gbs, b.gflops);
     if (name.rfind("BM_cnn_step", 0) == 0)
-      std::printf("%-34s %10.1f samples/s\n", "", 64.0 / b.seconds);
+      std::printf("%-40s %10.1f samples/s\n", "", 64.0 / b.seconds);
   }
-  auto ratio = [&](const char* label, const std::string& a, const std::string& b, bool inv) {
-    if (!rep.best.count(a) || !rep.best.count(b)) return;
-    const double r =
-        inv ? rep.best[b].seconds / rep.best[a].seconds : rep.best[a].seconds / rep.best[b].seconds;
-    std::printf("%-44s %8.2f\n", label, r);
+  // Speed ratio a / b (time of b over time of a): > 1 means a is faster.
+  auto ratio = [&](const std::string& label, const std::string& a, const std::string& b) {
+    const std::string ra = a + "/real_time", rb = b + "/real_time";
+    if (!rep.best.count(ra) || !rep.best.count(rb)) return;
+    std::printf("%-52s %8.2f\n", label.c_str(), rep.best[rb].seconds / rep.best[ra].seconds);
   };
-  std::printf("\nratios (time-based)\n");
-  ratio("add GB/s / triad GB/s", "BM_add/real_time", "BM_triad_probe/real_time", true);
-  ratio("mul GB/s / triad GB/s", "BM_mul/real_time", "BM_triad_probe/real_time", true);
-  ratio("add: cpu speed-up over ref", "BM_add/real_time", "BM_add_ref/iterations:3/real_time",
-        true);
-  ratio("exp: cpu speed-up over ref", "BM_exp/real_time", "BM_exp_ref/iterations:3/real_time",
-        true);
-  ratio("chain time / exp time", "BM_chain/real_time", "BM_exp/real_time", false);
-  for (int n = 256; n <= 2048; n *= 2)
-    ratio(("matmul " + std::to_string(n) + " GFLOP/s / dnnl_sgemm").c_str(),
-          "BM_matmul/" + std::to_string(n) + "/real_time",
-          "BM_dnnl_sgemm/" + std::to_string(n) + "/real_time", true);
+  std::printf("\nspeed ratios (> 1: the first is faster)\n");
+  ratio("add GB/s / triad GB/s", "BM_add", "BM_triad_probe");
+  ratio("mul GB/s / triad GB/s", "BM_mul", "BM_triad_probe");
+  // exp moves 8 bytes/element against the triad's 12: compare bandwidths, not times.
+  if (rep.best.count("BM_exp/real_time") && rep.best.count("BM_triad_probe/real_time"))
+    std::printf("%-52s %8.2f\n", "exp GB/s / triad GB/s",
+                rep.best["BM_exp/real_time"].gbs / rep.best["BM_triad_probe/real_time"].gbs);
+  ratio("add: cpu over ref", "BM_add", "BM_add_ref/iterations:3");
+  ratio("exp: cpu over ref", "BM_exp", "BM_exp_ref/iterations:3");
+  for (const char* op : {"add", "mul", "exp", "chain", "softmax", "layer_norm", "conv2d"})
+    ratio(std::string(op) + ": ember over torch", std::string("BM_") + op,
+          std::string("BM_torch_") + op);
+  for (int n = 256; n <= 4096; n *= 2) {
+    const std::string m = "BM_matmul/" + std::to_string(n), sn = "/" + std::to_string(n);
+    ratio("matmul " + std::to_string(n) + ": ember over dnnl_sgemm", m, "BM_dnnl_sgemm" + sn);
+    ratio("matmul " + std::to_string(n) + ": ember over openblas", m, "BM_openblas_sgemm" + sn);
+    ratio("matmul " + std::to_string(n) + ": ember over blis", m, "BM_blis_sgemm" + sn);
+    ratio("matmul " + std::to_string(n) + ": ember over torch", m, "BM_torch_matmul" + sn);
+  }
+  for (const ConvShape& c : resnet50_convs())
+    ratio("r50 conv " + conv_name(c) + ": ember over torch",
+          "BM_r50conv/" + conv_name(c) + "/ember", "BM_r50conv/" + conv_name(c) + "/torch");
   benchmark::Shutdown();
   return 0;
 }
