@@ -1,0 +1,190 @@
+// Generated batched matmul (ir::Matmul): dst[b] = a[b] @ b[b] with any strides of a, b and dst.
+// Two kernels, keyed by dtype and variant only (sizes and strides are params):
+// - "simple": one thread per output element looping over K; for tiny or thin matrices.
+// - "tiled": a workgroup of 16 x 16 threads computes a BM x BN tile of one batch, staging BK-deep
+//   slices of A and B in shared memory; each thread accumulates a TM x TN block in registers.
+// Sums run in k order in float (f32/f16/bf16) or double (f64), integers in a wrapping unsigned
+// type of at least 32 bits and bool as (sum != 0): the ref's semantics (backends/ref/matmul.cpp).
+#include <algorithm>
+
+#include "codegen/family.h"
+#include "codegen/lower.h"
+#include "ember/error.h"
+
+namespace ember::codegen {
+
+namespace {
+
+// The accumulation type of a dtype's products.
+std::string acc_type(DType t) {
+  if (is_float_dtype(t)) return ctype(t);
+  return (t == DType::i64 || t == DType::u64) ? "u64" : "uint";
+}
+
+int acc_bytes(DType t) { return (t == DType::f64 || t == DType::i64 || t == DType::u64) ? 8 : 4; }
+
+// A loaded element of `t` as the accumulation type.
+std::string to_acc(DType t, const std::string& e) {
+  if (is_float_dtype(t)) return ld(t, e);
+  return acc_type(t) + "(" + ld(t, e) + ")";
+}
+
+// The accumulator `e` stored as `t` (integers keep the low bits; bool is sum != 0).
+std::string from_acc(DType t, const std::string& e) {
+  if (is_float_dtype(t) || t == DType::b8) return st(t, e);
+  return st(t, ccast(t, e));
+}
+
+struct Layout {
+  size_t batch, m, n, k, tiles_m, tiles_n, a, b, d;  // param word indices (a/b/d: offset + 3)
+};
+
+Layout params(ParamBuilder& p, const ir::Matmul& op, int64_t tiles_m, int64_t tiles_n) {
+  const Tensor &a = op.a, &b = op.b, &d = op.dst;
+  Layout l{};
+  l.batch = p.u(d.size(0));
+  l.m = p.u(d.size(1));
+  l.n = p.u(d.size(2));
+  l.k = p.u(a.size(2));
+  l.tiles_m = p.u(tiles_m);
+  l.tiles_n = p.u(tiles_n);
+  l.a = p.i(a.offset());
+  p.ints({a.stride(0), a.stride(1), a.stride(2)});
+  l.b = p.i(b.offset());
+  p.ints({b.stride(0), b.stride(1), b.stride(2)});
+  l.d = p.i(d.offset());
+  p.ints({d.stride(0), d.stride(1), d.stride(2)});
+  return l;
+}
+
+// Element (r, c) of batch `bt` of the operand whose offset and strides start at word `at`.
+std::string elem(const std::string& buf, size_t at, const std::string& bt, const std::string& r,
+                 const std::string& c) {
+  return buf + "[" + pi(at) + " + int(" + bt + ") * " + pi(at + 1) + " + int(" + r + ") * " +
+         pi(at + 2) + " + int(" + c + ") * " + pi(at + 3) + "]";
+}
+
+KernelDef simple_kernel(const std::string& name, DType t, const Layout& l) {
+  KernelDef k;
+  k.name = name;
+  k.buffers = {{"a", t, false}, {"b", t, false}, {"dst", t, true}};
+  const std::string acc = acc_type(t);
+  k.body = "uint total = " + pu(l.batch) + " * " + pu(l.m) + " * " + pu(l.n) + ";\n" +
+           "for (uint i = GLOBAL_ID; i < total; i += GLOBAL_SIZE) {\n" + "  uint col = i % " +
+           pu(l.n) + ";\n" + "  uint row = (i / " + pu(l.n) + ") % " + pu(l.m) + ";\n" +
+           "  uint bt = i / (" + pu(l.n) + " * " + pu(l.m) + ");\n" + "  " + acc + " s = " + acc +
+           "(0);\n" + "  for (uint kk = 0u; kk < " + pu(l.k) + "; ++kk)\n" +
+           "    s += " + to_acc(t, elem("a", l.a, "bt", "row", "kk")) + " * " +
+           to_acc(t, elem("b", l.b, "bt", "kk", "col")) + ";\n" + "  " +
+           elem("dst", l.d, "bt", "row", "col") + " = " + from_acc(t, "s") + ";\n}\n";
+  return k;
+}
+
+// Tile shape: a 16 x 16 thread grid, each thread a TM x TN block.
+struct Tile {
+  int bm, bn, bk, tm, tn;
+};
+
+KernelDef tiled_kernel(const std::string& name, DType t, const Layout& l, const Tile& g) {
+  KernelDef k;
+  k.name = name;
+  k.local_size = 256;
+  k.buffers = {{"a", t, false}, {"b", t, false}, {"dst", t, true}};
+  const std::string acc = acc_type(t);
+  k.shared = {{acc, "As", uint32_t(g.bk * g.bm)}, {acc, "Bs", uint32_t(g.bk * g.bn)}};
+  const std::string BM = std::to_string(g.bm), BN = std::to_string(g.bn), BK = std::to_string(g.bk),
+                    TM = std::to_string(g.tm), TN = std::to_string(g.tn),
+                    NACC = std::to_string(g.tm * g.tn);
+  std::string b;
+  b += "uint M = " + pu(l.m) + ", N = " + pu(l.n) + ", K = " + pu(l.k) + ";\n";
+  b += "uint tiles = " + pu(l.batch) + " * " + pu(l.tiles_m) + " * " + pu(l.tiles_n) + ";\n";
+  b += "uint tx = LOCAL_ID % 16u, ty = LOCAL_ID / 16u;\n";
+  // Workgroup-uniform loop over output tiles, so the barriers inside are uniform.
+  b += "for (uint tile = GROUP_ID; tile < tiles; tile += NUM_GROUPS) {\n";
+  b += "  uint tn0 = (tile % " + pu(l.tiles_n) + ") * " + BN + "u;\n";
+  b += "  uint tm0 = ((tile / " + pu(l.tiles_n) + ") % " + pu(l.tiles_m) + ") * " + BM + "u;\n";
+  b += "  uint bt = tile / (" + pu(l.tiles_n) + " * " + pu(l.tiles_m) + ");\n";
+  b += "  " + acc + " acc[" + NACC + "];\n";
+  b += "  for (int q = 0; q < " + NACC + "; ++q) acc[q] = " + acc + "(0);\n";
+  b += "  for (uint k0 = 0u; k0 < K; k0 += " + BK + "u) {\n";
+  // Stage A[tm0.., k0..] as As[kk * BM + r] and B[k0.., tn0..] as Bs[kk * BN + c]; zero
+  // outside the matrices (both operands are zero past K, so padded products are 0 * 0).
+  b += "    for (uint e = LOCAL_ID; e < " + std::to_string(g.bm * g.bk) +
+       "u; e += 256u) {\n"
+       "      uint r = e / " +
+       BK + "u, kk = e % " + BK +
+       "u;\n"
+       "      uint gr = tm0 + r, gk = k0 + kk;\n"
+       "      As[kk * " +
+       BM + "u + r] = (gr < M && gk < K) ? " + to_acc(t, elem("a", l.a, "bt", "gr", "gk")) + " : " +
+       acc + "(0);\n    }\n";
+  b += "    for (uint e = LOCAL_ID; e < " + std::to_string(g.bk * g.bn) +
+       "u; e += 256u) {\n"
+       "      uint kk = e / " +
+       BN + "u, c = e % " + BN +
+       "u;\n"
+       "      uint gk = k0 + kk, gc = tn0 + c;\n"
+       "      Bs[e] = (gk < K && gc < N) ? " +
+       to_acc(t, elem("b", l.b, "bt", "gk", "gc")) + " : " + acc + "(0);\n    }\n";
+  b += "    BARRIER();\n";
+  b += "    for (uint kk = 0u; kk < " + BK + "u; ++kk) {\n";
+  b += "      " + acc + " av[" + TM + "];\n      " + acc + " bv[" + TN + "];\n";
+  b += "      for (uint i = 0u; i < " + TM + "u; ++i) av[i] = As[kk * " + BM + "u + ty * " + TM +
+       "u + i];\n";
+  b += "      for (uint j = 0u; j < " + TN + "u; ++j) bv[j] = Bs[kk * " + BN + "u + tx * " + TN +
+       "u + j];\n";
+  b += "      for (uint i = 0u; i < " + TM + "u; ++i)\n        for (uint j = 0u; j < " + TN +
+       "u; ++j) acc[i * " + TN + "u + j] += av[i] * bv[j];\n";
+  b += "    }\n    BARRIER();\n  }\n";
+  b += "  for (uint i = 0u; i < " + TM + "u; ++i)\n    for (uint j = 0u; j < " + TN + "u; ++j) {\n";
+  b += "      uint gr = tm0 + ty * " + TM + "u + i, gc = tn0 + tx * " + TN + "u + j;\n";
+  b += "      if (gr < M && gc < N) " + elem("dst", l.d, "bt", "gr", "gc") + " = " +
+       from_acc(t, "acc[i * " + TN + "u + j]") + ";\n    }\n";
+  b += "}\n";
+  k.body = b;
+  return k;
+}
+
+}  // namespace
+
+Lowering lower_matmul(const ir::Matmul& op, Dialect d, const Caps& caps) {
+  const DType t = op.dst.dtype();
+  check_dtype("matmul", t, caps);
+  check_fits("matmul", {op.a, op.b, op.dst});
+  const int64_t B = op.dst.size(0), M = op.dst.size(1), N = op.dst.size(2), K = op.a.size(2);
+  if (B == 0 || M == 0 || N == 0) return {};
+  // Tiny or thin products (matrix-vector) gain nothing from tiles.
+  const bool tiled = caps.max_workgroup_size >= 256 && M >= 16 && N >= 16 && M * N * K >= 32768;
+  ParamBuilder p("matmul");
+  const std::string dt = dtype_tag(t);
+  Lowering lw;
+  if (!tiled) {
+    const Layout l = params(p, op, 1, 1);
+    const std::string key = "matmul_simple_" + dt;
+    auto k = cached_kernel(key, d, caps, [&] { return simple_kernel(key, t, l); });
+    lw.launches.push_back(launch_1d(k, {{op.a}, {op.b}, {op.dst}}, p.take(), B * M * N, caps));
+    return lw;
+  }
+  // 64 x 64 tiles (4 x 4 per thread) when both operand slices fit in shared memory, else 32 x 32.
+  Tile g{64, 64, 16, 4, 4};
+  const auto fits = [&](const Tile& x) {
+    return int64_t(x.bk) * (x.bm + x.bn) * acc_bytes(t) <= int64_t(caps.max_shared_bytes);
+  };
+  if (!fits(g)) g = {64, 64, 8, 4, 4};
+  if (!fits(g)) g = {32, 32, 8, 2, 2};
+  const int64_t tiles_m = (M + g.bm - 1) / g.bm, tiles_n = (N + g.bn - 1) / g.bn;
+  const Layout l = params(p, op, tiles_m, tiles_n);
+  const std::string key =
+      "matmul_tiled" + std::to_string(g.bm) + "x" + std::to_string(g.bk) + "_" + dt;
+  auto k = cached_kernel(key, d, caps, [&] { return tiled_kernel(key, t, l, g); });
+  Launch ln;
+  ln.kernel = k;
+  ln.bindings = {{op.a}, {op.b}, {op.dst}};
+  ln.params = p.take();
+  const int64_t tiles = B * tiles_m * tiles_n;
+  ln.groups = uint32_t(std::min<int64_t>(tiles, int64_t(caps.max_groups_x)));
+  lw.launches.push_back(std::move(ln));
+  return lw;
+}
+
+}  // namespace ember::codegen
