@@ -141,16 +141,38 @@ TEST(CpuFusedTest, LayerNormAndRmsNormMatchComposite) {
   EXPECT_EQ(check({rnd({8, 64}, DType::bf16), rnd({64}, DType::f32, 2)}, rms_bf16), 1);
 }
 
-TEST(CpuFusedTest, NormFallsBackForMixedParamsAndGrad) {
+TEST(CpuFusedTest, NormFallsBackForMixedParams) {
   // f64 weight with f32 input: the composite computes the affine in f64; not fused.
   auto mixed = [](const std::vector<Tensor>& v) { return F::layer_norm(v[0], {10}, v[1]); };
   EXPECT_EQ(check({rnd({4, 10}), rnd({10}, DType::f64, 2)}, mixed), 0);
-  Tensor x = rnd({3, 10}).to(kCpu).requires_grad_(true);
-  const int64_t before = cpu::fused_runs();
-  Tensor y = F::layer_norm(x, {10});
-  EXPECT_EQ(cpu::fused_runs() - before, 0);
-  sum(y * y).backward();
-  EXPECT_TRUE(x.grad().defined());
+}
+
+// With grad, the fused norm records its own backward; gradients match ref's composite.
+TEST(CpuFusedTest, NormGradientThroughFusedRule) {
+  for (bool rms : {false, true})
+    for (bool affine : {false, true}) {
+      const Tensor g = rnd({3, 4, 6}, DType::f64, 6);
+      std::vector<Tensor> grads[2];
+      for (int dev = 0; dev < 2; ++dev) {
+        const Device d = dev ? kCpu : kRef;
+        // Fresh leaves per device (to() on the same device is an alias).
+        Tensor xd = rnd({3, 4, 6}, DType::f64, 3).to(d).requires_grad_(true);
+        Tensor wd = rnd({4, 6}, DType::f64, 4).to(d).requires_grad_(true);
+        Tensor bd = rnd({4, 6}, DType::f64, 5).to(d).requires_grad_(true);
+        const int64_t before = cpu::fused_runs();
+        Tensor y = rms ? F::rms_norm(xd, {4, 6}, affine ? wd : Tensor(), 1e-3)
+                       : F::layer_norm(xd, {4, 6}, affine ? wd : Tensor(), affine ? bd : Tensor());
+        if (dev) EXPECT_EQ(cpu::fused_runs() - before, 1);
+        sum(y * g.to(d)).backward();
+        grads[dev] = {xd.grad(), affine ? wd.grad() : Tensor(),
+                      affine && !rms ? bd.grad() : Tensor()};
+      }
+      for (size_t i = 0; i < 3; ++i) {
+        ASSERT_EQ(grads[0][i].defined(), grads[1][i].defined()) << rms << affine << i;
+        if (grads[0][i].defined())
+          EXPECT_EQ(compare(grads[0][i], grads[1][i].to(kRef)), "") << rms << affine << i;
+      }
+    }
 }
 
 TEST(CpuFusedTest, ConvThroughOneDnnMatchesComposite) {

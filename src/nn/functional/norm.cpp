@@ -69,11 +69,44 @@ void update_running(const Tensor& stat, const Tensor& value, double momentum) {
   s.copy_(upd);
 }
 
-// Offers ir::Norm to x's backend (ir/fused.h) when nothing needs grad and the affine parameters
-// are already in x's dtype; undefined when not taken (the caller runs the composite).
+// The backward of the fused norm (ir::Norm over the trailing dims of x), with tensor ops from
+// the saved inputs: xhat = (x - mean) * rstd (rms: x * rstd), gx = g * w;
+// dx = rstd (gx - mean(gx) - xhat mean(gx xhat)) (rms: no mean(gx) term), dw = sum g xhat,
+// db = sum g over the leading dims.
+void record_norm_backward(ir::NormKind kind, const Tensor& x, const Tensor& w, const Tensor& b,
+                          const Tensor& y, int64_t k, double eps) {
+  const bool rms = kind == ir::NormKind::rms;
+  const autograd::SavedTensor sx(x), sw(w);
+  const Shape ws = w.defined() ? w.shape() : Shape{}, bs = b.defined() ? b.shape() : Shape{};
+  const bool has_b = b.defined();
+  autograd::record1(rms ? "RmsNormBackward" : "LayerNormBackward", {x, w, b}, y,
+                    [=](const Tensor& g) {
+                      const char* op = rms ? "rms_norm" : "layer_norm";
+                      const Tensor xv = sx.get(op);
+                      std::vector<int64_t> norm_dims, lead;
+                      for (int64_t d = 0; d < xv.dim(); ++d)
+                        (d >= xv.dim() - k ? norm_dims : lead).push_back(d);
+                      const Tensor c = rms ? xv : xv - mean(xv, norm_dims, true);
+                      const Tensor rstd = rsqrt(mean(c * c, norm_dims, true) + eps);
+                      const Tensor xhat = c * rstd;
+                      const Tensor gx = sw.defined() ? g * sw.get(op) : g;
+                      Tensor inner = gx - xhat * mean(gx * xhat, norm_dims, true);
+                      if (!rms) inner = inner - mean(gx, norm_dims, true);
+                      const Tensor dx = rstd * inner;
+                      auto lead_sum = [&](const Tensor& t, const Shape& to) {
+                        return (lead.empty() ? t : sum(t, lead)).reshape(to);
+                      };
+                      const Tensor dw = sw.defined() ? lead_sum(g * xhat, ws) : Tensor();
+                      const Tensor db = has_b ? lead_sum(g, bs) : Tensor();
+                      return std::vector<Tensor>{dx, dw, db};
+                    });
+}
+
+// Offers ir::Norm to x's backend (ir/fused.h) when the affine parameters are already in x's
+// dtype (after upcasting); undefined when not taken (the caller runs the composite). With grad,
+// records the backward above.
 Tensor fused_norm(ir::NormKind kind, const Tensor& x, const Tensor& weight, const Tensor& bias,
                   const Shape& normalized_shape, double eps) {
-  if (autograd::needs_grad({&x, &weight, &bias})) return Tensor();
   Tensor w = weight.defined() ? detail::upcast(weight) : weight;
   Tensor b = bias.defined() ? detail::upcast(bias) : bias;
   if ((w.defined() && w.dtype() != x.dtype()) || (b.defined() && b.dtype() != x.dtype()))
@@ -83,6 +116,8 @@ Tensor fused_norm(ir::NormKind kind, const Tensor& x, const Tensor& weight, cons
   Tensor y = ember::detail::make_tensor(x.shape(), x.dtype(), x.device());
   if (!backend_for(x.device()).execute_fused(ir::Norm{kind, x, w, b, y, inner, eps}))
     return Tensor();
+  if (autograd::needs_grad({&x, &w, &b}))
+    record_norm_backward(kind, x, w, b, y, int64_t(normalized_shape.size()), eps);
   return y;
 }
 
