@@ -9,6 +9,10 @@
 // - Nonzero: per-chunk counts, one workgroup's exclusive scan of the counts, then each chunk
 //   writes its coordinates in row-major order from its start.
 // Kernels are keyed by (op, dtypes, ranks after merging dims, variant); shapes go in params.
+// Known limit: lavapipe (llvmpipe) stops any invocation's loops after 65535 iterations in all,
+// so on it the one-thread-per-line scan and merge sort give wrong results for lines of more than
+// ~65535 (scan) and ~4000 (merge sort: ~16 loop steps an element) elements; real GPUs have no
+// such limit. The fix is one launch per merge pass with a thread per pair of runs.
 #include <algorithm>
 
 #include "codegen/lower.h"
