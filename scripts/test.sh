@@ -14,7 +14,8 @@ echo "== build and test (Release, with the Vulkan backend on lavapipe + validati
 BUILD_DIR=build scripts/build.sh -DEMBER_BACKEND_VULKAN=ON
 (cd build && ctest --output-on-failure)
 
-echo "== build and test under AddressSanitizer + UndefinedBehaviorSanitizer"
+echo "== build and test under AddressSanitizer + UndefinedBehaviorSanitizer (without Vulkan:"
+echo "   the Release stage runs it; Mesa's lavapipe under LSan is not checked yet)"
 BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo scripts/build.sh -DEMBER_SANITIZE=address,undefined \
   -DEMBER_BUILD_TOOLS=OFF
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure)

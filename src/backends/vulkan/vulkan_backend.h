@@ -99,6 +99,6 @@ VulkanBackend& backend(int64_t index);
 /// Every usable adapter (empty when there is no loader or no device).
 std::vector<Device> devices();
 /// The default max_tasks (measured on lavapipe; docs/vulkan.md).
-constexpr int64_t kDefaultMaxTasks = 32;
+constexpr int64_t kDefaultMaxTasks = 16;
 
 }  // namespace ember::vk

@@ -1,0 +1,75 @@
+// GPU micro-benchmarks for bench/gpu_check.sh: elementwise add (GB/s moved) and matmul
+// (GFLOP/s) on one device, f32 and f16, plus the max_tasks sweep of a chain of small ops.
+// Usage: gpu_bench DEVICE [--quick | --chain]   (DEVICE as Device::parse: vulkan, vulkan:Cpu)
+// --chain: only the chain of 1,000 small ops (us/op), for choosing EMBER_VULKAN_MAX_TASKS.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "ember/ember.h"
+
+using namespace ember;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+template <typename F>
+double seconds_per_run(const Device& d, F&& f, int reps) {
+  f();  // warm-up: compiles kernels
+  sync(d);
+  const auto t0 = Clock::now();
+  for (int i = 0; i < reps; ++i) f();
+  sync(d);
+  return std::chrono::duration<double>(Clock::now() - t0).count() / reps;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: gpu_bench DEVICE [--quick]\n");
+    return 2;
+  }
+  const Device d = Device::parse(argv[1]);
+  const bool quick = argc > 2 && std::strcmp(argv[2], "--quick") == 0;
+  if (argc > 2 && std::strcmp(argv[2], "--chain") == 0) {
+    Tensor x = ones({1024}, {DType::f32, d});
+    const double s = seconds_per_run(
+        d,
+        [&] {
+          for (int i = 0; i < 1000; ++i) x = x * 0.5 + 1;
+        },
+        3);
+    const char* mt = std::getenv("EMBER_VULKAN_MAX_TASKS");
+    std::printf("chain of 1000 ops on 1024 floats, max_tasks %s: %.1f us/op\n", mt ? mt : "default",
+                s * 1e6 / 2000);
+    return 0;
+  }
+  std::printf("%-34s %12s %10s\n", ("benchmark on " + d.str()).c_str(), "time (ms)", "rate");
+  for (DType t : {DType::f32, DType::f16}) {
+    if (!supports_dtype(d, t)) continue;
+    try {
+      const int64_t n = quick ? (int64_t(1) << 20) : (int64_t(1) << 24);
+      Tensor a = ones({n}, {t, d}), b = ones({n}, {t, d});
+      const double s = seconds_per_run(
+          d, [&] { (void)(a + b); }, quick ? 5 : 20);
+      std::printf("%-34s %12.3f %7.1f GB/s\n",
+                  ("add " + std::to_string(n) + " " + dtype_name(t)).c_str(), s * 1e3,
+                  3.0 * double(n) * double(dtype_size(t)) / s / 1e9);
+    } catch (const std::exception& e) {
+      std::printf("%-34s failed: %s\n", "add", e.what());
+    }
+    try {
+      const int64_t m = quick ? 256 : 2048;
+      Tensor a = ones({m, m}, {t, d}), b = ones({m, m}, {t, d});
+      const double s = seconds_per_run(
+          d, [&] { (void)matmul(a, b); }, quick ? 2 : 10);
+      std::printf("%-34s %12.3f %7.1f GFLOP/s\n",
+                  ("matmul " + std::to_string(m) + "^3 " + dtype_name(t)).c_str(), s * 1e3,
+                  2.0 * double(m) * double(m) * double(m) / s / 1e9);
+    } catch (const std::exception& e) {
+      std::printf("%-34s failed: %s\n", "matmul", e.what());
+    }
+  }
+  return 0;
+}
