@@ -207,7 +207,15 @@ TEST(NnModulesTest, LoadStateDictListsMissingUnexpectedAndMisshapedKeys) {
   StateDict bad = net->state_dict();
   bad.set("2.weight", zeros({3, 7}));
   expect_error([&] { net->load_state_dict(bad, false); },
-               {"size mismatch: 2.weight (checkpoint [3, 7], model [3, 8])"});
+               {"size or dtype mismatch: 2.weight (checkpoint [3, 7], model [3, 8])"});
+  StateDict ints = net->state_dict();
+  ints.set("0.bias", zeros({8}, DType::i64));
+  expect_error([&] { net->load_state_dict(ints); },
+               {"dtype mismatch: 0.bias (checkpoint int64, model float32)"});
+  StateDict doubles = net->state_dict();
+  doubles.set("0.bias", full({8}, 0.5, DType::f64));  // floating values are cast, as torch does
+  EXPECT_EQ(net->load_state_dict(doubles), "");
+  EXPECT_EQ(net->at<Linear>(0)->bias.to_vector<float>()[3], 0.5f);
 }
 
 TEST(NnModulesTest, ToF64AndBack) {

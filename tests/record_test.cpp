@@ -216,6 +216,10 @@ TEST(SafetensorsTest, RejectsCorruptFiles) {
   expect_rejected(p, "overlaps");
   write_bytes(p, make_file(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", data));
   expect_rejected(p, "gap");
+  write_bytes(p, make_file(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                           R"("x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                           data));
+  expect_rejected(p, "names \"x\" twice");
   write_bytes(p, make_file(ok_header, data + "xx"));
   expect_rejected(p, "data section has 10");
   write_bytes(p, make_file(R"({"x":{"dtype":"F32","shape":[2]}})", data));

@@ -14,6 +14,16 @@ int main(int argc, char** argv) {
   ember::tools::add_train_command(app);
   ember::tools::add_eval_command(app);
   ember::tools::add_predict_command(app);
+  // Name an unknown command instead of CLI11's generic "A subcommand is required".
+  bool known = argc < 2 || argv[1][0] == '-';
+  for (const CLI::App* sub : app.get_subcommands({}))
+    known |= sub->check_name(argc > 1 ? argv[1] : "");
+  if (!known) {
+    std::cerr << "error: unknown command '" << argv[1]
+              << "' (expected devices, train, eval or predict)\nRun with --help for more "
+                 "information.\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

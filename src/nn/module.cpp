@@ -167,6 +167,10 @@ std::string Module::load_state_dict(const StateDict& dict, bool strict) {
     } else if (dict.at(m.first).shape() != m.second.shape()) {
       misshaped.push_back(m.first + " (checkpoint " + shape_str(dict.at(m.first).shape()) +
                           ", model " + shape_str(m.second.shape()) + ")");
+    } else if (is_floating(dict.at(m.first).dtype()) != is_floating(m.second.dtype())) {
+      // Floating values are cast as torch's copy_ does; integers never become weights silently.
+      misshaped.push_back(m.first + " (checkpoint " + dtype_name(dict.at(m.first).dtype()) +
+                          ", model " + dtype_name(m.second.dtype()) + ")");
     }
   }
   for (const auto& item : dict.items()) {
@@ -186,7 +190,7 @@ std::string Module::load_state_dict(const StateDict& dict, bool strict) {
   if (!misshaped.empty() || (strict && !report.empty())) {
     std::string all = report;
     if (!misshaped.empty())
-      all += std::string(all.empty() ? "" : "; ") + "size mismatch: " + join(misshaped);
+      all += std::string(all.empty() ? "" : "; ") + "size or dtype mismatch: " + join(misshaped);
     EMBER_FAIL("load_state_dict", "cannot load into ", type_name_, ": ", all);
   }
   NoGradGuard no_grad;

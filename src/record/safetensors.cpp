@@ -134,8 +134,24 @@ SafetensorsFile deserialize_safetensors(const std::string& bytes, const std::str
          " bytes): truncated or not ", "a safetensors file");
   const std::string text = bytes.substr(8, size_t(n));
   if (text.empty() || text[0] != '{') fail("header is not a JSON object");
-  nlohmann::json header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // JSON keeps the last of repeated keys silently; a header naming a tensor twice is corrupt.
+  std::vector<std::set<std::string>> keys_at_depth;
+  std::string repeated;
+  const nlohmann::json::parser_callback_t on_event = [&](int depth, nlohmann::json::parse_event_t e,
+                                                         nlohmann::json& parsed) {
+    if (e == nlohmann::json::parse_event_t::object_start) {
+      keys_at_depth.resize(size_t(depth) + 1);
+      keys_at_depth[size_t(depth)].clear();
+    } else if (e == nlohmann::json::parse_event_t::key && repeated.empty() && depth >= 1 &&
+               size_t(depth) <= keys_at_depth.size()) {
+      if (!keys_at_depth[size_t(depth) - 1].insert(parsed.get<std::string>()).second)
+        repeated = parsed.get<std::string>();
+    }
+    return true;
+  };
+  nlohmann::json header = nlohmann::json::parse(text, on_event, /*allow_exceptions=*/false);
   if (header.is_discarded()) fail("header is not valid JSON");
+  if (!repeated.empty()) fail("header names \"", repeated, "\" twice");
   if (!header.is_object()) fail("header is not a JSON object");
   const uint64_t data_size = bytes.size() - 8 - n;
   const char* data = bytes.data() + 8 + n;

@@ -74,8 +74,9 @@ class Module : public std::enable_shared_from_this<Module> {
   /// Parameters and buffers by dotted name (detached, sharing data).
   StateDict state_dict() const;
   /// Copies values into the parameters and buffers. strict: a missing, unexpected or mis-shaped
-  /// key is an ember::Error listing all of them; non-strict: mis-shaped keys still throw, missing
-  /// and unexpected ones are returned as "missing: ...; unexpected: ..." (empty when none).
+  /// key is an ember::Error listing all of them; non-strict: mis-shaped keys and integer/float
+  /// mismatches still throw (floating values are cast to the parameter dtype as torch does);
+  /// missing and unexpected ones are returned as "missing: ...; unexpected: ..." (empty when none).
   std::string load_state_dict(const StateDict& dict, bool strict = true);
 
   const std::string& type_name() const { return type_name_; }
