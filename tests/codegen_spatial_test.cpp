@@ -12,6 +12,7 @@
 
 #include "codegen/kernel.h"
 #include "ember/ember.h"
+#include "op_table.h"
 
 namespace ember {
 namespace {
@@ -215,6 +216,74 @@ TEST(CodegenSpatialTest, EmptyOutputsLaunchNothing) {
   EXPECT_TRUE(codegen::lower(ir::Gather{t({4, 5}), 0, t({0, 5}, DType::i64), t({0, 5})},
                              codegen::Dialect::glsl, caps)
                   .launches.empty());
+}
+
+// ---- on vulkan:0 against the ref backend, at sizes the op table does not reach ----
+
+// The Vulkan device, or "" with the reason in `why`.
+bool vulkan(Device& dev, std::string& why) {
+  try {
+    dev = Device::vulkan();
+    return true;
+  } catch (const Error& e) {
+    why = e.what();
+    return false;
+  }
+}
+
+#define VULKAN_OR_SKIP(dev)                                             \
+  Device dev;                                                           \
+  {                                                                     \
+    std::string why;                                                    \
+    if (!vulkan(dev, why)) GTEST_SKIP() << "no Vulkan device: " << why; \
+  }
+
+// The tiled kernel (M, N >= 16, M * N * K >= 32768) with a transposed operand, per dtype.
+TEST(CodegenSpatialVulkanTest, TiledMatmulMatchesRef) {
+  VULKAN_OR_SKIP(dev);
+  for (DType dt :
+       {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i32, DType::i8, DType::u64}) {
+    const bool uns = dt == DType::u64;
+    const Tensor a = testing::uniform({2, 70, 90}, dt, 1, uns ? 0 : -2, uns ? 3 : 2);
+    const Tensor b = testing::uniform({2, 33, 90}, dt, 2, uns ? 0 : -2, uns ? 3 : 2);
+    const Tensor want = matmul(a, b.transpose(1, 2));
+    const Tensor got = matmul(a.to(dev), b.to(dev).transpose(1, 2)).to(Device::ref());
+    EXPECT_EQ(testing::compare(want, got, 8.0), "") << dtype_name(dt);
+  }
+}
+
+// Many duplicate targets: results are deterministic and equal the ref's accumulation order.
+TEST(CodegenSpatialVulkanTest, ScatterAndIndexAddWithDuplicatesMatchRef) {
+  VULKAN_OR_SKIP(dev);
+  const Tensor x = testing::uniform({20, 37}, DType::f32, 3);
+  const Tensor ix = testing::integers({300, 37}, DType::i64, 4, 0, 20);
+  const Tensor src = testing::uniform({300, 37}, DType::f32, 5);
+  for (const char* r : {"sum", "prod", "mean", "amax", "amin"})
+    for (bool self : {true, false}) {
+      const Tensor want = scatter_reduce(x, 0, ix, src, r, self);
+      const Tensor got =
+          scatter_reduce(x.to(dev), 0, ix.to(dev), src.to(dev), r, self).to(Device::ref());
+      EXPECT_EQ(testing::compare(want, got), "") << r << " include_self " << self;
+    }
+  const Tensor ix1 = testing::integers({300}, DType::i64, 6, 0, 20);
+  const Tensor s1 = testing::uniform({37, 300}, DType::f32, 7);
+  const Tensor want = index_add(x.t(), 1, ix1, s1, 0.5);
+  const Tensor got = index_add(x.to(dev).t(), 1, ix1.to(dev), s1.to(dev), 0.5).to(Device::ref());
+  EXPECT_EQ(testing::compare(want, got), "");
+}
+
+// conv (im2col + tiled matmul) and conv_transpose (col2im) at a size with many overlapping taps.
+TEST(CodegenSpatialVulkanTest, ConvAndTransposedConvMatchRef) {
+  VULKAN_OR_SKIP(dev);
+  const Tensor x = testing::uniform({2, 8, 17, 15}, DType::f32, 8);
+  const Tensor w = testing::uniform({24, 8, 3, 3}, DType::f32, 9);
+  const Tensor want = nn::functional::conv2d(x, w, Tensor(), {1}, {1});
+  const Tensor got = nn::functional::conv2d(x.to(dev), w.to(dev), Tensor(), {1}, {1});
+  EXPECT_EQ(testing::compare(want, got.to(Device::ref()), 8.0), "");
+  const Tensor wt = testing::uniform({8, 6, 4, 4}, DType::f32, 10);
+  const Tensor want_t = nn::functional::conv_transpose2d(x, wt, Tensor(), {2}, {1});
+  const Tensor got_t = nn::functional::conv_transpose2d(x.to(dev), wt.to(dev), Tensor(), {2}, {1});
+  EXPECT_EQ(testing::compare(want_t, got_t.to(Device::ref()), 8.0), "");
 }
 
 }  // namespace
