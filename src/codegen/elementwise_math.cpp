@@ -66,6 +66,11 @@ int bits_of(DType t) { return dtype_size(t) * 8; }
 std::string fn(const char* name, DType t, const std::string& x, const Caps& caps) {
   const std::string n = name;
   if (t == DType::f64) return "ember_" + n + "_f64(" + x + ")";
+  // lavapipe's float asin/acos are off by up to 4e-4 and its asinh/acosh overflow past 1e19:
+  // through the f64 library when the device has it
+  if (caps.f64 && (n == "asin" || n == "acos" || n == "asinh" || n == "acosh"))
+    return "float(ember_" + n + "_f64(f64(" + x + ")))";
+  if (n == "atan") return "(isnan(" + x + ") ? " + x + " : atan(" + x + "))";  // atan(NaN) was 0
   static const char* kBuiltin[] = {"exp",  "exp2",  "log",   "log2",  "sin",  "cos",
                                    "tan",  "asin",  "acos",  "atan",  "sinh", "cosh",
                                    "tanh", "asinh", "acosh", "atanh", "sqrt"};
@@ -313,12 +318,17 @@ std::string float_binary(BinaryOp op, DType t, const std::string& a, const std::
     case BinaryOp::div:
       return "(" + a + " / " + b + ")";
     case BinaryOp::div_floor:
+      if (t != DType::f64 && caps.f64) return via("floordiv");
       return "ember_floordiv" + sfx + "(" + a + ", " + b + ")";
     case BinaryOp::div_trunc:
       return "trunc(" + a + " / " + b + ")";
+    // float fmod needs an exact fma, which lavapipe splits: float operands go through f64, where
+    // k * |b| is exact for quotients below 2^29
     case BinaryOp::remainder:
+      if (t != DType::f64 && caps.f64) return via("remainder");
       return "ember_remainder" + sfx + "(" + a + ", " + b + ")";
     case BinaryOp::fmod:
+      if (t != DType::f64 && caps.f64) return via("fmod");
       return "ember_fmod" + sfx + "(" + a + ", " + b + ")";
     case BinaryOp::pow:
       return via("pow");
