@@ -1,6 +1,8 @@
 #include "runtime/backend.h"
 
+#include <algorithm>
 #include <mutex>
+#include <vector>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/ref/ref_backend.h"
@@ -9,6 +11,38 @@
 #endif
 
 namespace ember {
+
+namespace {
+struct Registry {
+  std::mutex mutex;
+  std::vector<Backend*> backends;
+  uint64_t seed = 0x5eed;
+};
+Registry& registry() {
+  static Registry* r = new Registry;  // never destroyed: backends outlive static teardown order
+  return *r;
+}
+}  // namespace
+
+Backend::Backend() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  seed_ = r.seed;
+  r.backends.push_back(this);
+}
+
+Backend::~Backend() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.backends.erase(std::remove(r.backends.begin(), r.backends.end(), this), r.backends.end());
+}
+
+void seed_all_backends(uint64_t seed) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.seed = seed;
+  for (Backend* b : r.backends) b->set_seed(seed);
+}
 
 uint64_t Backend::next_random_offset(uint64_t count) {
   // One Philox counter per element: the next draw starts where this one ends.

@@ -12,7 +12,11 @@ namespace ember {
 
 class Backend {
  public:
-  virtual ~Backend() = default;
+  /// Registers the backend so manual_seed(seed) reaches it; starts from the last such seed.
+  Backend();
+  virtual ~Backend();
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
   virtual std::string name() const = 0;
   virtual Device device() const = 0;
   /// Allocate / free `nbytes` of device memory (a host pointer for host backends).
@@ -49,6 +53,9 @@ class Backend {
   uint64_t seed_ = 0x5eed;
   uint64_t offset_ = 0;
 };
+
+/// Seeds every backend created so far and every one created later (torch.manual_seed).
+void seed_all_backends(uint64_t seed);
 
 /// The backend that owns `device`. Throws ember::Error for devices that are not built/present.
 Backend& backend_for(const Device& device);

@@ -19,10 +19,7 @@ void draw(Tensor& t, ir::RandomDist dist, double p0, double p1, const Tensor& pr
 }
 }  // namespace
 
-void manual_seed(uint64_t seed) {
-  backend_for(Device::cpu()).set_seed(seed);
-  backend_for(Device::ref()).set_seed(seed);
-}
+void manual_seed(uint64_t seed) { seed_all_backends(seed); }
 void manual_seed(const Device& device, uint64_t seed) { backend_for(device).set_seed(seed); }
 
 RandomState random_state(const Device& device) {
