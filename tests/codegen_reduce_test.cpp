@@ -61,9 +61,15 @@ std::vector<ir::Op> family_ops(DType t) {
     ops.push_back(ir::Scan{op, xp, 1, host({5, 3, 4}, extreme ? t : acc_out),
                            extreme ? host({5, 3, 4}, DType::i64) : Tensor()});
   }
+  // Chunked scans of long lines (totals, prefixes, chunks): the sum and the extreme paths.
+  const Tensor longer = host({2, 5000}, t);
+  ops.push_back(ir::Scan{ScanOp::cumsum, longer, 1, host({2, 5000}, acc_out), Tensor()});
+  ops.push_back(
+      ir::Scan{ScanOp::cummax, longer, 1, host({2, 5000}, t), host({2, 5000}, DType::i64)});
   for (bool desc : {false, true}) {
     ops.push_back(ir::Sort{xp, 2, desc, host({5, 3, 4}, t), host({5, 3, 4}, DType::i64)});
-    ops.push_back(ir::Sort{big, 1, desc, host({2, 3000}, t), host({2, 3000}, DType::i64)});
+    // Blocks of the shared size, then merge passes to scratch and to the outputs.
+    ops.push_back(ir::Sort{longer, 1, desc, host({2, 5000}, t), host({2, 5000}, DType::i64)});
   }
   ops.push_back(ir::Nonzero{xp, host({7, 3}, DType::i64)});
   return ops;
@@ -119,8 +125,9 @@ TEST(CodegenReduceTest, EveryKernelCompilesAsVulkanGlsl) {
           sources[launch.kernel->name] = launch.kernel->source;
       }
     }
-  // Both sort variants, both reduce variants and the three nonzero passes, for each dtype.
-  EXPECT_GE(sources.size(), size_t(7 * 20));
+  // Per dtype: the sort's bitonic kernels (whole lines, blocks) and merge passes, both reduce
+  // variants, plain and chunked scans and the three nonzero passes.
+  EXPECT_GE(sources.size(), size_t(7 * 30));
   const std::string errors = validate(sources);
   EXPECT_EQ(errors, "");
 }
@@ -163,11 +170,42 @@ TEST(CodegenReduceTest, VariantsFollowTheReducedExtent) {
       Dialect::glsl, caps);
   EXPECT_TRUE(e.launches.empty());
   // A line longer than shared memory holds: merge sort with two scratch index buffers.
+  // A line longer than shared memory holds (2048 f64 with indices): 5 blocks sorted into scratch,
+  // then merge passes of runs of 2048, 4096 (scratch to scratch) and 8192 (to the outputs).
   const Lowering m = codegen::lower(ir::Sort{host({10000}, DType::f64), 0, true,
                                              host({10000}, DType::f64), host({10000}, DType::i64)},
                                     Dialect::glsl, caps);
   ASSERT_EQ(m.scratch_bytes.size(), 2u);
   EXPECT_EQ(m.scratch_bytes[0], 40000);
+  ASSERT_EQ(m.launches.size(), 4u);
+  EXPECT_EQ(m.launches[0].groups, 5u);
+  EXPECT_EQ(m.launches[1].kernel, m.launches[2].kernel);  // ping-pong: bindings swap
+  EXPECT_EQ(m.launches[1].bindings[1].scratch, 0);
+  EXPECT_EQ(m.launches[2].bindings[1].scratch, 1);
+  EXPECT_NE(m.launches[3].kernel, m.launches[2].kernel);
+  EXPECT_EQ(m.launches[3].bindings[1].scratch, 0);
+  EXPECT_NE(m.launches[1].params, m.launches[2].params);  // the run width
+  // One more block: one more pass. Same kernels (keyed by rank, not by length).
+  const Lowering m2 = codegen::lower(ir::Sort{host({17000}, DType::f64), 0, true,
+                                              host({17000}, DType::f64), host({17000}, DType::i64)},
+                                     Dialect::glsl, caps);
+  ASSERT_EQ(m2.launches.size(), 5u);
+  EXPECT_EQ(m2.launches[0].groups, 9u);
+  EXPECT_EQ(m2.launches[0].kernel, m.launches[0].kernel);
+  EXPECT_EQ(m2.launches[4].kernel, m.launches[3].kernel);
+  // Scans: lines of 4096 in one thread each; longer lines chunked in three launches.
+  const Lowering s1 = codegen::lower(
+      ir::Scan{ir::ScanOp::cumsum, host({3, 4096}, DType::f32), 1, host({3, 4096}, DType::f32)},
+      Dialect::glsl, caps);
+  EXPECT_EQ(s1.launches.size(), 1u);
+  EXPECT_TRUE(s1.scratch_bytes.empty());
+  const Lowering s2 =
+      codegen::lower(ir::Scan{ir::ScanOp::cummin, host({3, 70000}, DType::f32), 1,
+                              host({3, 70000}, DType::f32), host({3, 70000}, DType::i64)},
+                     Dialect::glsl, caps);
+  ASSERT_EQ(s2.launches.size(), 3u);
+  ASSERT_EQ(s2.scratch_bytes.size(), 2u);      // chunk extremes and their indices
+  EXPECT_EQ(s2.scratch_bytes[1], 3 * 69 * 4);  // chunks of 1024
   // Nonzero: count, scan, write.
   const Lowering n = codegen::lower(
       ir::Nonzero{host({100, 100}, DType::u8), host({5, 2}, DType::i64)}, Dialect::glsl, caps);
@@ -225,8 +263,7 @@ TEST(CodegenReduceTest, LargeExtentsMatchRefOnVulkan) {
     if (!supports_dtype(*dev, t)) continue;
     const std::string tag = dtype_name(t);
     // Values in a small range: many ties for argmax and the sorts' stability.
-    // 3000 per line: past shared memory's 2048 (merge sort), and under lavapipe's limit of 65535
-    // loop iterations per invocation (llvmpipe ends longer loops early; see reduce_scan_sort.cpp).
+    // 3000 per line: past shared memory's 2048 (two blocks and one merge pass).
     const Tensor x = testing::uniform({3, 3000}, t, 7, -20, 20);
     const Tensor xd = x.to(*dev);
     expect_same(sum(x, {1}), sum(xd, {1}), "sum " + tag);
@@ -253,6 +290,40 @@ TEST(CodegenReduceTest, LargeExtentsMatchRefOnVulkan) {
     expect_same(cv, cvd, "cummax " + tag);
     expect_same(ci, cid, "cummax indices " + tag);
     expect_same(nonzero(x), nonzero(xd), "nonzero " + tag);
+  }
+  // Long lines: 5000 (3 blocks, two merge passes) and 70000 (35 blocks, six passes; also past
+  // lavapipe's 65535 loop iterations for a one-thread-per-line scan). Small integer ranges give
+  // many ties (stability), and the float lines carry NaNs (the largest, sticky in cummax).
+  for (int64_t len : {int64_t(5000), int64_t(70000)}) {
+    const std::string at = " len " + std::to_string(len);
+    const Tensor ti = testing::uniform({2, len}, DType::i32, 11, -50, 50);
+    Tensor tf = testing::uniform({2, len}, DType::f32, 12, -50, 50).to(DType::i32).to(DType::f32);
+    tf = where(lt(testing::uniform({2, len}, DType::f32, 13, 0, 1), 0.02), NAN, tf);
+    for (const Tensor& x : {ti, tf}) {
+      const std::string tag = std::string(dtype_name(x.dtype())) + at;
+      const Tensor xd = x.to(*dev);
+      for (bool desc : {false, true}) {
+        auto [v, i] = sort(x, 1, desc);
+        auto [vd, id] = sort(xd, 1, desc);
+        expect_same(v, vd, "long sort values " + tag + (desc ? " desc" : ""));
+        expect_same(i, id, "long sort indices " + tag + (desc ? " desc" : ""));
+      }
+      // Along dim 0 of the transpose: strided lines.
+      auto [vt, it] = sort(x.t(), 0, true);
+      auto [vtd, itd] = sort(xd.t(), 0, true);
+      expect_same(vt, vtd, "long sort transposed values " + tag);
+      expect_same(it, itd, "long sort transposed indices " + tag);
+      expect_same(cumsum(x, 1), cumsum(xd, 1), "long cumsum " + tag);
+      expect_same(cumsum(x.t(), 0), cumsum(xd.t(), 0), "long cumsum transposed " + tag);
+      auto [cv, ci] = cummax(x, 1);
+      auto [cvd, cid] = cummax(xd, 1);
+      expect_same(cv, cvd, "long cummax " + tag);
+      expect_same(ci, cid, "long cummax indices " + tag);
+      auto [mv, mi] = cummin(x, 1);
+      auto [mvd, mid] = cummin(xd, 1);
+      expect_same(mv, mvd, "long cummin " + tag);
+      expect_same(mi, mid, "long cummin indices " + tag);
+    }
   }
   // NaN: wins max/argmax (the first one), sorts as the largest.
   Tensor y = testing::uniform({2, 3000}, DType::f32, 3);

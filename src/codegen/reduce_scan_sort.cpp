@@ -1,18 +1,20 @@
 // Generated scans (ir::Scan), stable sorts (ir::Sort) and nonzero (ir::Nonzero).
 // - Scan: one thread per line along dim, accumulating as the ref backend (f64 for floats where
 //   the device has shaderFloat64, else float; i64/u64 for integers and bool); cummax/cummin move
-//   the index to the latest element >= (<=) the running extreme, and a NaN sticks.
+//   the index to the latest element >= (<=) the running extreme, and a NaN sticks. Lines longer
+//   than 4096 are chunked (chunks of ~sqrt(n)): each chunk's total (or extreme and its index), a
+//   per-line exclusive scan of the totals, then each chunk scanned from its prefix.
 // - Sort: lines that fit in shared memory are sorted by one workgroup each with a bitonic network
-//   over (value, original index) pairs, the index breaking ties so the result is stable; longer
-//   lines by one thread each with a bottom-up merge sort of indices in scratch memory. NaN is
-//   the largest value.
+//   over (value, original index) pairs, the index breaking ties so the result is stable. Longer
+//   lines: the same kernel sorts blocks of the shared size into scratch (as line indices), then
+//   one launch per merge pass merges runs of w into 2w with a thread per element placed by a
+//   binary search in the other run; the last pass writes values and indices. NaN is the largest.
 // - Nonzero: per-chunk counts, one workgroup's exclusive scan of the counts, then each chunk
 //   writes its coordinates in row-major order from its start.
 // Kernels are keyed by (op, dtypes, ranks after merging dims, variant); shapes go in params.
-// Known limit: lavapipe (llvmpipe) stops any invocation's loops after 65535 iterations in all,
-// so on it the one-thread-per-line scan and merge sort give wrong results for lines of more than
-// ~65535 (scan) and ~4000 (merge sort: ~16 loop steps an element) elements; real GPUs have no
-// such limit. The fix is one launch per merge pass with a thread per pair of runs.
+// lavapipe (llvmpipe) stops an invocation's loops after 65535 iterations in all, so no kernel
+// here loops over a whole long line in one invocation: the longest loops are a scan chunk and a
+// line's chunk totals (~sqrt(n) each), a bitonic block (~600 steps) and a binary search (log n).
 #include <algorithm>
 
 #include "codegen/lower.h"
@@ -68,6 +70,43 @@ std::string w(uint32_t k) { return std::to_string(k); }
 
 // ---- scan ----
 
+namespace {
+
+// Scans of lines longer than this run chunked (totals, a scan of the totals, then each chunk
+// from its prefix) so that no invocation loops over a whole long line.
+constexpr int64_t kChunkedScanFrom = 4096;
+
+// Chunk length of a chunked scan of lines of n: about sqrt(n), at least 1024, so the per-chunk
+// loops (C steps) and the scan of a line's chunk totals (n / C steps) both stay near sqrt(n).
+int64_t scan_chunk(int64_t n) {
+  int64_t c = 1024;
+  while (c * c < n) c += 1024;
+  return c;
+}
+
+// The dtype a chunked cummax/cummin keeps chunk extremes in: vtype(t) as a 32/64-bit buffer.
+DType extreme_scratch_dtype(DType t) {
+  switch (t) {
+    case DType::f16:
+    case DType::bf16:
+    case DType::f32:
+      return DType::f32;
+    case DType::i8:
+    case DType::i16:
+    case DType::i32:
+      return DType::i32;
+    case DType::u8:
+    case DType::u16:
+    case DType::u32:
+    case DType::b8:
+      return DType::u32;
+    default:
+      return t;  // f64, i64, u64
+  }
+}
+
+}  // namespace
+
 Lowering lower_scan(const ir::Scan& op, Dialect d, const Caps& caps) {
   const char* name = scan_name(op.op);
   const DType st = op.src.dtype(), dt = op.dst.dtype();
@@ -77,6 +116,7 @@ Lowering lower_scan(const ir::Scan& op, Dialect d, const Caps& caps) {
   const int64_t n = op.src.shape()[size_t(op.dim)];
   if (op.dst.numel() == 0 || n == 0) return {};
   const bool extreme = op.op == ScanOp::cummax || op.op == ScanOp::cummin;
+  const bool sum = op.op == ScanOp::cumsum;
   DType acc = DType::f64;
   if (!extreme) {
     const bool uns = st == DType::u8 || st == DType::u16 || st == DType::u32 || st == DType::u64;
@@ -88,60 +128,158 @@ Lowering lower_scan(const ir::Scan& op, Dialect d, const Caps& caps) {
   std::vector<Tensor> ts = {op.src, op.dst};
   if (with_idx) ts.push_back(op.indices);
   const Iter it = lines_iter(ts, op.dim);
+  const bool chunked = n > kChunkedScanFrom;
+  const int64_t C = chunked ? scan_chunk(n) : n, nc = (n + C - 1) / C;
   Params params;
   const uint32_t ob = add_iter(params, it, name);
   const uint32_t lw = params.i32(n, name);
   params.i32(op.src.strides()[size_t(op.dim)], name);
   params.i32(op.dst.strides()[size_t(op.dim)], name);
   params.i32(with_idx ? op.indices.strides()[size_t(op.dim)] : 0, name);
+  params.i32(C, name);
+  params.i32(nc, name);
+  const std::vector<uint32_t> pw = params.take();
   const std::string key = std::string("scan_") + name + "_" + dtype_tag(st) + "_" + dtype_tag(dt) +
                           (extreme ? "" : std::string("_a") + dtype_tag(acc)) +
                           (with_idx ? "_idx" : "") + "_r" + std::to_string(it.rank());
-  auto make = [&] {
-    KernelDef def;
-    def.name = key;
-    def.buffers = {{"src", st, false}, {"dst", dt, true}};
-    if (with_idx) def.buffers.push_back({"idx", DType::i64, true});
-    std::string b = "const uint n_lines = P_U(" + w(ob) + ");\n";
-    b += "const uint n = P_U(" + w(lw) + ");\nconst int ss = P_I(" + w(lw + 1) +
-         ");\nconst int ds = P_I(" + w(lw + 2) + ");\nconst int is = P_I(" + w(lw + 3) + ");\n";
-    b += grid_loop("l", "n_lines") + " {\n";
-    b += iter_code(with_idx ? std::vector<std::string>{"sb", "db", "ib"}
-                            : std::vector<std::string>{"sb", "db"},
-                   "l", it.rank(), ob);
+  std::string head = "const uint n_lines = P_U(" + w(ob) + ");\n";
+  head += "const uint n = P_U(" + w(lw) + ");\nconst int ss = P_I(" + w(lw + 1) +
+          ");\nconst int ds = P_I(" + w(lw + 2) + ");\nconst int is = P_I(" + w(lw + 3) +
+          ");\nconst uint C = P_U(" + w(lw + 4) + ");\nconst uint nc = P_U(" + w(lw + 5) + ");\n";
+  const std::string A = compute_type(acc);
+  const std::string V = vtype(st);
+  const DType sd = extreme_scratch_dtype(st);  // chunk extremes (cummax/cummin)
+  // `<a> = <a> (op) <b>` for cumsum/cumprod in A.
+  auto accumulate = [&](const std::string& a, const std::string& b) {
+    return a + " = " + a + (sum ? " + " : " * ") + b + ";\n";
+  };
+  // Whether value `c` replaces the running extreme `best` (the latest >= / <=; NaN sticks).
+  auto take = [&](const std::string& c, const std::string& best) {
+    const std::string ge = c + (op.op == ScanOp::cummax ? " >= " : " <= ") + best;
+    if (red::is_float_dtype(st)) return "isnan(" + c + ") || (!isnan(" + best + ") && " + ge + ")";
+    return ge;
+  };
+  // The loop over elements [k0, k1) of a line writing dst (and idx), from `acc` / `best, bk`.
+  auto scan_loop = [&](const std::string& k0, const std::string& k1) {
+    std::string b = "for (uint k = " + k0 + "; k < " + k1 + "; ++k) {\n";
     if (!extreme) {
-      const bool sum = op.op == ScanOp::cumsum;
-      const std::string A = compute_type(acc);
-      b += A + " acc = " + A + (sum ? "(0)" : "(1)") + ";\n";
-      b += "for (uint k = 0u; k < n; ++k) {\n";
       b += "  " + std::string(compute_type(st)) + " v = " + load(st, "src[sb + int(k) * ss]") +
            ";\n";
-      b += std::string("  acc = acc ") + (sum ? "+" : "*") + " " + convert(st, acc, "v") + ";\n";
+      b += "  " + accumulate("acc", convert(st, acc, "v"));
       b += "  dst[db + int(k) * ds] = " + store(dt, convert(acc, dt, "acc")) + ";\n}\n";
     } else {
-      const std::string V = vtype(st);
-      const bool is_max = op.op == ScanOp::cummax;
-      const std::string ge = std::string("c ") + (is_max ? ">=" : "<=") + " best";
-      b += V + " best = " + vload(st, "src[sb]") + ";\nuint bk = 0u;\n";
-      b += "for (uint k = 0u; k < n; ++k) {\n";
       b += "  " + V + " c = " + vload(st, "src[sb + int(k) * ss]") + ";\n";
-      if (red::is_float_dtype(st))
-        b += "  if (isnan(c) || (!isnan(best) && " + ge + ")) { best = c; bk = k; }\n";
-      else
-        b += "  if (" + ge + ") { best = c; bk = k; }\n";
+      b += "  if (" + take("c", "best") + ") { best = c; bk = k; }\n";
       b += "  dst[db + int(k) * ds] = " + vstore(dt, "best") + ";\n";
       if (with_idx) b += "  idx[ib + int(k) * is] = i64(bk);\n";
       b += "}\n";
     }
-    b += "}\n";
-    def.body = b;
-    return def;
+    return b;
   };
-  auto kernel = cached_kernel(key, d, caps, make);
+  const std::vector<std::string> out_vars =
+      with_idx ? std::vector<std::string>{"sb", "db", "ib"} : std::vector<std::string>{"sb", "db"};
+  const std::string ident = A + (sum ? "(0)" : "(1)");
   std::vector<Binding> bind = {{op.src}, {op.dst}};
   if (with_idx) bind.push_back({op.indices});
   Lowering l;
-  l.launches.push_back(launch_1d(kernel, std::move(bind), params.take(), it.numel, caps));
+  if (!chunked) {
+    auto kernel = cached_kernel(key, d, caps, [&] {
+      KernelDef def;
+      def.name = key;
+      def.buffers = {{"src", st, false}, {"dst", dt, true}};
+      if (with_idx) def.buffers.push_back({"idx", DType::i64, true});
+      std::string b = head + grid_loop("l", "n_lines") + " {\n";
+      b += iter_code(out_vars, "l", it.rank(), ob);
+      if (!extreme)
+        b += A + " acc = " + ident + ";\n";
+      else
+        b += V + " best = " + vload(st, "src[sb]") + ";\nuint bk = 0u;\n";
+      def.body = b + scan_loop("0u", "n") + "}\n";
+      return def;
+    });
+    l.launches.push_back(launch_1d(kernel, std::move(bind), pw, it.numel, caps));
+    return l;
+  }
+  // Chunked: (1) each chunk's total (or extreme and its index) into scratch, (2) per line, the
+  // totals replaced by exclusive prefixes, (3) each chunk scanned from its prefix.
+  const DType tvd = extreme ? sd : acc;
+  const std::vector<BufferDecl> tbufs =
+      extreme ? std::vector<BufferDecl>{{"tv", tvd, true}, {"ti", DType::u32, true}}
+              : std::vector<BufferDecl>{{"tv", tvd, true}};
+  const std::string chunk_head = "uint l = t / nc, ch = t - l * nc;\n";
+  const std::string range = "uint k0 = ch * C, k1 = min(n, k0 + C);\n";
+  auto totals = cached_kernel(key + "_ctot", d, caps, [&] {
+    KernelDef def;
+    def.name = key + "_ctot";
+    def.buffers = {{"src", st, false}};
+    def.buffers.insert(def.buffers.end(), tbufs.begin(), tbufs.end());
+    std::string b = head + grid_loop("t", "n_lines * nc") + " {\n" + chunk_head;
+    b += iter_code({"sb"}, "l", it.rank(), ob) + range;
+    if (!extreme) {
+      b += A + " acc = " + ident + ";\nfor (uint k = k0; k < k1; ++k) {\n";
+      b += "  " + std::string(compute_type(st)) + " v = " + load(st, "src[sb + int(k) * ss]") +
+           ";\n  " + accumulate("acc", convert(st, acc, "v")) + "}\n";
+      b += "tv[t] = " + store(tvd, "acc") + ";\n";
+    } else {
+      b += V + " best = " + vload(st, "src[sb + int(k0) * ss]") + ";\nuint bk = k0;\n";
+      b += "for (uint k = k0 + 1u; k < k1; ++k) {\n";
+      b += "  " + V + " c = " + vload(st, "src[sb + int(k) * ss]") + ";\n";
+      b += "  if (" + take("c", "best") + ") { best = c; bk = k; }\n}\n";
+      b += "tv[t] = " + store(tvd, "best") + ";\nti[t] = bk;\n";
+    }
+    def.body = b + "}\n";
+    return def;
+  });
+  auto prefixes = cached_kernel(key + "_cpre", d, caps, [&] {
+    KernelDef def;
+    def.name = key + "_cpre";
+    def.buffers = tbufs;
+    std::string b = head + grid_loop("l", "n_lines") + " {\nuint base = l * nc;\n";
+    if (!extreme) {
+      b += A + " run = " + ident + ";\nfor (uint ch = 0u; ch < nc; ++ch) {\n";
+      b += "  " + A + " x = " + load(tvd, "tv[base + ch]") + ";\n";
+      b += "  tv[base + ch] = " + store(tvd, "run") + ";\n  " + accumulate("run", "x") + "}\n";
+    } else {
+      b += V + " best = " + load(tvd, "tv[base]") + ";\nuint bk = ti[base];\n";
+      b += "for (uint ch = 1u; ch < nc; ++ch) {\n";
+      b += "  " + V + " c = " + load(tvd, "tv[base + ch]") + ";\n  uint ck = ti[base + ch];\n";
+      b += "  tv[base + ch] = " + store(tvd, "best") + ";\n  ti[base + ch] = bk;\n";
+      b += "  if (" + take("c", "best") + ") { best = c; bk = ck; }\n}\n";
+    }
+    def.body = b + "}\n";
+    return def;
+  });
+  auto chunks = cached_kernel(key + "_cout", d, caps, [&] {
+    KernelDef def;
+    def.name = key + "_cout";
+    def.buffers = {{"src", st, false}, {"dst", dt, true}};
+    if (with_idx) def.buffers.push_back({"idx", DType::i64, true});
+    def.buffers.insert(def.buffers.end(), tbufs.begin(), tbufs.end());
+    std::string b = head + grid_loop("t", "n_lines * nc") + " {\n" + chunk_head;
+    b += iter_code(out_vars, "l", it.rank(), ob) + range;
+    if (!extreme) {
+      b += A + " acc = " + load(tvd, "tv[t]") + ";\n";
+    } else {
+      b += V + " best = " + load(tvd, "tv[t]") + ";\nuint bk = ti[t];\n";
+      b += "if (ch == 0u) { best = " + vload(st, "src[sb]") + "; bk = 0u; }\n";
+    }
+    def.body = b + scan_loop("k0", "k1") + "}\n";
+    return def;
+  });
+  const int64_t slots = it.numel * nc;
+  EMBER_CHECK(slots < (int64_t(1) << 31), name, "too many chunks (", slots, ")");
+  l.scratch_bytes.push_back((slots * dtype_size(tvd) + 3) / 4 * 4);
+  std::vector<Binding> tb = {{Tensor(), 0}};
+  if (extreme) {
+    l.scratch_bytes.push_back(slots * 4);
+    tb.push_back({Tensor(), 1});
+  }
+  std::vector<Binding> b1 = {{op.src}};
+  b1.insert(b1.end(), tb.begin(), tb.end());
+  l.launches.push_back(launch_1d(totals, std::move(b1), pw, slots, caps));
+  l.launches.push_back(launch_1d(prefixes, tb, pw, it.numel, caps));
+  bind.insert(bind.end(), tb.begin(), tb.end());
+  l.launches.push_back(launch_1d(chunks, std::move(bind), pw, slots, caps));
   return l;
 }
 
@@ -175,106 +313,148 @@ Lowering lower_sort(const ir::Sort& op, Dialect d, const Caps& caps) {
   const Iter it = lines_iter({op.src, op.values, op.indices}, op.dim);
   const std::string V = vtype(st);
   const uint32_t vbytes = (V == "f64" || V == "i64" || V == "u64") ? 8 : 4;
-  // Lines up to `cap` elements sort in shared memory.
+  // Lines up to `cap` elements sort in shared memory; longer ones as blocks of cap, then merged.
   uint32_t cap = 2048;
   while (cap > 2 && cap * (vbytes + 4) > caps.max_shared_bytes) cap /= 2;
-  const bool shared = n <= int64_t(cap) && caps.max_workgroup_size >= 32;
+  const bool shared = n <= int64_t(cap);
+  const int64_t nb = shared ? 1 : (n + cap - 1) / cap;  // blocks per line
   Params params;
   const uint32_t ob = add_iter(params, it, name);
   const uint32_t lw = params.i32(n, name);
   params.i32(op.src.strides()[size_t(op.dim)], name);
   params.i32(op.values.strides()[size_t(op.dim)], name);
   params.i32(op.indices.strides()[size_t(op.dim)], name);
-  const uint32_t n2 = pow2_at_least(n);
+  const uint32_t n2 = shared ? pow2_at_least(n) : cap;  // the bitonic network's width
   params.u32(n2);
-  uint32_t local = 1;
-  if (shared) local = std::min<uint32_t>(n2 <= 128 ? 64 : 256, caps.max_workgroup_size);
-  const std::string key =
-      std::string("sort_") + dtype_tag(st) + (op.descending ? "_desc" : "") + "_r" +
-      std::to_string(it.rank()) +
-      (shared ? "_wg" + std::to_string(local) + "_c" + std::to_string(cap) : std::string("_merge"));
-  auto make = [&] {
+  params.i32(nb, name);
+  const uint32_t wd_word = params.u32(0);  // merge passes: the width of the runs merged
+  std::vector<uint32_t> pw = params.take();
+  const uint32_t local = std::min<uint32_t>(shared && n2 <= 128 ? 64 : 256,
+                                            std::max<uint32_t>(1, caps.max_workgroup_size));
+  const std::string tag = std::string(dtype_tag(st)) + (op.descending ? "_desc" : "") + "_r" +
+                          std::to_string(it.rank());
+  std::string head = "const uint n_lines = P_U(" + w(ob) + ");\n";
+  head += "const uint n = P_U(" + w(lw) + ");\nconst int ss = P_I(" + w(lw + 1) +
+          ");\nconst int vs = P_I(" + w(lw + 2) + ");\nconst int is = P_I(" + w(lw + 3) +
+          ");\nconst uint n2 = P_U(" + w(lw + 4) + ");\nconst uint nb = P_U(" + w(lw + 5) +
+          ");\nconst uint wd = P_U(" + w(wd_word) + ");\n";
+  // The bitonic kernel: block g (of nb per line) of line g / nb, m <= n2 elements from `off`,
+  // sorted in shared memory as (value, index) pairs; written to the outputs (shared) or as line
+  // indices to scratch `ma` at the line's l * n (blocks of the merge sort).
+  const std::string bkey = "sort_" + tag + "_wg" + std::to_string(local) + "_c" +
+                           std::to_string(cap) + (shared ? "" : "_blk");
+  auto block = cached_kernel(bkey, d, caps, [&] {
     KernelDef def;
-    def.name = key;
-    def.buffers = {{"src", st, false}, {"vals", st, true}, {"inds", DType::i64, true}};
-    def.functions = before_function(st, op.descending);
-    std::string b = "const uint n_lines = P_U(" + w(ob) + ");\n";
-    b += "const uint n = P_U(" + w(lw) + ");\nconst int ss = P_I(" + w(lw + 1) +
-         ");\nconst int vs = P_I(" + w(lw + 2) + ");\nconst int is = P_I(" + w(lw + 3) +
-         ");\nconst uint n2 = P_U(" + w(lw + 4) + ");\n";
-    const std::string outer = iter_code({"sb", "vb", "ib"}, "l", it.rank(), ob);
-    // Writes position i of the sorted line from original index j.
-    const std::string out =
-        "vals[vb + int(i) * vs] = src[sb + int(j) * ss];\ninds[ib + int(i) * is] = i64(j);\n";
+    def.name = bkey;
+    def.local_size = local;
+    def.buffers = {{"src", st, false}};
     if (shared) {
-      def.local_size = local;
-      def.shared = {{V, "s_v", cap}, {"uint", "s_i", cap}};
-      b += "for (uint l = GROUP_ID; l < n_lines; l += NUM_GROUPS) {\n" + outer;
-      b += "for (uint i = LOCAL_ID; i < n2; i += LOCAL_SIZE) {\n";
-      b += "  s_v[i] = i < n ? " + vload(st, "src[sb + int(i) * ss]") + " : " + V + "(0);\n";
-      b += "  s_i[i] = i;\n}\nBARRIER();\n";
-      b += "for (uint k = 2u; k <= n2; k <<= 1u) {\n";
-      b += "  for (uint h = k >> 1u; h > 0u; h >>= 1u) {\n";
-      b += "    for (uint i = LOCAL_ID; i < n2; i += LOCAL_SIZE) {\n";
-      b += "      uint p = i ^ h;\n      if (p > i) {\n";
-      b += "        " + V + " a = s_v[i], c = s_v[p];\n        uint ia = s_i[i], ic = s_i[p];\n";
-      b += "        bool sw = (i & k) == 0u ? srt_before(c, ic, a, ia, n) : ";
-      b += "srt_before(a, ia, c, ic, n);\n";
-      b += "        if (sw) { s_v[i] = c; s_v[p] = a; s_i[i] = ic; s_i[p] = ia; }\n";
-      b += "      }\n    }\n    BARRIER();\n  }\n}\n";
-      b += "for (uint i = LOCAL_ID; i < n; i += LOCAL_SIZE) {\n  uint j = s_i[i];\n" + out + "}\n";
-      b += "BARRIER();\n}\n";
+      def.buffers.push_back({"vals", st, true});
+      def.buffers.push_back({"inds", DType::i64, true});
     } else {
-      // Ping-pong between scratch index buffers ma and mb, line l at [l * n, (l + 1) * n).
       def.buffers.push_back({"ma", DType::u32, true});
-      def.buffers.push_back({"mb", DType::u32, true});
-      auto merge_pass = [&](const std::string& from, const std::string& to) {
-        std::string m;
-        m += "for (uint lo = 0u; lo < n; lo += 2u * wd) {\n";
-        m += "  uint mid = min(lo + wd, n), hi = min(lo + 2u * wd, n), i = lo, j = mid;\n";
-        m += "  for (uint o = lo; o < hi; ++o) {\n";
-        m += "    bool left = i < mid;\n";
-        m += "    if (left && j < hi) {\n";
-        m += "      uint a = " + from + "[base + i], c = " + from + "[base + j];\n";
-        m += "      left = !srt_before(" + vload(st, "src[sb + int(c) * ss]") + ", c, " +
-             vload(st, "src[sb + int(a) * ss]") + ", a, n);\n";
-        m += "    }\n";
-        m += "    if (left) { " + to + "[base + o] = " + from + "[base + i]; ++i; }\n";
-        m += "    else { " + to + "[base + o] = " + from + "[base + j]; ++j; }\n";
-        m += "  }\n}\n";
-        return m;
-      };
-      b += grid_loop("l", "n_lines") + " {\n" + outer;
-      b += "uint base = l * n;\nfor (uint i = 0u; i < n; ++i) ma[base + i] = i;\n";
-      b += "bool in_a = true;\n";
-      b += "for (uint wd = 1u; wd < n; wd <<= 1u) {\n";
-      b += "if (in_a) {\n" + merge_pass("ma", "mb") + "} else {\n" + merge_pass("mb", "ma") + "}\n";
-      b += "in_a = !in_a;\n}\n";
-      b += "for (uint i = 0u; i < n; ++i) {\n  uint j = in_a ? ma[base + i] : mb[base + i];\n" +
-           out + "}\n";
-      b += "}\n";
     }
+    def.functions = before_function(st, op.descending);
+    def.shared = {{V, "s_v", cap}, {"uint", "s_i", cap}};
+    std::string b = head + "for (uint g = GROUP_ID; g < n_lines * nb; g += NUM_GROUPS) {\n";
+    b += "uint l = g / nb, off = (g - l * nb) * n2, m = min(n - off, n2);\n";
+    b += iter_code(
+        shared ? std::vector<std::string>{"sb", "vb", "ib"} : std::vector<std::string>{"sb"}, "l",
+        it.rank(), ob);
+    b += "for (uint i = LOCAL_ID; i < n2; i += LOCAL_SIZE) {\n";
+    b += "  s_v[i] = i < m ? " + vload(st, "src[sb + int(off + i) * ss]") + " : " + V + "(0);\n";
+    b += "  s_i[i] = i;\n}\nBARRIER();\n";
+    b += "for (uint k = 2u; k <= n2; k <<= 1u) {\n";
+    b += "  for (uint h = k >> 1u; h > 0u; h >>= 1u) {\n";
+    b += "    for (uint i = LOCAL_ID; i < n2; i += LOCAL_SIZE) {\n";
+    b += "      uint p = i ^ h;\n      if (p > i) {\n";
+    b += "        " + V + " a = s_v[i], c = s_v[p];\n        uint ia = s_i[i], ic = s_i[p];\n";
+    b += "        bool sw = (i & k) == 0u ? srt_before(c, ic, a, ia, m) : ";
+    b += "srt_before(a, ia, c, ic, m);\n";
+    b += "        if (sw) { s_v[i] = c; s_v[p] = a; s_i[i] = ic; s_i[p] = ia; }\n";
+    b += "      }\n    }\n    BARRIER();\n  }\n}\n";
+    b += "for (uint i = LOCAL_ID; i < m; i += LOCAL_SIZE) {\n  uint j = s_i[i];\n";
+    if (shared)
+      b += "  vals[vb + int(i) * vs] = src[sb + int(j) * ss];\n  inds[ib + int(i) * is] = "
+           "i64(j);\n";
+    else
+      b += "  ma[l * n + off + i] = off + j;\n";
+    b += "}\nBARRIER();\n}\n";
     def.body = b;
     return def;
-  };
-  auto kernel = cached_kernel(key, d, caps, make);
-  std::vector<Binding> bind = {{op.src}, {op.values}, {op.indices}};
+  });
   Lowering l;
+  Launch first;
+  first.kernel = block;
+  first.bindings = {{op.src}};
   if (shared) {
-    Launch launch;
-    launch.kernel = kernel;
-    launch.bindings = std::move(bind);
-    launch.params = params.take();
-    launch.groups = uint32_t(std::min<int64_t>(it.numel, caps.max_groups_x));
-    l.launches.push_back(std::move(launch));
+    first.bindings.push_back({op.values});
+    first.bindings.push_back({op.indices});
   } else {
-    const int64_t words = it.numel * n;
-    EMBER_CHECK(words < (int64_t(1) << 31), name, "too many elements (", words,
-                ") for 32-bit indexing of the merge sort's scratch");
-    l.scratch_bytes = {words * 4, words * 4};
-    bind.push_back({Tensor(), 0});
-    bind.push_back({Tensor(), 1});
-    l.launches.push_back(launch_1d(kernel, std::move(bind), params.take(), it.numel, caps));
+    first.bindings.push_back({Tensor(), 0});
+  }
+  first.params = pw;
+  first.groups = uint32_t(std::min<int64_t>(it.numel * nb, caps.max_groups_x));
+  l.launches.push_back(std::move(first));
+  if (shared) return l;
+  // Merge passes: runs of wd (sorted indices of consecutive elements, line l at l * n in
+  // scratch) merged pairwise into runs of 2 wd, one thread per element: its place is its rank
+  // in its own run plus the number of elements of the other run before it (binary search; the
+  // order is total since indices break ties, so equal values keep their original order). The
+  // last pass writes the values and indices.
+  const int64_t words = it.numel * n;
+  EMBER_CHECK(words < (int64_t(1) << 31), name, "too many elements (", words,
+              ") for 32-bit indexing of the merge sort's scratch");
+  auto merge_kernel = [&](bool last) {
+    const std::string key = "sort_merge_" + tag + (last ? "_out" : "");
+    return cached_kernel(key, d, caps, [&] {
+      KernelDef def;
+      def.name = key;
+      def.buffers = {{"src", st, false}, {"from", DType::u32, false}};
+      if (last) {
+        def.buffers.push_back({"vals", st, true});
+        def.buffers.push_back({"inds", DType::i64, true});
+      } else {
+        def.buffers.push_back({"to", DType::u32, true});
+      }
+      def.functions = before_function(st, op.descending);
+      std::string b = head + grid_loop("e", "n_lines * n") + " {\n";
+      b += "uint l = e / n, p = e - l * n, base = l * n;\n";
+      b += iter_code(
+          last ? std::vector<std::string>{"sb", "vb", "ib"} : std::vector<std::string>{"sb"}, "l",
+          it.rank(), ob);
+      b += "uint lo = p - p % (2u * wd), mid = min(lo + wd, n), hi = min(lo + 2u * wd, n);\n";
+      b += "uint x = from[base + p];\n" + V + " xv = " + vload(st, "src[sb + int(x) * ss]") +
+           ";\nuint q = p;\n";
+      b += "if (mid < hi) {\n  bool left = p < mid;\n";
+      b += "  uint a = left ? mid : lo, z = left ? hi : mid, a0 = a;\n";
+      b += "  while (a < z) {\n    uint c = (a + z) >> 1u, y = from[base + c];\n";
+      b += "    if (srt_before(" + vload(st, "src[sb + int(y) * ss]") +
+           ", y, xv, x, n)) a = c + 1u; else z = c;\n  }\n";
+      b += "  q = (left ? p : lo + p - mid) + (a - a0);\n}\n";
+      if (last)
+        b += "vals[vb + int(q) * vs] = src[sb + int(x) * ss];\ninds[ib + int(q) * is] = i64(x);\n";
+      else
+        b += "to[base + q] = x;\n";
+      def.body = b + "}\n";
+      return def;
+    });
+  };
+  int passes = 0;
+  for (int64_t wd = cap; wd < n; wd *= 2) ++passes;
+  l.scratch_bytes.assign(passes > 1 ? 2 : 1, words * 4);
+  int from = 0;
+  for (int64_t wd = cap; wd < n; wd *= 2, from = 1 - from) {
+    const bool last = 2 * wd >= n;
+    std::vector<Binding> bind = {{op.src}, {Tensor(), from}};
+    if (last) {
+      bind.push_back({op.values});
+      bind.push_back({op.indices});
+    } else {
+      bind.push_back({Tensor(), 1 - from});
+    }
+    pw[wd_word] = uint32_t(wd);
+    l.launches.push_back(launch_1d(merge_kernel(last), std::move(bind), pw, words, caps));
   }
   return l;
 }
