@@ -4,7 +4,9 @@
 // (dtypes, grad, empty) fall back to the composite with the same answer.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "backends/cpu/kernels.h"
@@ -197,17 +199,188 @@ TEST(CpuFusedTest, ConvThroughOneDnnMatchesComposite) {
   EXPECT_EQ(check({rnd({3, 7, 7}), wrnd({2, 3, 2, 2})}, unbatched, 16), 1);
 }
 
-TEST(CpuFusedTest, ConvFallsBackForOtherDtypesAndGrad) {
+TEST(CpuFusedTest, ConvFallsBackForOtherDtypes) {
   auto c2 = [](const std::vector<Tensor>& v) { return F::conv2d(v[0], v[1], Tensor(), {1}, {1}); };
   EXPECT_EQ(check({rnd({1, 3, 6, 6}, DType::f64), rnd({2, 3, 3, 3}, DType::f64, 2)}, c2), 0);
   EXPECT_EQ(check({rnd({1, 3, 6, 6}, DType::bf16), rnd({2, 3, 3, 3}, DType::bf16, 2)}, c2, 4), 0);
-  Tensor x = rnd({1, 3, 6, 6}).to(kCpu).requires_grad_(true);
-  Tensor w = rnd({2, 3, 3, 3}, DType::f32, 2).to(kCpu);
+}
+
+// Gradients of conv(x, w, b) weighted by a fixed g, on cpu (fused forward, oneDNN backward) and
+// on ref (composite im2col + matmul and its autodiff); also how many oneDNN backward passes ran.
+struct ConvGrads {
+  std::vector<Tensor> grads;  // dx, dw, db (undefined where not requested)
+  int64_t fused = 0, backward = 0;
+  std::string grad_fn;
+};
+
+template <typename Fn>
+ConvGrads conv_grads(Device d, const Shape& xs, const Shape& ws, bool bias, Fn conv,
+                     std::array<bool, 3> want = {true, true, true}) {
+  Tensor x = rnd(xs, DType::f32, 11).to(d), w = wrnd(ws, 12).to(d);
+  Tensor b = bias ? rnd({ws[0]}, DType::f32, 13).to(d) : Tensor();
+  if (want[0]) x.requires_grad_(true);
+  if (want[1]) w.requires_grad_(true);
+  if (bias && want[2]) b.requires_grad_(true);
+  ConvGrads r;
+  const int64_t f0 = cpu::fused_runs(), b0 = cpu::conv_backward_runs();
+  Tensor y = conv(x, w, b);
+  r.grad_fn = y.grad_fn_name();
+  const Tensor g = rnd(y.shape(), DType::f32, 14).to(d);
+  sum(y * g).backward();
+  r.fused = cpu::fused_runs() - f0;
+  r.backward = cpu::conv_backward_runs() - b0;
+  r.grads = {x.grad(), w.grad(), bias ? b.grad() : Tensor()};
+  return r;
+}
+
+// The oneDNN backward (data and weights) is taken with grad and matches ref's composite
+// gradients over strides, asymmetric and symmetric padding, dilation, groups, depthwise, 1d/3d,
+// bias or not, and non-contiguous inputs.
+TEST(CpuFusedTest, ConvBackwardThroughOneDnnMatchesComposite) {
+  using Fn = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>;
+  struct Case {
+    const char* name;
+    Shape xs, ws;
+    bool bias;
+    Fn fn;
+  };
+  const std::vector<Case> cases = {
+      {"padded",
+       {2, 6, 9, 9},
+       {8, 6, 3, 3},
+       true,
+       [](const Tensor& x, const Tensor& w, const Tensor& b) {
+         return F::conv2d(x, w, b, {1}, {1});
+       }},
+      {"strided",
+       {2, 4, 11, 10},
+       {5, 4, 3, 2},
+       false,
+       [](const Tensor& x, const Tensor& w, const Tensor& b) {
+         return F::conv2d(x, w, b, {2, 3}, {1, 0});
+       }},
+      {"dilated",
+       {1, 3, 12, 12},
+       {4, 3, 3, 3},
+       true,
+       [](const Tensor& x, const Tensor& w, const Tensor& b) {
+         return F::conv2d(x, w, b, {1}, {2}, {2, 3});
+       }},
+      {"grouped",
+       {2, 8, 7, 7},
+       {6, 4, 3, 3},
+       true,
+       [](const Tensor& x, const Tensor& w, const Tensor& b) {
+         return F::conv2d(x, w, b, {2}, {1}, {1}, 2);
+       }},
+      {"depthwise",
+       {2, 8, 9, 9},
+       {8, 1, 3, 3},
+       false,
+       [](const Tensor& x, const Tensor& w, const Tensor& b) {
+         return F::conv2d(x, w, b, {1}, {1}, {1}, 8);
+       }},
+      {"same",
+       {1, 3, 8, 7},
+       {2, 3, 4, 2},
+       true,
+       [](const Tensor& x, const Tensor& w, const Tensor& b) {
+         return F::conv2d(x, w, b, {1}, "same");
+       }},
+      {"conv1d",
+       {3, 4, 20},
+       {5, 4, 4},
+       true,
+       [](const Tensor& x, const Tensor& w, const Tensor& b) {
+         return F::conv1d(x, w, b, {3}, {2});
+       }},
+      {"conv3d",
+       {1, 3, 6, 7, 5},
+       {4, 3, 2, 3, 2},
+       false,
+       [](const Tensor& x, const Tensor& w, const Tensor& b) { return F::conv3d(x, w, b); }},
+      {"permuted input",
+       {2, 9, 9, 6},
+       {4, 6, 3, 3},
+       true,
+       [](const Tensor& x, const Tensor& w, const Tensor& b) {
+         return F::conv2d(x.permute({0, 3, 1, 2}), w, b, {1}, {1});
+       }},
+      {"unbatched",
+       {3, 7, 7},
+       {2, 3, 2, 2},
+       true,
+       [](const Tensor& x, const Tensor& w, const Tensor& b) { return F::conv2d(x, w, b); }},
+  };
+  // With the oneDNN passes declined, the fused forward's rule runs its composite gradients.
+  for (bool dnnl_backward : {true, false})
+    for (const Case& c : cases) {
+      const ConvGrads want = conv_grads(kRef, c.xs, c.ws, c.bias, c.fn);
+      cpu::set_conv_backward_enabled(dnnl_backward);
+      const ConvGrads got = conv_grads(kCpu, c.xs, c.ws, c.bias, c.fn);
+      cpu::set_conv_backward_enabled(true);
+      EXPECT_EQ(got.grad_fn, c.xs.size() == c.ws.size() ? "ConvolutionBackward" : "SqueezeBackward")
+          << c.name;
+      // forward, backward data, backward weights
+      EXPECT_EQ(got.fused, dnnl_backward ? 3 : 1) << c.name;
+      EXPECT_EQ(got.backward, dnnl_backward ? 2 : 0) << c.name;
+      for (size_t i = 0; i < 3; ++i) {
+        ASSERT_EQ(want.grads[i].defined(), got.grads[i].defined()) << c.name << i;
+        if (want.grads[i].defined())
+          EXPECT_EQ(compare(want.grads[i], got.grads[i].to(kRef), 64), "")
+              << c.name << " grad " << i << " dnnl " << dnnl_backward;
+      }
+    }
+}
+
+// Only the passes a gradient is wanted for run: input only (data), weight only (weights), bias
+// only (no oneDNN pass: the sum over batch and positions).
+TEST(CpuFusedTest, ConvBackwardRunsOnlyTheWantedPasses) {
+  auto fn = [](const Tensor& x, const Tensor& w, const Tensor& b) {
+    return F::conv2d(x, w, b, {1}, {1});
+  };
+  const Shape xs{2, 3, 8, 8}, ws{4, 3, 3, 3};
+  const std::array<std::array<bool, 3>, 4> wants = {
+      {{true, false, false}, {false, true, false}, {false, false, true}, {false, true, true}}};
+  const int64_t expect_backward[] = {1, 1, 0, 1};
+  for (size_t k = 0; k < wants.size(); ++k) {
+    const ConvGrads want = conv_grads(kRef, xs, ws, true, fn, wants[k]);
+    const ConvGrads got = conv_grads(kCpu, xs, ws, true, fn, wants[k]);
+    EXPECT_EQ(got.grad_fn, "ConvolutionBackward") << k;
+    EXPECT_EQ(got.backward, expect_backward[k]) << k;
+    for (size_t i = 0; i < 3; ++i) {
+      ASSERT_EQ(want.grads[i].defined(), got.grads[i].defined()) << k << i;
+      if (want.grads[i].defined())
+        EXPECT_EQ(compare(want.grads[i], got.grads[i].to(kRef), 64), "") << k << " grad " << i;
+    }
+  }
+}
+
+// f64 convs are not fused: the composite (im2col + matmul) records its own history.
+TEST(CpuFusedTest, ConvWithGradFallsBackForF64) {
+  Tensor x = rnd({1, 3, 6, 6}, DType::f64).to(kCpu).requires_grad_(true);
+  Tensor w = rnd({2, 3, 3, 3}, DType::f64, 2).to(kCpu);
   const int64_t before = cpu::fused_runs();
   Tensor y = F::conv2d(x, w);
   EXPECT_EQ(cpu::fused_runs() - before, 0);
+  EXPECT_NE(y.grad_fn_name(), "ConvolutionBackward");
   sum(y).backward();
-  EXPECT_TRUE(x.grad().defined());
+  Tensor xr = rnd({1, 3, 6, 6}, DType::f64).to(kRef).requires_grad_(true);
+  sum(F::conv2d(xr, w.to(kRef))).backward();
+  EXPECT_EQ(compare(xr.grad(), x.grad().to(kRef)), "");
+}
+
+// Backward runs with grad mode off, so the fused conv's gradients have no history: a second
+// backward through them is refused with a clear error, not silently wrong.
+TEST(CpuFusedTest, ConvDoubleBackwardIsRefusedClearly) {
+  Tensor x = rnd({1, 2, 5, 5}).to(kCpu).requires_grad_(true);
+  Tensor w = wrnd({3, 2, 3, 3}).to(kCpu).requires_grad_(true);
+  Tensor y = F::conv2d(x, w);
+  EXPECT_EQ(y.grad_fn_name(), "ConvolutionBackward");
+  sum(y * y).backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_FALSE(x.grad().requires_grad());
+  EXPECT_THROW(sum(x.grad()).backward(), Error);
 }
 
 }  // namespace

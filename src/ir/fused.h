@@ -56,6 +56,27 @@ struct Conv {
   int64_t groups = 1;
 };
 
-using Fused = std::variant<Softmax, Norm, Conv>;
+/// Gradient of Conv with respect to its input, for the geometry of `Conv` (same fields):
+///   grad_src[n, ci, s] = sum over (co in group(ci), k, o) with o * stride - pad_begin +
+///   k * dilation == s of grad_dst[n, co, o] * weight[co, ci - group_start, k]
+/// (the adjoint of the forward: a transposed convolution). grad_dst [N, C_out, *O], weight
+/// [C_out, C_in / groups, *K], grad_src [N, C_in, *S]; one floating dtype.
+struct ConvBackwardData {
+  Tensor grad_dst, weight, grad_src;
+  std::vector<int64_t> stride, pad_begin, pad_end, dilation;
+  int64_t groups = 1;
+};
+
+/// Gradients of Conv with respect to its weight and bias, for the geometry of `Conv`:
+///   grad_weight[co, ci - group_start, k] = sum_{n, o} grad_dst[n, co, o] *
+///   src[n, ci, o * stride - pad_begin + k * dilation] (padding reads zeros);
+///   grad_bias[co] = sum_{n, o} grad_dst[n, co, o] (grad_bias undefined: not wanted).
+struct ConvBackwardWeights {
+  Tensor src, grad_dst, grad_weight, grad_bias;
+  std::vector<int64_t> stride, pad_begin, pad_end, dilation;
+  int64_t groups = 1;
+};
+
+using Fused = std::variant<Softmax, Norm, Conv, ConvBackwardData, ConvBackwardWeights>;
 
 }  // namespace ember::ir

@@ -1,10 +1,16 @@
-// The cpu backend's forward convolution (ir::Conv, ir/fused.h) through oneDNN: f32, 1d/2d/3d,
-// strided, padded, dilated, grouped and depthwise. oneDNN chooses its own (blocked) layouts;
-// reorders from and to the tensors' strided layouts are part of the cached entry. Primitives are
-// created once per geometry and kept in a cache keyed by every shape, stride and parameter.
+// The cpu backend's convolutions through oneDNN (ir/fused.h): the forward (ir::Conv) and the two
+// backward passes (ir::ConvBackwardData, ir::ConvBackwardWeights); f32, 1d/2d/3d, strided,
+// padded, dilated, grouped and depthwise. oneDNN chooses its own (blocked) layouts; reorders
+// from and to the tensors' strided layouts are part of the cached entry. Primitives are created
+// once per geometry and kept in a cache keyed by the kind, every shape, stride and parameter.
 // Anything oneDNN declines (it throws at creation) is reported as not taken.
+//
+// The reordered weights are not cached across calls: a weight can be written through data_ptr()
+// without bumping its storage version, so a cache keyed by (storage, version) could serve stale
+// weights; the reorder is a small part of a convolution's time.
 #include <dnnl.hpp>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,19 +27,31 @@ namespace {
 
 using dnnl::memory;
 using Dims = memory::dims;
+const auto kF32 = memory::data_type::f32;
+
+std::atomic<int64_t> g_backward_runs{0};
+std::atomic<bool> g_backward_enabled{true};
 
 dnnl::engine& engine() {
   static dnnl::engine e(dnnl::engine::kind::cpu, 0);
   return e;
 }
 
-// One geometry: the convolution, and the reorders between the tensors' layouts and its own.
-struct ConvEntry {
-  dnnl::convolution_forward conv;
-  memory::desc src_user, w_user, dst_user, bias_md;
-  memory::desc src_prim, w_prim, dst_prim;
-  dnnl::reorder src_reorder, w_reorder, dst_reorder;  // empty when the layouts agree
-  bool src_same = true, w_same = true, dst_same = true;
+enum class Kind : int64_t { forward, backward_data, backward_weights };
+
+// One tensor argument of a primitive: its strided layout, the primitive's, and the reorder
+// between them (input: user -> prim before the primitive; output: prim -> user after it).
+struct Bind {
+  int arg = 0;
+  bool out = false;
+  memory::desc user, prim;
+  dnnl::reorder reorder;  // empty when the layouts agree
+  bool same = true;
+};
+
+struct Entry {
+  dnnl::primitive prim;
+  std::vector<Bind> binds;  // in the order the tensors are passed to execute()
 };
 
 // A buffer from the caching allocator for one of oneDNN's own layouts, for one call.
@@ -50,62 +68,143 @@ struct Scratch {
 };
 
 Dims dims_of(const Tensor& t) { return Dims(t.shape().begin(), t.shape().end()); }
-Dims strides_of(const Tensor& t) { return Dims(t.strides().begin(), t.strides().end()); }
 
-std::unique_ptr<ConvEntry> make_entry(const Tensor& x, const Tensor& w, const Tensor& bias,
-                                      const Tensor& y, const ir::Conv& op) {
-  auto e = std::make_unique<ConvEntry>();
-  const auto f32 = memory::data_type::f32;
-  const int64_t g = op.groups, nd = x.dim() - 2;
-  e->src_user = memory::desc(dims_of(x), f32, strides_of(x));
-  e->dst_user = memory::desc(dims_of(y), f32, strides_of(y));
-  Dims wd = dims_of(w), ws = strides_of(w);
-  if (g > 1) {  // [C_out, C_in/g, *K] viewed as [g, C_out/g, C_in/g, *K]
+memory::desc user_desc(const Tensor& t) {
+  return memory::desc(dims_of(t), kF32, Dims(t.strides().begin(), t.strides().end()));
+}
+
+// Weights [C_out, C_in/g, *K] viewed as [g, C_out/g, C_in/g, *K] when grouped.
+Dims weight_dims(const Tensor& w, int64_t g) {
+  Dims wd = dims_of(w);
+  if (g > 1) {
     wd.insert(wd.begin(), g);
     wd[1] /= g;
-    ws.insert(ws.begin(), ws[0] * wd[1]);
   }
-  e->w_user = memory::desc(wd, f32, ws);
-  const memory::desc src_any(dims_of(x), f32, memory::format_tag::any);
-  const memory::desc dst_any(dims_of(y), f32, memory::format_tag::any);
-  const memory::desc w_any(wd, f32, memory::format_tag::any);
-  Dims stride(op.stride.begin(), op.stride.end()), pl(op.pad_begin.begin(), op.pad_begin.end()),
-      pr(op.pad_end.begin(), op.pad_end.end()), dil(static_cast<size_t>(nd), 0);
-  for (size_t d = 0; d < size_t(nd); ++d) dil[d] = op.dilation[d] - 1;
-  if (bias.defined()) e->bias_md = memory::desc({bias.size(0)}, f32, memory::format_tag::x);
-  const auto desc =
-      bias.defined() ? dnnl::convolution_forward::desc(
-                           dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                           src_any, w_any, e->bias_md, dst_any, stride, dil, pl, pr)
-                     : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                       dnnl::algorithm::convolution_direct, src_any,
-                                                       w_any, dst_any, stride, dil, pl, pr);
-  const dnnl::convolution_forward::primitive_desc pd(desc, engine());
-  e->conv = dnnl::convolution_forward(pd);
-  e->src_prim = pd.src_desc();
-  e->w_prim = pd.weights_desc();
-  e->dst_prim = pd.dst_desc();
-  e->src_same = e->src_prim == e->src_user;
-  e->w_same = e->w_prim == e->w_user;
-  e->dst_same = e->dst_prim == e->dst_user;
-  auto reorder = [](const memory::desc& from, const memory::desc& to) {
-    return dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to));
-  };
-  if (!e->src_same) e->src_reorder = reorder(e->src_user, e->src_prim);
-  if (!e->w_same) e->w_reorder = reorder(e->w_user, e->w_prim);
-  if (!e->dst_same) e->dst_reorder = reorder(e->dst_prim, e->dst_user);
+  return wd;
+}
+memory::desc weight_desc(const Tensor& w, int64_t g) {
+  Dims ws(w.strides().begin(), w.strides().end());
+  const Dims wd = weight_dims(w, g);
+  if (g > 1) ws.insert(ws.begin(), ws[0] * wd[1]);
+  return memory::desc(wd, kF32, ws);
+}
+memory::desc any_desc(const Dims& d) { return memory::desc(d, kF32, memory::format_tag::any); }
+memory::desc bias_desc(const Tensor& b) {
+  return memory::desc({b.size(0)}, kF32, memory::format_tag::x);
+}
+
+// The geometry shared by the three kinds.
+struct Geo {
+  Dims stride, pl, pr, dil;
+  int64_t groups = 1;
+  template <typename Op>
+  explicit Geo(const Op& op)
+      : stride(op.stride.begin(), op.stride.end()),
+        pl(op.pad_begin.begin(), op.pad_begin.end()),
+        pr(op.pad_end.begin(), op.pad_end.end()),
+        groups(op.groups) {
+    for (int64_t d : op.dilation) dil.push_back(d - 1);  // oneDNN counts the gaps
+  }
+};
+
+Bind bind(int arg, bool out, const memory::desc& user, const memory::desc& prim) {
+  Bind b;
+  b.arg = arg;
+  b.out = out;
+  b.user = user;
+  b.prim = prim;
+  b.same = user == prim;
+  if (!b.same)
+    b.reorder = out ? dnnl::reorder(dnnl::reorder::primitive_desc(engine(), prim, engine(), user))
+                    : dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user, engine(), prim));
+  return b;
+}
+
+dnnl::convolution_forward::desc forward_desc(dnnl::prop_kind prop, const Dims& x, const Dims& w,
+                                             const memory::desc* bias, const Dims& y,
+                                             const Geo& g) {
+  const auto alg = dnnl::algorithm::convolution_direct;
+  if (bias)
+    return dnnl::convolution_forward::desc(prop, alg, any_desc(x), any_desc(w), *bias, any_desc(y),
+                                           g.stride, g.dil, g.pl, g.pr);
+  return dnnl::convolution_forward::desc(prop, alg, any_desc(x), any_desc(w), any_desc(y), g.stride,
+                                         g.dil, g.pl, g.pr);
+}
+
+// Tensors: x, w, [bias], y.
+std::unique_ptr<Entry> make_forward(const std::vector<const Tensor*>& t, const Geo& g) {
+  const Tensor &x = *t[0], &w = *t[1], &y = *t.back();
+  const bool has_b = t.size() == 4;
+  const memory::desc bmd = has_b ? bias_desc(*t[2]) : memory::desc();
+  const dnnl::convolution_forward::primitive_desc pd(
+      forward_desc(dnnl::prop_kind::forward_inference, dims_of(x), weight_dims(w, g.groups),
+                   has_b ? &bmd : nullptr, dims_of(y), g),
+      engine());
+  auto e = std::make_unique<Entry>();
+  e->prim = dnnl::convolution_forward(pd);
+  e->binds.push_back(bind(DNNL_ARG_SRC, false, user_desc(x), pd.src_desc()));
+  e->binds.push_back(bind(DNNL_ARG_WEIGHTS, false, weight_desc(w, g.groups), pd.weights_desc()));
+  if (has_b) e->binds.push_back(bind(DNNL_ARG_BIAS, false, bmd, pd.bias_desc()));
+  e->binds.push_back(bind(DNNL_ARG_DST, true, user_desc(y), pd.dst_desc()));
   return e;
 }
 
-std::vector<int64_t> key_of(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y,
-                            const ir::Conv& op) {
-  std::vector<int64_t> k;
-  for (const Tensor* t : {&x, &w, &y}) {
+// Tensors: grad_dst, w, grad_src.
+std::unique_ptr<Entry> make_backward_data(const std::vector<const Tensor*>& t, const Geo& g) {
+  const Tensor &gy = *t[0], &w = *t[1], &gx = *t[2];
+  const Dims wd = weight_dims(w, g.groups);
+  const dnnl::convolution_forward::primitive_desc hint(
+      forward_desc(dnnl::prop_kind::forward_training, dims_of(gx), wd, nullptr, dims_of(gy), g),
+      engine());
+  const dnnl::convolution_backward_data::primitive_desc pd(
+      dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct,
+                                            any_desc(dims_of(gx)), any_desc(wd),
+                                            any_desc(dims_of(gy)), g.stride, g.dil, g.pl, g.pr),
+      engine(), hint);
+  auto e = std::make_unique<Entry>();
+  e->prim = dnnl::convolution_backward_data(pd);
+  e->binds.push_back(bind(DNNL_ARG_DIFF_DST, false, user_desc(gy), pd.diff_dst_desc()));
+  e->binds.push_back(bind(DNNL_ARG_WEIGHTS, false, weight_desc(w, g.groups), pd.weights_desc()));
+  e->binds.push_back(bind(DNNL_ARG_DIFF_SRC, true, user_desc(gx), pd.diff_src_desc()));
+  return e;
+}
+
+// Tensors: x, grad_dst, grad_weight, [grad_bias].
+std::unique_ptr<Entry> make_backward_weights(const std::vector<const Tensor*>& t, const Geo& g) {
+  const Tensor &x = *t[0], &gy = *t[1], &gw = *t[2];
+  const bool has_b = t.size() == 4;
+  const memory::desc bmd = has_b ? bias_desc(*t[3]) : memory::desc();
+  const Dims wd = weight_dims(gw, g.groups);
+  const dnnl::convolution_forward::primitive_desc hint(
+      forward_desc(dnnl::prop_kind::forward_training, dims_of(x), wd, has_b ? &bmd : nullptr,
+                   dims_of(gy), g),
+      engine());
+  const auto alg = dnnl::algorithm::convolution_direct;
+  const auto desc = has_b ? dnnl::convolution_backward_weights::desc(
+                                alg, any_desc(dims_of(x)), any_desc(wd), bmd, any_desc(dims_of(gy)),
+                                g.stride, g.dil, g.pl, g.pr)
+                          : dnnl::convolution_backward_weights::desc(
+                                alg, any_desc(dims_of(x)), any_desc(wd), any_desc(dims_of(gy)),
+                                g.stride, g.dil, g.pl, g.pr);
+  const dnnl::convolution_backward_weights::primitive_desc pd(desc, engine(), hint);
+  auto e = std::make_unique<Entry>();
+  e->prim = dnnl::convolution_backward_weights(pd);
+  e->binds.push_back(bind(DNNL_ARG_SRC, false, user_desc(x), pd.src_desc()));
+  e->binds.push_back(bind(DNNL_ARG_DIFF_DST, false, user_desc(gy), pd.diff_dst_desc()));
+  e->binds.push_back(
+      bind(DNNL_ARG_DIFF_WEIGHTS, true, weight_desc(gw, g.groups), pd.diff_weights_desc()));
+  if (has_b) e->binds.push_back(bind(DNNL_ARG_DIFF_BIAS, true, bmd, pd.diff_bias_desc()));
+  return e;
+}
+
+template <typename Op>
+std::vector<int64_t> key_of(Kind kind, const std::vector<const Tensor*>& ts, const Op& op) {
+  std::vector<int64_t> k{int64_t(kind), int64_t(ts.size())};
+  for (const Tensor* t : ts) {
     k.push_back(t->dim());
     k.insert(k.end(), t->shape().begin(), t->shape().end());
     k.insert(k.end(), t->strides().begin(), t->strides().end());
   }
-  k.push_back(b.defined() ? 1 : 0);
   for (const auto* v : {&op.stride, &op.pad_begin, &op.pad_end, &op.dilation}) {
     k.push_back(int64_t(v->size()));
     k.insert(k.end(), v->begin(), v->end());
@@ -120,55 +219,55 @@ bool plain_strides(const Tensor& t) {
     if (t.size(d) > 1 && t.stride(d) <= 0) return false;
   return true;
 }
+// Inputs: as they are when oneDNN can read them, else a contiguous copy.
+Tensor readable(const Tensor& t) {
+  if (!t.defined()) return t;
+  if (t.dim() == 1) return t.stride(0) == 1 ? t : t.contiguous();  // bias: format x
+  return plain_strides(t) ? t : t.contiguous();
+}
+bool usable(const Tensor& t) { return t.dtype() == DType::f32 && t.numel() > 0; }
 
-}  // namespace
-
-bool conv_dnnl(const ir::Conv& op) {
-  if (op.src.dtype() != DType::f32 || op.src.numel() == 0 || op.dst.numel() == 0 ||
-      op.weight.numel() == 0)
-    return false;
-  const Tensor x = plain_strides(op.src) ? op.src : op.src.contiguous();
-  const Tensor w = plain_strides(op.weight) ? op.weight : op.weight.contiguous();
-  const Tensor b = !op.bias.defined() || op.bias.stride(0) == 1 ? op.bias : op.bias.contiguous();
-  const Tensor& y = op.dst;
-  if (!plain_strides(y)) return false;
-
+// Finds or creates the entry for (kind, tensors, geometry) and runs it; false when oneDNN
+// declines the geometry. Tensors are in the order of the entry's binds.
+template <typename Op, typename Make>
+bool run_cached(Kind kind, const std::vector<const Tensor*>& ts, const Op& op, Make make) {
   static std::mutex mu;
-  static std::map<std::vector<int64_t>, std::unique_ptr<ConvEntry>> cache;
-  std::lock_guard<std::mutex> lock(mu);  // entries hold scratch layouts; one conv at a time
-  const auto key = key_of(x, w, b, y, op);
+  static std::map<std::vector<int64_t>, std::unique_ptr<Entry>> cache;
+  std::lock_guard<std::mutex> lock(mu);  // one convolution at a time
+  const auto key = key_of(kind, ts, op);
   auto it = cache.find(key);
   if (it == cache.end()) {
-    std::unique_ptr<ConvEntry> e;
+    std::unique_ptr<Entry> e;
     try {
-      e = make_entry(x, w, b, y, op);
+      e = make(ts, Geo(op));
     } catch (const dnnl::error&) {
       e = nullptr;  // not supported by oneDNN: remembered, so it is not retried
     }
     it = cache.emplace(key, std::move(e)).first;
   }
   if (!it->second) return false;
-  ConvEntry& e = *it->second;
+  Entry& e = *it->second;
   try {
     dnnl::stream s(engine());
     auto& eng = engine();
-    memory src_u(e.src_user, eng, const_cast<float*>(ref::ptr<float>(x)));
-    memory w_u(e.w_user, eng, const_cast<float*>(ref::ptr<float>(w)));
-    memory dst_u(e.dst_user, eng, ref::ptr<float>(y));
-    Scratch ss(e.src_same ? 0 : int64_t(e.src_prim.get_size()));
-    Scratch ws(e.w_same ? 0 : int64_t(e.w_prim.get_size()));
-    Scratch ds(e.dst_same ? 0 : int64_t(e.dst_prim.get_size()));
-    memory src_p = e.src_same ? src_u : memory(e.src_prim, eng, ss.p);
-    memory w_p = e.w_same ? w_u : memory(e.w_prim, eng, ws.p);
-    memory dst_p = e.dst_same ? dst_u : memory(e.dst_prim, eng, ds.p);
-    if (!e.src_same) e.src_reorder.execute(s, src_u, src_p);
-    if (!e.w_same) e.w_reorder.execute(s, w_u, w_p);
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, src_p}, {DNNL_ARG_WEIGHTS, w_p}, {DNNL_ARG_DST, dst_p}};
-    if (b.defined())
-      args.emplace(DNNL_ARG_BIAS, memory(e.bias_md, eng, const_cast<float*>(ref::ptr<float>(b))));
-    e.conv.execute(s, args);
-    if (!e.dst_same) e.dst_reorder.execute(s, dst_p, dst_u);
+    std::vector<std::unique_ptr<Scratch>> scratch;
+    std::vector<memory> user(e.binds.size()), prim(e.binds.size());
+    std::unordered_map<int, memory> args;
+    for (size_t i = 0; i < e.binds.size(); ++i) {
+      const Bind& b = e.binds[i];
+      user[i] = memory(b.user, eng, const_cast<float*>(ref::ptr<float>(*ts[i])));
+      if (b.same) {
+        prim[i] = user[i];
+      } else {
+        scratch.push_back(std::make_unique<Scratch>(int64_t(b.prim.get_size())));
+        prim[i] = memory(b.prim, eng, scratch.back()->p);
+        if (!b.out) b.reorder.execute(s, user[i], prim[i]);
+      }
+      args.emplace(b.arg, prim[i]);
+    }
+    e.prim.execute(s, args);
+    for (size_t i = 0; i < e.binds.size(); ++i)
+      if (e.binds[i].out && !e.binds[i].same) e.binds[i].reorder.execute(s, prim[i], user[i]);
     s.wait();
   } catch (const dnnl::error& err) {
     EMBER_FAIL("conv", "oneDNN convolution failed: ", err.what(), " (status ", int(err.status),
@@ -176,5 +275,49 @@ bool conv_dnnl(const ir::Conv& op) {
   }
   return true;
 }
+
+}  // namespace
+
+bool conv_dnnl(const ir::Conv& op) {
+  if (!usable(op.src) || !usable(op.weight) || op.dst.numel() == 0 || !plain_strides(op.dst) ||
+      (op.bias.defined() && op.bias.dtype() != DType::f32))
+    return false;
+  const Tensor x = readable(op.src), w = readable(op.weight), b = readable(op.bias);
+  std::vector<const Tensor*> ts{&x, &w};
+  if (b.defined()) ts.push_back(&b);
+  ts.push_back(&op.dst);
+  return run_cached(Kind::forward, ts, op, make_forward);
+}
+
+bool conv_dnnl_backward_data(const ir::ConvBackwardData& op) {
+  if (!g_backward_enabled.load(std::memory_order_relaxed) || !usable(op.grad_dst) ||
+      !usable(op.weight) || op.grad_src.numel() == 0 || op.grad_src.dtype() != DType::f32 ||
+      !plain_strides(op.grad_src))
+    return false;
+  const Tensor gy = readable(op.grad_dst), w = readable(op.weight);
+  if (!run_cached(Kind::backward_data, {&gy, &w, &op.grad_src}, op, make_backward_data))
+    return false;
+  g_backward_runs.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool conv_dnnl_backward_weights(const ir::ConvBackwardWeights& op) {
+  const Tensor& gb = op.grad_bias;
+  if (!g_backward_enabled.load(std::memory_order_relaxed) || !usable(op.src) ||
+      !usable(op.grad_dst) || !usable(op.grad_weight) || op.grad_weight.dtype() != DType::f32 ||
+      !plain_strides(op.grad_weight) ||
+      (gb.defined() && (gb.dtype() != DType::f32 || gb.stride(0) != 1)))
+    return false;
+  const Tensor x = readable(op.src), gy = readable(op.grad_dst);
+  std::vector<const Tensor*> ts{&x, &gy, &op.grad_weight};
+  if (gb.defined()) ts.push_back(&gb);
+  if (!run_cached(Kind::backward_weights, ts, op, make_backward_weights)) return false;
+  g_backward_runs.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void set_conv_backward_enabled(bool on) { g_backward_enabled.store(on); }
+
+int64_t conv_backward_runs() { return g_backward_runs.load(std::memory_order_relaxed); }
 
 }  // namespace ember::cpu

@@ -210,6 +210,8 @@ struct FusedCpu {
     return false;
   }
   bool operator()(const ir::Conv& o) const { return conv_dnnl(o); }
+  bool operator()(const ir::ConvBackwardData& o) const { return conv_dnnl_backward_data(o); }
+  bool operator()(const ir::ConvBackwardWeights& o) const { return conv_dnnl_backward_weights(o); }
 };
 
 }  // namespace

@@ -17,6 +17,13 @@ bool im2col(const ir::Im2col& op);        // im2col.cpp
 bool col2im(const ir::Col2im& op);        // im2col.cpp
 bool sgemm_matmul(const ir::Matmul& op);  // gemm.cpp
 bool conv_dnnl(const ir::Conv& op);       // conv.cpp: oneDNN forward convolution (f32)
+/// conv.cpp: oneDNN backward-data / backward-weights convolutions (f32); false: not taken.
+bool conv_dnnl_backward_data(const ir::ConvBackwardData& op);
+bool conv_dnnl_backward_weights(const ir::ConvBackwardWeights& op);
+/// How many oneDNN backward convolutions (data or weights) have run (for tests).
+int64_t conv_backward_runs();
+/// Test hook: off makes the backward passes decline (the frontend's composite gradients run).
+void set_conv_backward_enabled(bool on);
 
 /// Runs a fused op (ir/fused.h) when a cpu kernel takes it (fused.cpp); false: not taken.
 bool fused(const ir::Fused& op);

@@ -7,6 +7,7 @@
 
 #include "autodiff/rules.h"
 #include "ember/ops/linalg.h"
+#include "ember/ops/reduce.h"
 #include "nn/functional/spatial.h"
 #include "runtime/backend.h"
 
@@ -144,6 +145,84 @@ Tensor add_bias(Tensor out, const Tensor& bias, int64_t nd) {
   return out + bias.reshape(s);
 }
 
+// Composite gradients of a convolution (geometry `op`, kernel and output sizes) written with
+// tensor ops: the adjoints of the im2col + matmul forward below. g: [N, C_out, *O].
+Tensor conv_grad_input(const Tensor& g, const Tensor& w, const Shape& xs, const ir::Conv& op,
+                       const std::vector<int64_t>& kernel, const std::vector<int64_t>& out) {
+  const int64_t n = xs[0], c_in = xs[1], grp = op.groups, cog = w.size(0) / grp;
+  int64_t k = 1, l = 1;
+  for (size_t d = 0; d < kernel.size(); ++d) {
+    k *= kernel[d];
+    l *= out[d];
+  }
+  Tensor wt = w.reshape({1, grp, cog, (c_in / grp) * k}).transpose(-1, -2);
+  Tensor cols = matmul(wt, g.reshape({n, grp, cog, l}));  // [N, g, Ci/g*K, L]
+  return detail::col2im(cols.reshape({n, c_in * k, l}), c_in,
+                        std::vector<int64_t>(xs.begin() + 2, xs.end()), kernel, op.stride,
+                        op.pad_begin, op.dilation, out);
+}
+
+Tensor conv_grad_weight(const Tensor& g, const Tensor& x, const Shape& ws, const ir::Conv& op,
+                        const std::vector<int64_t>& kernel, const std::vector<int64_t>& out) {
+  const int64_t n = x.size(0), grp = op.groups, cog = ws[0] / grp;
+  Tensor cols = detail::im2col(x, kernel, op.stride, op.pad_begin, op.dilation, out, 0);
+  const int64_t l = cols.size(2);
+  Tensor gw = matmul(g.reshape({n, grp, cog, l}),
+                     cols.view({n, grp, cols.size(1) / grp, l}).transpose(-1, -2));
+  return sum(gw, {0}).reshape(ws);
+}
+
+Tensor conv_grad_bias(const Tensor& g) {
+  std::vector<int64_t> dims{0};
+  for (int64_t d = 2; d < g.dim(); ++d) dims.push_back(d);
+  return sum(g, dims);
+}
+
+// The backward of a fused convolution: offered to the backend as ir::ConvBackwardData /
+// ir::ConvBackwardWeights (oneDNN on cpu), else the composite gradients above. The backward
+// runs with grad mode off, so its gradients carry no history (no double backward through it).
+void record_conv_backward(const ir::Conv& fop, const std::vector<int64_t>& kernel,
+                          const std::vector<int64_t>& out) {
+  const bool need_x = autograd::needs_grad({&fop.src});
+  const bool need_w = autograd::needs_grad({&fop.weight});
+  const bool need_b = autograd::needs_grad({&fop.bias});
+  const autograd::SavedTensor sx =
+      need_w ? autograd::SavedTensor(fop.src) : autograd::SavedTensor();
+  const autograd::SavedTensor sw =
+      need_x ? autograd::SavedTensor(fop.weight) : autograd::SavedTensor();
+  const Shape xs = fop.src.shape(), ws = fop.weight.shape();
+  ir::Conv geo = fop;
+  geo.src = geo.weight = geo.bias = geo.dst = Tensor();
+  autograd::record1(
+      "ConvolutionBackward", {fop.src, fop.weight, fop.bias}, fop.dst, [=](const Tensor& g) {
+        Backend& be = backend_for(g.device());
+        std::vector<Tensor> r(3);
+        if (need_x) {
+          const Tensor w = sw.get("conv");
+          Tensor dx = ember::detail::make_tensor(xs, g.dtype(), g.device());
+          if (!be.execute_fused(ir::ConvBackwardData{g, w, dx, geo.stride, geo.pad_begin,
+                                                     geo.pad_end, geo.dilation, geo.groups}))
+            dx = conv_grad_input(g, w, xs, geo, kernel, out);
+          r[0] = dx;
+        }
+        if (need_w) {
+          const Tensor x = sx.get("conv");
+          Tensor dw = ember::detail::make_tensor(ws, g.dtype(), g.device());
+          Tensor db =
+              need_b ? ember::detail::make_tensor({ws[0]}, g.dtype(), g.device()) : Tensor();
+          if (be.execute_fused(ir::ConvBackwardWeights{x, g, dw, db, geo.stride, geo.pad_begin,
+                                                       geo.pad_end, geo.dilation, geo.groups})) {
+            r[1] = dw;
+            r[2] = db;
+          } else {
+            r[1] = conv_grad_weight(g, x, ws, geo, kernel, out);
+          }
+        }
+        if (need_b && !r[2].defined()) r[2] = conv_grad_bias(g);
+        return r;
+      });
+}
+
 // pad_begin and out per dim are decided by the caller (symmetric or "same").
 Tensor conv_impl(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t nd,
                  std::vector<int64_t> stride, std::vector<int64_t> pad_begin,
@@ -167,15 +246,17 @@ Tensor conv_impl(const Tensor& input, const Tensor& weight, const Tensor& bias, 
     l *= out[d];
     k *= kernel[d];
   }
-  if (!autograd::needs_grad({&x, &weight, &bias})) {
-    // The backend's fused convolution when it takes it (ir/fused.h); else the composite below.
+  {
+    // The backend's fused convolution when it takes it (ir/fused.h); with grad, it records its
+    // own backward (record_conv_backward). Else the composite below.
     Shape ds{n, c_out};
     ds.insert(ds.end(), out.begin(), out.end());
     Tensor y = ember::detail::make_tensor(ds, x.dtype(), x.device());
-    if (backend_for(x.device())
-            .execute_fused(
-                ir::Conv{x, weight, bias, y, stride, pad_begin, pad_end, dilation, groups}))
+    const ir::Conv fop{x, weight, bias, y, stride, pad_begin, pad_end, dilation, groups};
+    if (backend_for(x.device()).execute_fused(fop)) {
+      if (autograd::needs_grad({&x, &weight, &bias})) record_conv_backward(fop, kernel, out);
       return unbatched ? y.squeeze(0) : y;
+    }
   }
   Tensor cols = detail::im2col(x, kernel, stride, pad_begin, dilation, out, 0);
   Tensor w = weight.reshape({1, groups, c_out / groups, (c_in / groups) * k});
