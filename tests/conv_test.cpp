@@ -222,3 +222,22 @@ TEST(ConvTest, ErrorsNameTheOpAndShapes) {
       {"[conv_transpose1d]", "too small"});
   expect_error([] { F::fold(zeros({1, 4, 3}), {3, 3}, {2}); }, {"[fold]", "blocks"});
 }
+
+TEST(ConvTest, LargeBatchRunsInChunksWithTheSameResultAndGradient) {
+  // Columns of 144 x 3,844 f32 per image (2.2 MB): 33 images pass the 64 MiB bound, so the
+  // composite path (ref) splits the batch; each image must equal its own convolution.
+  manual_seed(5);
+  const Device dev = Device::ref();
+  Tensor x = randn({33, 16, 64, 64}, TensorOptions(DType::f32, dev)).requires_grad_();
+  Tensor w = randn({8, 16, 3, 3}, TensorOptions(DType::f32, dev));
+  Tensor y = F::conv2d(x, w);
+  ASSERT_EQ(y.shape(), (Shape{33, 8, 62, 62}));
+  for (int64_t i : {0, 29, 30, 32}) {
+    Tensor yi = F::conv2d(x.detach().narrow(0, i, 1), w);
+    EXPECT_EQ(ember::testing::compare(yi, y.detach().narrow(0, i, 1)), "") << "image " << i;
+  }
+  y.sum().backward();
+  Tensor xi = x.detach().narrow(0, 31, 1).clone().requires_grad_();
+  F::conv2d(xi, w).sum().backward();
+  EXPECT_EQ(ember::testing::compare(xi.grad(), x.grad().narrow(0, 31, 1)), "");
+}

@@ -2,10 +2,12 @@
 // unfold/fold. Composite: only ir::Im2col / ir::Col2im are primitives (src/ir/ops.h).
 #include "ember/nn/functional/conv.h"
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 
 #include "autodiff/rules.h"
+#include "ember/ops/layout.h"
 #include "ember/ops/linalg.h"
 #include "ember/ops/reduce.h"
 #include "nn/functional/spatial.h"
@@ -257,6 +259,18 @@ Tensor conv_impl(const Tensor& input, const Tensor& weight, const Tensor& bias, 
       if (autograd::needs_grad({&x, &weight, &bias})) record_conv_backward(fop, kernel, out);
       return unbatched ? y.squeeze(0) : y;
     }
+  }
+  // Bound the im2col buffer: a batch whose columns pass 64 MiB runs in chunks (a GPU buffer is
+  // limited to maxStorageBufferRange, 128 MiB on lavapipe; host memory is spared too).
+  const int64_t chunk = std::max<int64_t>(
+      1, (int64_t(64) << 20) / std::max<int64_t>(1, c_in * k * l * x.element_size()));
+  if (n > chunk) {
+    std::vector<Tensor> parts;
+    for (int64_t i = 0; i < n; i += chunk)
+      parts.push_back(conv_impl(x.narrow(0, i, std::min(chunk, n - i)), weight, bias, nd, stride,
+                                pad_begin, pad_end, dilation, groups));
+    Tensor y = cat(parts, 0);
+    return unbatched ? y.squeeze(0) : y;
   }
   Tensor cols = detail::im2col(x, kernel, stride, pad_begin, dilation, out, 0);
   Tensor w = weight.reshape({1, groups, c_out / groups, (c_in / groups) * k});
