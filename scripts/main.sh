@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --main
-BUILD_DIR=build scripts/build.sh -DEMBER_BUILD_TESTS=OFF
+BUILD_DIR=build scripts/build.sh -DEMBER_BUILD_TESTS=OFF -DEMBER_BACKEND_VULKAN=ON
 ./build/tools/ember devices
 ./build/tools/ember train fashion-mnist --model cnn --out runs/fashion-mnist-cnn "$@"
 echo "---- runs/fashion-mnist-cnn/summary.json ----"
