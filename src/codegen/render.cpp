@@ -110,38 +110,6 @@ void check_caps(const KernelDef& def, const Needs& n, const Caps& caps) {
     fail(n.bf16 ? "bfloat16/16-bit integers" : "16-bit integers", "shaderInt16 + 16-bit storage");
 }
 
-const char* glsl_type(DType t) {
-  switch (t) {
-    case DType::f32:
-      return "f32";
-    case DType::f64:
-      return "f64";
-    case DType::f16:
-      return "f16";
-    case DType::bf16:
-      return "bf16s";
-    case DType::i8:
-      return "i8";
-    case DType::i16:
-      return "i16";
-    case DType::i32:
-      return "i32";
-    case DType::i64:
-      return "i64";
-    case DType::u8:
-      return "u8";
-    case DType::u16:
-      return "u16";
-    case DType::u32:
-      return "u32";
-    case DType::u64:
-      return "u64";
-    case DType::b8:
-      return "b8";
-  }
-  return "f32";
-}
-
 std::string render_glsl(const KernelDef& def, const Needs& n, const std::string& lib) {
   std::string s = "#version 450\n";
   if (n.f16) s += "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n";
@@ -168,7 +136,7 @@ std::string render_glsl(const KernelDef& def, const Needs& n, const std::string&
     const BufferDecl& b = def.buffers[i];
     s += "layout(std430, set = 0, binding = " + std::to_string(i) + ") " +
          (b.writable ? "" : "readonly ") + "buffer EmberBuf" + std::to_string(i) + " { " +
-         glsl_type(b.dtype) + " " + b.name + "[]; };\n";
+         storage_type(b.dtype) + " " + b.name + "[]; };\n";
   }
   s += "layout(std430, set = 0, binding = " + std::to_string(def.buffers.size()) +
        ") readonly buffer EmberParams { uint ember_params[]; };\n"
