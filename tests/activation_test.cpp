@@ -5,30 +5,15 @@
 #include <limits>
 
 #include "ember/ember.h"
+#include "test_util.h"
 
 using namespace ember;
+using ember::test::d;
+using ember::test::expect_error;
+using ember::test::expect_near;
 namespace F = ember::nn::functional;
 
 namespace {
-
-std::vector<double> d(const Tensor& t) { return t.to_vector<double>(); }
-
-void expect_near(const Tensor& got, std::vector<double> want, double tol = 1e-6) {
-  auto g = d(got);
-  ASSERT_EQ(g.size(), want.size());
-  for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], want[i], tol) << "at " << i;
-}
-
-template <typename Fn>
-void expect_error(Fn fn, std::initializer_list<const char*> pieces) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an ember::Error containing " << *pieces.begin();
-  } catch (const Error& e) {
-    for (const char* p : pieces)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
-}
 
 const double kInf = std::numeric_limits<double>::infinity();
 

@@ -36,7 +36,8 @@ TEST(ErrorsTest, UnbuiltBackendsAndBadNames) {
   expect_error([] { Device::vulkan(); }, {"backend not built", "vulkan"});
 #else
   // Built with Vulkan: an adapter index that does not exist is the error.
-  expect_error([] { Device::vulkan(DeviceKind::DiscreteGpu(99)); }, {"Vulkan adapter", "DiscreteGpu(99)"});
+  expect_error([] { Device::vulkan(DeviceKind::DiscreteGpu(99)); },
+               {"Vulkan adapter", "DiscreteGpu(99)"});
 #endif
   expect_error([] { Device::cuda(0); }, {"backend not built", "cuda"});
   expect_error([] { Device::parse("tpu"); }, {"[device]", "tpu"});

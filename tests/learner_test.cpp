@@ -22,34 +22,13 @@
 #include "ember/train/learner.h"
 #include "ember/train/metrics.h"
 #include "ember/train/report.h"
+#include "test_util.h"
 
 using namespace ember;
+using ember::test::list_dir;
+using ember::test::read_bytes;
 
 namespace {
-
-std::string temp_dir(const std::string& tag) {
-  std::string tmpl = "/tmp/ember_learner_" + tag + "_XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back(0);
-  EXPECT_NE(::mkdtemp(buf.data()), nullptr);
-  return buf.data();
-}
-std::vector<std::string> list_dir(const std::string& dir) {
-  std::vector<std::string> out;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* e = ::readdir(d)) {
-      std::string n = e->d_name;
-      if (n != "." && n != "..") out.push_back(n);
-    }
-    ::closedir(d);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // x -> linear(D, H) -> relu -> dropout(p) -> linear(H, C). Parameters drawn from the cpu
 // generator, so manual_seed fixes them.
@@ -161,7 +140,8 @@ TEST(LearnerTest, MetricsMatchHandComputedValues) {
 }
 
 TEST(LearnerTest, LossFallsOnSyntheticData) {
-  const std::string dir = temp_dir("fit");
+  const ember::test::TempDir dir_tmp("fit");
+  const std::string& dir = dir_tmp.path();
   TrainRun s(3, quiet(dir), 0.95);
   const train::FitResult r = s.learner->fit(s.train, &s.valid, 8);
   EXPECT_EQ(r.status, train::FitStatus::completed);
@@ -177,7 +157,8 @@ TEST(LearnerTest, LossFallsOnSyntheticData) {
 }
 
 TEST(LearnerTest, WritesCheckpointsLogsAndReport) {
-  const std::string dir = temp_dir("files");
+  const ember::test::TempDir dir_tmp("files");
+  const std::string& dir = dir_tmp.path();
   train::LearnerOptions o = quiet(dir);
   o.keep_last = 2;
   std::ostringstream lines;
@@ -200,7 +181,7 @@ TEST(LearnerTest, WritesCheckpointsLogsAndReport) {
   EXPECT_EQ(best.state.epoch, r.best_epoch + 1);
 
   // CSV: a header and one row per epoch, the same numbers as the history.
-  const std::string csv = read_text(dir + "/metrics.csv");
+  const std::string csv = read_bytes(dir + "/metrics.csv");
   std::istringstream cs(csv);
   std::string header, row;
   std::getline(cs, header);
@@ -211,12 +192,12 @@ TEST(LearnerTest, WritesCheckpointsLogsAndReport) {
   while (std::getline(cs, row)) ++rows;
   EXPECT_EQ(rows, 3);
   // JSON parses and matches.
-  const nlohmann::json js = nlohmann::json::parse(read_text(dir + "/metrics.json"));
+  const nlohmann::json js = nlohmann::json::parse(read_bytes(dir + "/metrics.json"));
   ASSERT_EQ(js.size(), 3u);
   EXPECT_EQ(js[2]["epoch"].get<int>(), 3);
   EXPECT_DOUBLE_EQ(js[2]["metrics"]["valid_loss"].get<double>(),
                    r.history[2].metrics.at("valid_loss"));
-  const std::string html = read_text(dir + "/report.html");
+  const std::string html = read_bytes(dir + "/report.html");
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_EQ(std::count(html.begin(), html.end(), '\n') > 10, true);
   EXPECT_NE(html.find("<svg"), std::string::npos);
@@ -228,7 +209,8 @@ TEST(LearnerTest, WritesCheckpointsLogsAndReport) {
 }
 
 TEST(LearnerTest, ResumeEqualsUninterrupted) {
-  const std::string a_dir = temp_dir("a"), b_dir = temp_dir("b");
+  const ember::test::TempDir a_dir_tmp("a"), b_dir_tmp("b");
+  const std::string &a_dir = a_dir_tmp.path(), &b_dir = b_dir_tmp.path();
   TrainRun a(3, quiet(a_dir));
   a.learner->fit(a.train, &a.valid, 2);
 
@@ -251,7 +233,8 @@ TEST(LearnerTest, ResumeEqualsUninterrupted) {
 }
 
 TEST(LearnerTest, SigintStopsWithALoadableCheckpointAndResumes) {
-  const std::string a_dir = temp_dir("ua"), dir = temp_dir("sig");
+  const ember::test::TempDir a_dir_tmp("ua"), dir_tmp("sig");
+  const std::string &a_dir = a_dir_tmp.path(), &dir = dir_tmp.path();
   TrainRun a(3, quiet(a_dir));
   a.learner->fit(a.train, &a.valid, 2);
 
@@ -350,7 +333,7 @@ TEST(LearnerTest, RejectsBadOptions) {
   }
   EXPECT_THROW(train::Learner(nullptr, opt, train::cross_entropy_loss(), quiet()), Error);
   train::Learner l(model, opt, train::cross_entropy_loss(), quiet());
-  EXPECT_THROW(l.resume(temp_dir("empty")), Error);
+  EXPECT_THROW(l.resume(ember::test::TempDir("empty").path()), Error);
   train::Loader tr(blobs(6, 1), loader_opts(2, false));
   EXPECT_THROW(l.fit(tr, nullptr, -1), Error);
 }

@@ -18,39 +18,15 @@
 #include "ember/optim/lr_scheduler.h"
 #include "ember/record/checkpoint.h"
 #include "ember/record/safetensors.h"
+#include "test_util.h"
 
 using namespace ember;
+using ember::test::list_dir;
+using ember::test::read_bytes;
+using ember::test::write_bytes;
 
 namespace {
 
-// A fresh, empty directory under the system temp dir.
-std::string temp_dir(const std::string& tag) {
-  std::string tmpl = (::getenv("TMPDIR") ? std::string(::getenv("TMPDIR")) : "/tmp") +
-                     "/ember_record_" + tag + "_XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back(0);
-  EXPECT_NE(::mkdtemp(buf.data()), nullptr);
-  return buf.data();
-}
-std::vector<std::string> list_dir(const std::string& dir) {
-  std::vector<std::string> out;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* e = ::readdir(d)) {
-      std::string n = e->d_name;
-      if (n != "." && n != "..") out.push_back(n);
-    }
-    ::closedir(d);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
 // A safetensors file from a header text and a data section.
 std::string make_file(const std::string& header, const std::string& data) {
   std::string out(8, '\0');
@@ -107,7 +83,8 @@ void expect_same(const Tensor& a, const Tensor& b, const std::string& name) {
 }  // namespace
 
 TEST(SafetensorsTest, RoundTripEveryDtype) {
-  const std::string dir = temp_dir("rt");
+  const ember::test::TempDir dir_tmp("rt");
+  const std::string& dir = dir_tmp.path();
   nn::StateDict d;
   const Tensor base = tensor<float>({0, 1, 2, 3, 4, 5}, {2, 3});
   for (DType t : kAllDTypes) d.set(std::string("t_") + dtype_name(t), base.to(t));
@@ -174,7 +151,8 @@ TEST(SafetensorsTest, HeaderIsPaddedAndOrderedByDtypeThenName) {
 }
 
 TEST(SafetensorsTest, RejectsCorruptFiles) {
-  const std::string dir = temp_dir("bad");
+  const ember::test::TempDir dir_tmp("bad");
+  const std::string& dir = dir_tmp.path();
   const std::string p = dir + "/bad.safetensors";
   const std::string ok_header = R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
   const std::string data(8, '\0');
@@ -259,7 +237,8 @@ TEST(SafetensorsTest, EveryTruncationAndByteFlipIsAnErrorNotACrash) {
 }
 
 TEST(SafetensorsTest, AtomicWriteLeavesNoTempFile) {
-  const std::string dir = temp_dir("atomic");
+  const ember::test::TempDir dir_tmp("atomic");
+  const std::string& dir = dir_tmp.path();
   nn::StateDict d;
   d.set("w", tensor<float>({1, 2}));
   record::save_safetensors(dir + "/m.safetensors", d);
@@ -292,7 +271,8 @@ struct Pair : nn::Module {
 }  // namespace
 
 TEST(SafetensorsTest, LoadIntoChecksNamesShapesAndDtypes) {
-  const std::string dir = temp_dir("into");
+  const ember::test::TempDir dir_tmp("into");
+  const std::string& dir = dir_tmp.path();
   Pair src;
   {
     NoGradGuard g;
@@ -351,7 +331,8 @@ TEST(CheckpointTest, RandomStateReproducesDraws) {
 }
 
 TEST(CheckpointTest, RestoresModelOptimizerSchedulerAndRng) {
-  const std::string dir = temp_dir("ckpt");
+  const ember::test::TempDir dir_tmp("ckpt");
+  const std::string& dir = dir_tmp.path();
   auto train_steps = [](Pair& m, optim::Optimizer& opt, optim::LRScheduler& s, int n) {
     for (int i = 0; i < n; ++i) {
       const Tensor loss = (m.w * m.w * 0.5 + m.w * 0.1).sum();

@@ -6,8 +6,10 @@
 #include <limits>
 
 #include "ember/ember.h"
+#include "test_util.h"
 
 using namespace ember;
+using ember::test::expect_error;
 
 namespace {
 
@@ -15,18 +17,6 @@ std::vector<float> f(const Tensor& t) { return t.to_vector<float>(); }
 std::vector<int64_t> l(const Tensor& t) { return t.to_vector<int64_t>(); }
 using VF = std::vector<float>;
 using VL = std::vector<int64_t>;
-
-// Expects `fn` to throw ember::Error whose message contains every piece.
-template <typename F>
-void expect_error(F fn, std::initializer_list<const char*> pieces) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an ember::Error containing " << *pieces.begin();
-  } catch (const Error& e) {
-    for (const char* p : pieces)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
-}
 
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 const float kInf = std::numeric_limits<float>::infinity();

@@ -1,0 +1,53 @@
+#include "test_util.h"
+
+#include <unistd.h>
+#include <algorithm>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace ember::test {
+
+namespace fs = std::filesystem;
+
+TempDir::TempDir(const std::string& tag) {
+  const char* tmp = std::getenv("TMPDIR");
+  const fs::path base = (tmp && *tmp) ? fs::path(tmp) : fs::path("/tmp");
+  for (unsigned i = 0;; ++i) {
+    const fs::path p =
+        base / ("ember_test_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(i));
+    std::error_code ec;
+    if (fs::create_directory(p, ec)) {
+      path_ = p.string();
+      return;
+    }
+    if (i > 100) ADD_FAILURE() << "cannot create a folder under " << base << ": " << ec.message();
+    if (i > 100) return;
+  }
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  if (!path_.empty()) fs::remove_all(path_, ec);
+}
+
+std::vector<std::string> list_dir(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+}  // namespace ember::test
