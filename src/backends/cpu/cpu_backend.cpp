@@ -53,6 +53,7 @@ struct Fast {
   bool operator()(const ir::Binary& o) const { return binary(o); }
   bool operator()(const ir::Where& o) const { return where(o); }
   bool operator()(const ir::Reduce& o) const { return reduce(o); }
+  bool operator()(const ir::Scan& o) const { return scan(o); }
   bool operator()(const ir::Matmul& o) const { return sgemm_matmul(o); }
   bool operator()(const ir::Im2col& o) const { return im2col(o); }
   bool operator()(const ir::Col2im& o) const { return col2im(o); }

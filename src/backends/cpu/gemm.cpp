@@ -3,6 +3,7 @@
 #include <dnnl.h>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/thread_pool.h"
 #include "backends/ref/dispatch.h"
 #include "backends/ref/kernels.h"
 
@@ -67,10 +68,21 @@ bool sgemm_matmul(const ir::Matmul& op) {
   const float* pa = ref::ptr<float>(ac);
   const float* pb = ref::ptr<float>(bc);
   float* pd = ref::ptr<float>(out);
-  for (int64_t i = 0; i < B; ++i)
+  auto gemm = [&](int64_t i) {
     check(dnnl_sgemm(ta, tb, M, N, K, 1.0f, pa + i * ac.stride(0), lda, pb + i * bc.stride(0), ldb,
                      0.0f, pd + i * out.stride(0), out.stride(1)),
           M, N, K);
+  };
+  // Many small GEMMs: one per thread over the batch (each single-threaded: oneDNN inside an
+  // OpenMP region runs serially) instead of a threaded sgemm per item, whose fork/join per
+  // 64x64 GEMM cost more than the GEMM (and a scheduler quantum each on a loaded machine).
+  if (B > 1 && M * N * K <= 128 * 128 * 128 && openmp_runtime_active()) {
+    parallel_for(0, B, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) gemm(i);
+    });
+  } else {
+    for (int64_t i = 0; i < B; ++i) gemm(i);
+  }
   if (!out.is_alias_of(d)) ref::copy(ir::Copy{out, d});
   return true;
 }

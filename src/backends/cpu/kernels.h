@@ -13,6 +13,7 @@ bool copy(const ir::Copy& op);            // elementwise.cpp
 bool fill(const ir::Fill& op);            // elementwise.cpp
 bool where(const ir::Where& op);          // elementwise.cpp
 bool reduce(const ir::Reduce& op);        // reduce.cpp
+bool scan(const ir::Scan& op);            // reduce.cpp: f32/f64 contiguous cumsum
 bool im2col(const ir::Im2col& op);        // im2col.cpp
 bool col2im(const ir::Col2im& op);        // im2col.cpp
 bool sgemm_matmul(const ir::Matmul& op);  // gemm.cpp

@@ -244,6 +244,65 @@ bool reduce(const ir::Reduce& op) {
   return true;
 }
 
+namespace {
+
+// cumsum of a contiguous [outer, n, inner] tensor along n, accumulating in f64 as ref does (same
+// order per line, so the same bits): inner > 1 runs a block of lines side by side (vectorized
+// over the inner dim), lines split over threads.
+template <typename T>
+void cumsum_typed(const T* s, T* d, int64_t outer, int64_t n, int64_t inner) {
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (inner + kBlock - 1) / kBlock;
+  parallel_for(
+      0, outer * blocks,
+      std::max<int64_t>(1, kGrainElementwise / std::max<int64_t>(n * std::min(inner, kBlock), 1)),
+      [&](int64_t b, int64_t e) {
+        double acc[kBlock];
+        for (int64_t t = b; t < e; ++t) {
+          const int64_t o = t / blocks, j0 = (t % blocks) * kBlock;
+          const int64_t w = std::min(kBlock, inner - j0);
+          for (int64_t j = 0; j < w; ++j) acc[j] = 0;
+          const T* sp = s + o * n * inner + j0;
+          T* dp = d + o * n * inner + j0;
+          if (inner == 1) {  // one line: a running sum in a register
+            double a = 0;
+            for (int64_t k = 0; k < n; ++k) {
+              a += double(sp[k]);
+              dp[k] = T(a);
+            }
+            continue;
+          }
+          for (int64_t k = 0; k < n; ++k, sp += inner, dp += inner)
+            for (int64_t j = 0; j < w; ++j) {
+              acc[j] += double(sp[j]);
+              dp[j] = T(acc[j]);
+            }
+        }
+      });
+}
+
+}  // namespace
+
+bool scan(const ir::Scan& op) {
+  const DType t = op.src.dtype();
+  if (op.op != ir::ScanOp::cumsum || (t != DType::f32 && t != DType::f64) || op.dst.dtype() != t ||
+      op.src.numel() <= kGrainElementwise || !op.src.is_contiguous() || !op.dst.is_contiguous())
+    return false;
+  const Shape& sh = op.src.shape();
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < int64_t(sh.size()); ++d)
+    if (d < op.dim)
+      outer *= sh[size_t(d)];
+    else if (d > op.dim)
+      inner *= sh[size_t(d)];
+  const int64_t n = sh[size_t(op.dim)];
+  if (t == DType::f32)
+    cumsum_typed(ptr<float>(op.src), ptr<float>(op.dst), outer, n, inner);
+  else
+    cumsum_typed(ptr<double>(op.src), ptr<double>(op.dst), outer, n, inner);
+  return true;
+}
+
 }  // namespace ember::cpu
 
 #pragma GCC pop_options

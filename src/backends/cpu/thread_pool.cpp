@@ -208,6 +208,8 @@ bool use_openmp_runtime(bool on) {
   return on && GOMP_parallel != nullptr;
 }
 
+bool openmp_runtime_active() { return g_use_openmp && GOMP_parallel != nullptr; }
+
 void parallel_for(int64_t begin, int64_t end, int64_t grain,
                   const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t n = end - begin;

@@ -21,6 +21,10 @@ void set_num_threads(int n);
 /// pool's own std::threads. Returns whether the OpenMP runtime is now used. For tests/benchmarks.
 bool use_openmp_runtime(bool on);
 
+/// True when parallel_for runs on the OpenMP team (so oneDNN called from inside a task runs
+/// single-threaded there instead of opening a second team).
+bool openmp_runtime_active();
+
 /// Calls fn(b, e) over disjoint sub-ranges covering [begin, end), each at least `grain` long
 /// (except when the whole range is shorter). Exceptions thrown by fn are rethrown here (the first).
 void parallel_for(int64_t begin, int64_t end, int64_t grain,

@@ -356,6 +356,27 @@ Tensor conv_transpose_impl(const Tensor& input, const Tensor& weight, const Tens
   }
   const int64_t n = x.size(0), c_in = x.size(1), c_out = weight.size(1) * groups;
   const int64_t cog = weight.size(1), cig = c_in / groups;
+  if (!autograd::needs_grad({&x, &weight, &bias})) {
+    // A transposed convolution is the input gradient of the convolution it transposes (weight
+    // [C_in, C_out / g, *K] is that convolution's [C_out', C_in' / g, *K]; its padding at the end
+    // is padding - output_padding): offered as ir::ConvBackwardData when that is >= 0.
+    std::vector<int64_t> pe(static_cast<size_t>(nd));
+    bool ok = true;
+    for (size_t i = 0; i < size_t(nd); ++i) {
+      pe[i] = p[i] - op_[i];
+      ok = ok && pe[i] >= 0;
+    }
+    if (ok) {
+      Shape ys{n, c_out};
+      ys.insert(ys.end(), out.begin(), out.end());
+      Tensor y = ember::detail::make_tensor(ys, x.dtype(), x.device());
+      if (backend_for(x.device())
+              .execute_fused(ir::ConvBackwardData{x, weight, y, s, p, pe, d, groups})) {
+        y = add_bias(y, bias, nd);
+        return unbatched ? y.squeeze(0) : y;
+      }
+    }
+  }
   Tensor wt = weight.reshape({1, groups, cig, cog * k}).transpose(-1, -2);  // [1, g, Co/g*K, Ci/g]
   Tensor cols = matmul(wt, x.reshape({n, groups, cig, l}));                 // [N, g, Co/g*K, L]
   Tensor y = detail::col2im(cols.reshape({n, c_out * k, l}), c_out, out, kernel, s, p, d, in);
