@@ -1,6 +1,9 @@
 // GPU micro-benchmarks for bench/gpu_check.sh: elementwise add (GB/s moved) and matmul
 // (GFLOP/s) on one device, f32 and f16, plus the max_tasks sweep of a chain of small ops.
-// Usage: gpu_bench DEVICE [--quick | --chain]   (DEVICE as Device::parse: vulkan, vulkan:Cpu)
+// Usage: gpu_bench DEVICE [--quick | --medium | --chain]   (DEVICE as Device::parse: vulkan,
+// vulkan:Cpu). --quick: 1M-element add, 256^3 matmul; --medium (a CPU driver such as
+// lavapipe): 4M, 512^3 and the CNN's conv2-shaped batched matmul; default: 16M, 2048^3 and the
+// batched matmul.
 // --chain: only the chain of 1,000 small ops (us/op), for choosing EMBER_VULKAN_MAX_TASKS.
 #include <chrono>
 #include <cstdio>
@@ -27,11 +30,12 @@ double seconds_per_run(const Device& d, F&& f, int reps) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: gpu_bench DEVICE [--quick]\n");
+    std::fprintf(stderr, "usage: gpu_bench DEVICE [--quick | --medium | --chain]\n");
     return 2;
   }
   const Device d = Device::parse(argv[1]);
   const bool quick = argc > 2 && std::strcmp(argv[2], "--quick") == 0;
+  const bool medium = argc > 2 && std::strcmp(argv[2], "--medium") == 0;
   if (argc > 2 && std::strcmp(argv[2], "--chain") == 0) {
     Tensor x = ones({1024}, {DType::f32, d});
     const double s = seconds_per_run(
@@ -49,24 +53,35 @@ int main(int argc, char** argv) {
   for (DType t : {DType::f32, DType::f16}) {
     if (!supports_dtype(d, t)) continue;
     try {
-      const int64_t n = quick ? (int64_t(1) << 20) : (int64_t(1) << 24);
+      const int64_t n = quick    ? (int64_t(1) << 20)
+                        : medium ? (int64_t(1) << 22)
+                                 : (int64_t(1) << 24);
       Tensor a = ones({n}, {t, d}), b = ones({n}, {t, d});
       const double s = seconds_per_run(
-          d, [&] { (void)(a + b); }, quick ? 5 : 20);
-      std::printf("%-34s %12.3f %7.1f GB/s\n",
+          d, [&] { (void)(a + b); }, quick || medium ? 5 : 20);
+      std::printf("%-34s %12.3f %7.2f GB/s\n",
                   ("add " + std::to_string(n) + " " + dtype_name(t)).c_str(), s * 1e3,
                   3.0 * double(n) * double(dtype_size(t)) / s / 1e9);
     } catch (const std::exception& e) {
       std::printf("%-34s failed: %s\n", "add", e.what());
     }
     try {
-      const int64_t m = quick ? 256 : 2048;
+      const int64_t m = quick ? 256 : medium ? 512 : 2048;
       Tensor a = ones({m, m}, {t, d}), b = ones({m, m}, {t, d});
       const double s = seconds_per_run(
-          d, [&] { (void)matmul(a, b); }, quick ? 2 : 10);
-      std::printf("%-34s %12.3f %7.1f GFLOP/s\n",
+          d, [&] { (void)matmul(a, b); }, quick || medium ? 2 : 10);
+      std::printf("%-34s %12.3f %7.2f GFLOP/s\n",
                   ("matmul " + std::to_string(m) + "^3 " + dtype_name(t)).c_str(), s * 1e3,
                   2.0 * double(m) * double(m) * double(m) / s / 1e9);
+      if (!quick) {
+        // The CNN's conv2 as im2col + batched matmul: 64 x [64, 288] @ [288, 576].
+        Tensor w = ones({64, 64, 288}, {t, d}), cols = ones({64, 288, 576}, {t, d});
+        const double sb = seconds_per_run(
+            d, [&] { (void)matmul(w, cols); }, 2);
+        std::printf("%-34s %12.3f %7.2f GFLOP/s\n",
+                    ("matmul 64x[64,288]@[288,576] " + std::string(dtype_name(t))).c_str(),
+                    sb * 1e3, 2.0 * 64 * 64 * 288 * 576 / sb / 1e9);
+      }
     } catch (const std::exception& e) {
       std::printf("%-34s failed: %s\n", "matmul", e.what());
     }

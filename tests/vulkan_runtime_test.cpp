@@ -84,9 +84,13 @@ std::shared_ptr<codegen::Kernel> glsl_kernel(const std::string& name, const std:
   for (size_t i = 0; i < k->buffers.size(); ++i)
     s += "layout(std430, set = 0, binding = " + std::to_string(i) + ") buffer B" +
          std::to_string(i) + " { float " + k->buffers[i].name + "[]; };\n";
-  s += "layout(std430, set = 0, binding = " + std::to_string(k->buffers.size()) +
-       ") readonly buffer P { uint params[]; };\n";
-  s += "void main() {\n" + body + "\n}\n";
+  // The params block is a uniform buffer of codegen::kParamsBytes (kernel.h); the body reads
+  // its first 16 words as params[].
+  s += "layout(std140, set = 0, binding = " + std::to_string(k->buffers.size()) +
+       ") uniform P { uvec4 params_v[" + std::to_string(codegen::kParamsBytes / 16) + "]; };\n";
+  s += "void main() {\nuint params[16];\n"
+       "for (int i = 0; i < 16; ++i) params[i] = params_v[i >> 2][i & 3];\n" +
+       body + "\n}\n";
   k->source = s;
   k->key = std::to_string(std::hash<std::string>()(s));
   return k;

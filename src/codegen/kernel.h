@@ -43,10 +43,13 @@ struct Caps {
   uint32_t max_workgroup_size = 256;  // x
   uint32_t max_shared_bytes = 16384;
   uint32_t max_groups_x = 65535;
+  bool cpu = false;  // a CPU implementation (lavapipe): kernels favour few, wide memory accesses
 };
 
 /// One storage buffer of a kernel: binding i of set 0 is buffers[i]; the params block is the
-/// next binding (read-only 32-bit words).
+/// next binding (read-only 32-bit words), a uniform buffer of kParamsBytes.
+constexpr uint32_t kParamsBytes = 16384;
+/// A kernel storage buffer.
 struct BufferDecl {
   std::string name;  // the identifier the body indexes
   DType dtype;       // element type as stored

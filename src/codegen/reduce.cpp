@@ -5,7 +5,7 @@
 // shape (sizes, strides and offsets are params):
 // - thread: one thread per output element loops over the reduced elements (small extents);
 // - group: one workgroup per output element, threads stride over the reduced elements and
-//   combine in a shared-memory tree (large extents).
+//   combine in a shared-memory tree (large extents; 1024 threads past 32768 * 256 elements).
 // Accumulation follows the ref backend: sums/products of floats in f64 where the device has
 // shaderFloat64 (else in float: an f32 sum of many elements then rounds like torch's float
 // accumulation, not like ref), integers and bool in i64/u64 (without shaderInt64 the i64 dst
@@ -230,6 +230,11 @@ Lowering lower_reduce(const ir::Reduce& op, Dialect d, const Caps& caps) {
   const uint32_t maxg = floor_pow2(std::min<uint32_t>(caps.max_workgroup_size, 256));
   p.group = 0;
   if (R >= 128 && maxg >= 32) p.group = std::min<uint32_t>(R >= 1024 ? 256 : 64, maxg);
+  // lavapipe ends any shader loop at 65535 iterations (also nested loops, which share its
+  // counter) and the result is garbage: past 32768 * 256 elements a workgroup of up to 1024
+  // threads keeps each thread's loop under it (to 67M elements; docs/vulkan.md).
+  if (R > int64_t(32768) * 256)
+    p.group = floor_pow2(std::min<uint32_t>(caps.max_workgroup_size, 1024));
   Params params;
   const uint32_t ob = add_iter(params, outer, name);
   const uint32_t ib = add_iter(params, inner, name);

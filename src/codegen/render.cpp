@@ -138,12 +138,15 @@ std::string render_glsl(const KernelDef& def, const Needs& n, const std::string&
          (b.writable ? "" : "readonly ") + "buffer EmberBuf" + std::to_string(i) + " { " +
          storage_type(b.dtype) + " " + b.name + "[]; };\n";
   }
-  s += "layout(std430, set = 0, binding = " + std::to_string(def.buffers.size()) +
-       ") readonly buffer EmberParams { uint ember_params[]; };\n"
-       "#define P_U(k) ember_params[k]\n"
-       "#define P_I(k) int(ember_params[k])\n"
-       "#define P_F(k) uintBitsToFloat(ember_params[k])\n";
-  if (n.f64) s += "#define P_D(k) packDouble2x32(uvec2(ember_params[k], ember_params[(k) + 1]))\n";
+  // Params in a uniform block (kParamsBytes, the minimum maxUniformBufferRange): drivers read
+  // uniform loads once per workgroup (lavapipe reads storage buffers lane by lane).
+  s += "layout(std140, set = 0, binding = " + std::to_string(def.buffers.size()) +
+       ") uniform EmberParams { uvec4 ember_params[" + std::to_string(kParamsBytes / 16) +
+       "]; };\n"
+       "#define P_U(k) ember_params[(k) >> 2][(k) & 3]\n"
+       "#define P_I(k) int(P_U(k))\n"
+       "#define P_F(k) uintBitsToFloat(P_U(k))\n";
+  if (n.f64) s += "#define P_D(k) packDouble2x32(uvec2(P_U(k), P_U((k) + 1)))\n";
   for (const SharedDecl& sh : def.shared)
     s += "shared " + sh.type + " " + sh.name + "[" + std::to_string(sh.count) + "];\n";
   s += lib;

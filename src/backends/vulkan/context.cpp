@@ -51,6 +51,7 @@ void Context::fill_caps() {
   caps_.i16 = f.int16 && f.storage16;
   caps_.cooperative_matrix = false;
   caps_.subgroup_size = subgroup_size_;
+  caps_.cpu = props_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
   caps_.max_workgroup_size = std::min<uint32_t>(props_.limits.maxComputeWorkGroupSize[0],
                                                 props_.limits.maxComputeWorkGroupInvocations);
   caps_.max_shared_bytes = props_.limits.maxComputeSharedMemorySize;

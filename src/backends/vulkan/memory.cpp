@@ -24,8 +24,8 @@ Allocator::Allocator(Context& ctx, bool host, const vulkan::MemoryConfiguration&
   // Probe the memory types a storage buffer may use.
   auto bi = make<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
   bi.size = 1024;
-  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-             VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
+             VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   VkBuffer probe;
   EMBER_VK_CHECK(ctx.fn().vkCreateBuffer(ctx.device(), &bi, nullptr, &probe));
   VkMemoryRequirements req;
@@ -63,8 +63,8 @@ Page* Allocator::new_page(VkDeviceSize size, bool shared) {
   page->shared = shared;
   auto bi = make<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
   bi.size = size;
-  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-             VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
+             VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   EMBER_VK_CHECK(fn.vkCreateBuffer(ctx_.device(), &bi, nullptr, &page->buffer));
   VkMemoryRequirements req;
   fn.vkGetBufferMemoryRequirements(ctx_.device(), page->buffer, &req);

@@ -201,7 +201,8 @@ const Pipeline& PipelineCache::get(const codegen::Kernel& k) {
   std::vector<VkDescriptorSetLayoutBinding> b(p->bindings);
   for (uint32_t i = 0; i < p->bindings; ++i) {
     b[i].binding = i;
-    b[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    b[i].descriptorType = i + 1 == p->bindings ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+                                               : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     b[i].descriptorCount = 1;
     b[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
   }

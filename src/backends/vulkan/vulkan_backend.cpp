@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "backends/vulkan/instance.h"
+#include "backends/vulkan/profile.h"
 #include "ember/error.h"
 
 namespace ember::vk {
@@ -247,6 +248,17 @@ void VulkanBackend::sync() {
 void VulkanBackend::write(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   start_use();
+  if (profile::level() > 0) {
+    sync();
+    const auto t0 = profile::Clock::now();
+    write_now(dst, dst_offset, src, nbytes);
+    sync();
+    return profile::add("(write: host -> device)", profile::since(t0));
+  }
+  write_now(dst, dst_offset, src, nbytes);
+}
+
+void VulkanBackend::write_now(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) {
   auto* blk = static_cast<Block*>(dst);
   EMBER_CHECK(dst_offset >= 0 && nbytes >= 0 && VkDeviceSize(dst_offset + nbytes) <= blk->size,
               "vulkan", "write of ", nbytes, " bytes at ", dst_offset, " exceeds the buffer");
@@ -270,6 +282,16 @@ void VulkanBackend::write(void* dst, int64_t dst_offset, const void* src, int64_
 void VulkanBackend::read(const void* src, int64_t src_offset, void* dst, int64_t nbytes) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   start_use();
+  if (profile::level() > 0) {
+    sync();
+    const auto t0 = profile::Clock::now();
+    read_now(src, src_offset, dst, nbytes);
+    return profile::add("(read: device -> host)", profile::since(t0));
+  }
+  read_now(src, src_offset, dst, nbytes);
+}
+
+void VulkanBackend::read_now(const void* src, int64_t src_offset, void* dst, int64_t nbytes) {
   const auto* blk = static_cast<const Block*>(src);
   EMBER_CHECK(src_offset >= 0 && nbytes >= 0 && VkDeviceSize(src_offset + nbytes) <= blk->size,
               "vulkan", "read of ", nbytes, " bytes at ", src_offset, " exceeds the buffer");
@@ -312,11 +334,12 @@ VkDescriptorSet VulkanBackend::descriptor_set(VkDescriptorSetLayout layout) {
       pool = free_pools_.back();
       free_pools_.pop_back();
     } else {
-      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * 8};
+      const VkDescriptorPoolSize sizes[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * 8},
+                                             {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, kSetsPerPool}};
       auto ci = make<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
       ci.maxSets = kSetsPerPool;
-      ci.poolSizeCount = 1;
-      ci.pPoolSizes = &size;
+      ci.poolSizeCount = 2;
+      ci.pPoolSizes = sizes;
       EMBER_VK_CHECK(fn.vkCreateDescriptorPool(ctx_->device(), &ci, nullptr, &pool));
     }
     current_->pools.push_back(pool);
@@ -324,13 +347,18 @@ VkDescriptorSet VulkanBackend::descriptor_set(VkDescriptorSetLayout layout) {
   EMBER_FAIL("vulkan", "cannot allocate a descriptor set (a kernel with too many buffers?)");
 }
 
+// The params block of one launch in the batch's arena. It is bound as a uniform buffer of
+// codegen::kParamsBytes (the size the kernels declare), so that many bytes follow every block.
 std::pair<Block*, VkDeviceSize> VulkanBackend::params(const std::vector<uint32_t>& words) {
-  const VkDeviceSize align =
-      std::max<VkDeviceSize>(ctx_->props().limits.minStorageBufferOffsetAlignment, 16);
+  const auto& lim = ctx_->props().limits;
+  const VkDeviceSize align = std::max<VkDeviceSize>(
+      std::max(lim.minStorageBufferOffsetAlignment, lim.minUniformBufferOffsetAlignment), 16);
   const VkDeviceSize n = std::max<VkDeviceSize>(words.size(), 1) * 4;
+  EMBER_CHECK(n <= codegen::kParamsBytes, "vulkan", "a kernel's params take ", n,
+              " bytes; at most ", codegen::kParamsBytes, " are supported");
   Batch& b = *current_;
-  if (b.arena < 0 || b.arena_used + n > b.host_blocks[size_t(b.arena)]->size) {
-    b.host_blocks.push_back(host_allocator().allocate(int64_t(std::max(kArenaBytes, n))));
+  if (b.arena < 0 || b.arena_used + codegen::kParamsBytes > b.host_blocks[size_t(b.arena)]->size) {
+    b.host_blocks.push_back(host_allocator().allocate(int64_t(kArenaBytes)));
     b.arena = int(b.host_blocks.size()) - 1;
     b.arena_used = 0;
   }
@@ -394,14 +422,14 @@ void VulkanBackend::run(const codegen::Lowering& l) {
       if (b.scratch < 0) batch.keep.push_back(b.tensor);
     }
     const auto [pblk, poff] = params(launch.params);
-    infos.back() = {pblk->buffer, pblk->offset + poff,
-                    std::max<VkDeviceSize>(launch.params.size(), 1) * 4};
+    infos.back() = {pblk->buffer, pblk->offset + poff, codegen::kParamsBytes};
     writes.assign(p.bindings, make<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET));
     for (uint32_t k = 0; k < p.bindings; ++k) {
       writes[k].dstSet = set;
       writes[k].dstBinding = k;
       writes[k].descriptorCount = 1;
-      writes[k].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[k].descriptorType = k + 1 == p.bindings ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+                                                     : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       writes[k].pBufferInfo = &infos[k];
     }
     fn.vkUpdateDescriptorSets(ctx_->device(), p.bindings, writes.data(), 0, nullptr);
@@ -417,7 +445,17 @@ void VulkanBackend::run(const codegen::Lowering& l) {
 void VulkanBackend::execute(const ir::Op& op) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   check_alive();
-  run(codegen::lower(op, codegen::Dialect::glsl, ctx_->caps()));
+  if (profile::level() == 0) return run(codegen::lower(op, codegen::Dialect::glsl, ctx_->caps()));
+  // EMBER_VULKAN_PROFILE: lowering and each op timed alone (profile.h).
+  if (used_) sync();
+  auto t0 = profile::Clock::now();
+  const codegen::Lowering l = codegen::lower(op, codegen::Dialect::glsl, ctx_->caps());
+  profile::add("(lower: host codegen)", profile::since(t0));
+  t0 = profile::Clock::now();
+  run(l);
+  sync();
+  profile::add(profile::row(ir::name(op), l), profile::since(t0));
+  profile::set_cache(index_, pipelines_->stats());
 }
 
 bool VulkanBackend::supports_dtype(DType t) const {

@@ -63,6 +63,8 @@ class VulkanBackend : public Backend {
     int64_t ops = 0;
   };
   void check_alive() const;
+  void write_now(void* dst, int64_t dst_offset, const void* src, int64_t nbytes);
+  void read_now(const void* src, int64_t src_offset, void* dst, int64_t nbytes);
   void start_use();
   void begin();
   void submit();
