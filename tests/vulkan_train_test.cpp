@@ -240,6 +240,19 @@ TEST(VulkanTrain, AdamRunMatchesCpuAndLearns) {
       << "the loss did not fall: " << losses[1].front() << " -> " << losses[1].back();
 }
 
+// Long inner dims: the CNN's fc1 (K = 9216) and K = 40000; the tiled kernel's loops per K step
+// are bounded so that no shader passes lavapipe's 65535 loop iterations (K = 9216 was wrong
+// with 16 threads staging in loops).
+TEST(VulkanTrain, LongMatmulsMatchCpu) {
+  VULKAN_OR_SKIP(dev);
+  manual_seed(6);
+  for (const auto& mnk : std::vector<std::vector<int64_t>>{{64, 128, 9216}, {16, 16, 40000}}) {
+    const Tensor a = randn({mnk[0], mnk[2]}), b = randn({mnk[2], mnk[1]});
+    expect_close(matmul(a.to(dev), b.to(dev)), matmul(a, b), 1e-3, 1e-5,
+                 "matmul K=" + std::to_string(mnk[2]));
+  }
+}
+
 // One output reduced over 65535 * 256 and 2^24 + 4096 elements: one workgroup of 256 threads
 // would loop 65535 or more times, which lavapipe cuts (these sums were 131070).
 TEST(VulkanTrain, ReductionPastTheDriverLoopLimit) {

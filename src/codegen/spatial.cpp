@@ -77,14 +77,38 @@ Win window_params(ParamBuilder& p, const Tensor& img, const std::vector<int64_t>
   return w;
 }
 
+// Integer division of uints below 2^24 through float division and one correction step (exact:
+// the float quotient is within 1 of x / d). CPU drivers (lavapipe) divide integer vectors lane
+// by lane, ~8x slower.
+const char* const kFdiv =
+    "uint fdiv_(uint x, uint d) {\n"
+    "  uint q = uint(float(x) / float(d));\n"
+    "  int r = int(x) - int(q * d);\n"
+    "  return q - uint(r < 0) + uint(r >= int(d));\n}\n";
+
+// x / d and x % d as code: plain, or through fdiv_ when `fast`.
+std::string div_(bool fast, const std::string& x, const std::string& d) {
+  return fast ? "fdiv_(" + x + ", " + d + ")" : "(" + x + " / " + d + ")";
+}
+std::string mod_(bool fast, const std::string& x, const std::string& d) {
+  return fast ? "(" + x + " - fdiv_(" + x + ", " + d + ") * " + d + ")" : "(" + x + " % " + d + ")";
+}
+
 // Code splitting uint `v` row-major over nd sizes at `sizes` into int `<prefix>0..`.
-std::string split(const std::string& v, int nd, size_t sizes, const std::string& prefix) {
+std::string split(const std::string& v, int nd, size_t sizes, const std::string& prefix,
+                  bool fast = false) {
   std::string s = "  uint " + prefix + "r_ = " + v + ";\n";
   for (int d = nd - 1; d >= 0; --d) {
-    const std::string sz = pu(sizes + size_t(d));
-    s += "  int " + prefix + str(d) + " = int(" + prefix + "r_ % " + sz + ");\n";
-    if (d > 0) s += "  " + prefix + "r_ /= " + sz + ";\n";
+    const std::string sz = pu(sizes + size_t(d)), r = prefix + "r_";
+    s += "  int " + prefix + str(d) + " = int(" + mod_(fast, r, sz) + ");\n";
+    if (d > 0) s += "  " + r + " = " + div_(fast, r, sz) + ";\n";
   }
+  return s;
+}
+
+int64_t pad_sum(const std::vector<int64_t>& pad) {
+  int64_t s = 0;
+  for (int64_t v : pad) s += std::max<int64_t>(v, 0);
   return s;
 }
 
@@ -110,16 +134,23 @@ Lowering lower_im2col(const ir::Im2col& op, Dialect d, const Caps& caps) {
   const size_t kDst = p.i(op.dst.offset());
   p.ints({op.dst.stride(0), op.dst.stride(1), op.dst.stride(2)});
   const size_t kPad = p.scalar(t, op.pad_value);
-  const std::string key = std::string("im2col_") + dtype_tag(t) + "_s" + str(nd);
+  // Every quotient is of an index below `total`: float division is exact under 2^24.
+  const bool fast = caps.cpu && total < (int64_t(1) << 24);
+  const std::string key =
+      std::string("im2col_") + dtype_tag(t) + "_s" + str(nd) + (fast ? "_fdiv" : "");
   auto k = cached_kernel(key, d, caps, [&] {
     KernelDef def;
     def.name = key;
     def.buffers = {{"src", t, false}, {"dst", t, true}};
+    if (fast) def.functions = kFdiv;
     std::string b = "for (uint i = GLOBAL_ID; i < " + pu(kTotal) + "; i += GLOBAL_SIZE) {\n";
-    b += "  uint li = i % " + pu(w.l) + ";\n  uint r = i / " + pu(w.l) + ";\n";
-    b += "  uint ki = r % " + pu(w.kprod) + ";\n  r /= " + pu(w.kprod) + ";\n";
-    b += "  uint c = r % " + pu(g.c) + ";\n  uint n = r / " + pu(g.c) + ";\n";
-    b += split("ki", nd, w.kernel, "k") + split("li", nd, w.out, "o");
+    b += "  uint li = " + mod_(fast, "i", pu(w.l)) + ";\n  uint r = " + div_(fast, "i", pu(w.l)) +
+         ";\n";
+    b += "  uint ki = " + mod_(fast, "r", pu(w.kprod)) +
+         ";\n  r = " + div_(fast, "r", pu(w.kprod)) + ";\n";
+    b += "  uint c = " + mod_(fast, "r", pu(g.c)) + ";\n  uint n = " + div_(fast, "r", pu(g.c)) +
+         ";\n";
+    b += split("ki", nd, w.kernel, "k", fast) + split("li", nd, w.out, "o", fast);
     b += "  bool inside = true;\n  int so = " + pi(g.off) + " + int(n) * " + pi(g.strides) +
          " + int(c) * " + pi(g.strides + 1) + ";\n";
     for (int q = 0; q < nd; ++q) {
@@ -157,28 +188,36 @@ Lowering lower_col2im(const ir::Col2im& op, Dialect d, const Caps& caps) {
   const size_t kSrc = p.i(op.src.offset());
   p.ints({op.src.stride(0), op.src.stride(1), op.src.stride(2)});
   const std::string acc = sum_type(t, caps);
-  const std::string key = std::string("col2im_") + dtype_tag(t) + "_s" + str(nd) + "_" + acc;
+  // Quotients are of image indices and window positions (below the image's numel plus padding).
+  const bool fast = caps.cpu && total + int64_t(pad_sum(op.pad_begin)) < (int64_t(1) << 24) &&
+                    op.src.numel() < (int64_t(1) << 24);
+  const std::string key =
+      std::string("col2im_") + dtype_tag(t) + "_s" + str(nd) + "_" + acc + (fast ? "_fdiv" : "");
   auto k = cached_kernel(key, d, caps, [&] {
     KernelDef def;
     def.name = key;
     def.buffers = {{"src", t, false}, {"dst", t, true}};
+    if (fast) def.functions = kFdiv;
     // One thread per image element: it sums the column entries of every kernel offset whose
     // window covers it, in the ref's order (kernel offsets row-major), then adds once.
     std::string b = "for (uint i = GLOBAL_ID; i < " + pu(kTotal) + "; i += GLOBAL_SIZE) {\n";
-    b += split("i", nd, g.in, "p");
+    b += split("i", nd, g.in, "p", fast);
     b += "  uint r = i;\n";
-    for (int q = 0; q < nd; ++q) b += "  r /= " + pu(g.in + size_t(q)) + ";\n";
-    b += "  uint c = r % " + pu(g.c) + ";\n  uint n = r / " + pu(g.c) + ";\n";
+    for (int q = 0; q < nd; ++q) b += "  r = " + div_(fast, "r", pu(g.in + size_t(q))) + ";\n";
+    b += "  uint c = " + mod_(fast, "r", pu(g.c)) + ";\n  uint n = " + div_(fast, "r", pu(g.c)) +
+         ";\n";
     b += "  " + acc + " s = " + acc + "(0);\n";
     b += "  for (uint ki = 0u; ki < " + pu(w.kprod) + "; ++ki) {\n";
-    b += split("ki", nd, w.kernel, "k");
+    b += split("ki", nd, w.kernel, "k", fast);
     b += "    bool hit = true;\n    int li = 0;\n";
     for (int q = 0; q < nd; ++q) {
       const std::string Q = str(q);
       b += "    int e" + Q + " = p" + Q + " + " + pi(w.pad + size_t(q)) + " - k" + Q + " * " +
            pi(w.dil + size_t(q)) + ";\n";
-      b += "    int o" + Q + " = e" + Q + " >= 0 ? e" + Q + " / " + pi(w.stride + size_t(q)) +
-           " : -1;\n";
+      const std::string quot =
+          fast ? "int(fdiv_(uint(e" + Q + "), " + pu(w.stride + size_t(q)) + "))"
+               : "e" + Q + " / " + pi(w.stride + size_t(q));
+      b += "    int o" + Q + " = e" + Q + " >= 0 ? " + quot + " : -1;\n";
       b += "    hit = hit && e" + Q + " >= 0 && o" + Q + " * " + pi(w.stride + size_t(q)) +
            " == e" + Q + " && o" + Q + " < " + pi(w.out + size_t(q)) + ";\n";
       b += "    li = li * " + pi(w.out + size_t(q)) + " + o" + Q + ";\n";
