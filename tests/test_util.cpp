@@ -12,6 +12,21 @@ namespace ember::test {
 
 namespace fs = std::filesystem;
 
+bool vulkan_device(Device& dev, std::string& why) {
+  try {
+    for (const auto& d : available_devices())
+      if (d.device.type() == DeviceType::vulkan) {
+        dev = Device::vulkan();
+        return true;
+      }
+    (void)supports_dtype(Device::vulkan(), DType::f32);  // opens the device: its error
+    why = "none in available_devices()";
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  return false;
+}
+
 TempDir::TempDir(const std::string& tag) {
   const char* tmp = std::getenv("TMPDIR");
   const fs::path base = (tmp && *tmp) ? fs::path(tmp) : fs::path("/tmp");

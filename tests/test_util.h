@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/device.h"
 #include "ember/error.h"
 #include "ember/tensor.h"
 
@@ -32,6 +33,9 @@ void expect_error(Fn fn, const std::vector<std::string>& pieces) {
   }
 }
 
+/// The default Vulkan device when one is available; otherwise false, with the reason in `why`.
+bool vulkan_device(Device& dev, std::string& why);
+
 /// A fresh, empty folder under $TMPDIR (or /tmp), removed with its contents when destroyed.
 class TempDir {
  public:
@@ -55,3 +59,11 @@ std::string read_bytes(const std::string& path);
 void write_bytes(const std::string& path, const std::string& bytes);
 
 }  // namespace ember::test
+
+/// Declares `dev` as the default Vulkan device, or skips the test saying why there is none.
+#define EMBER_VULKAN_OR_SKIP(dev)                                                               \
+  ::ember::Device dev;                                                                          \
+  {                                                                                             \
+    std::string why_;                                                                           \
+    if (!::ember::test::vulkan_device(dev, why_)) GTEST_SKIP() << "no Vulkan device: " << why_; \
+  }

@@ -17,6 +17,7 @@
 #include "backends/vulkan/instance.h"
 #include "backends/vulkan/vulkan_backend.h"
 #include "ember/vulkan.h"
+#include "test_util.h"
 #endif
 
 namespace ember {
@@ -37,21 +38,6 @@ TEST(VulkanRuntime, NotBuilt) {
 namespace fs = std::filesystem;
 
 // The first usable adapter, or the reason there is none.
-#define VULKAN_DEVICE_OR_SKIP(dev)                 \
-  Device dev;                                      \
-  {                                                \
-    const auto all = vk::devices();                \
-    if (all.empty()) {                             \
-      std::string why;                             \
-      try {                                        \
-        Device::vulkan();                          \
-      } catch (const Error& e) {                   \
-        why = e.what();                            \
-      }                                            \
-      GTEST_SKIP() << "no Vulkan device: " << why; \
-    }                                              \
-    dev = Device::vulkan();                        \
-  }
 
 struct EnvGuard {
   std::string name, old;
@@ -125,7 +111,7 @@ Tensor on(const std::vector<float>& v, const Device& d) {
 }
 
 TEST(VulkanRuntime, DefaultDeviceFollowsKindOrder) {
-  VULKAN_DEVICE_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   const std::vector<std::string> order = {"DiscreteGpu", "IntegratedGpu", "VirtualGpu", "Cpu"};
   std::vector<std::string> kinds;
   for (const Device& d : vk::devices()) kinds.push_back(vk::backend(d.index()).info().kind);
@@ -161,7 +147,7 @@ TEST(VulkanRuntime, DefaultDeviceFollowsKindOrder) {
 }
 
 TEST(VulkanRuntime, EnvDefaultDeviceUsesDeviceKindSpelling) {
-  VULKAN_DEVICE_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   const std::string kind = vk::backend(dev.index()).info().kind;
   {
     EnvGuard g("EMBER_VULKAN_DEFAULT_DEVICE", kind == "Cpu" ? "Cpu" : (kind + "(0)").c_str());
@@ -184,7 +170,7 @@ TEST(VulkanRuntime, EnvDefaultDeviceUsesDeviceKindSpelling) {
 }
 
 TEST(VulkanRuntime, WriteReadRoundTripsEveryDType) {
-  VULKAN_DEVICE_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   for (DType t : kAllDTypes) {
     if (!supports_dtype(dev, t)) continue;
     Tensor host = remainder(arange(0, 1000, 1, {DType::f64, Device::ref()}), 7).to(t);
@@ -209,7 +195,7 @@ TEST(VulkanRuntime, WriteReadRoundTripsEveryDType) {
 }
 
 TEST(VulkanRuntime, RawKernelSeesOffsetsAndParams) {
-  VULKAN_DEVICE_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   vk::VulkanBackend& b = vk::backend(dev.index());
   Tensor a = on({1, 2, 3, 4, 5, 6, 7, 8}, dev);
   Tensor d = on(std::vector<float>(8, -1), dev);
@@ -220,7 +206,7 @@ TEST(VulkanRuntime, RawKernelSeesOffsetsAndParams) {
 }
 
 TEST(VulkanRuntime, ScratchBuffersCarryDataBetweenLaunches) {
-  VULKAN_DEVICE_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   vk::VulkanBackend& b = vk::backend(dev.index());
   Tensor a = on({1, 2, 3, 4}, dev);
   Tensor d = on({0, 0, 0, 0}, dev);
@@ -237,7 +223,7 @@ TEST(VulkanRuntime, ScratchBuffersCarryDataBetweenLaunches) {
 }
 
 TEST(VulkanRuntime, MaxTasksBatchingGivesTheSameResults) {
-  VULKAN_DEVICE_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   vk::VulkanBackend& b = vk::backend(dev.index());
   const int64_t saved = b.max_tasks();
   std::vector<std::vector<float> > results;
@@ -266,7 +252,7 @@ TEST(VulkanRuntime, MaxTasksBatchingGivesTheSameResults) {
 }
 
 TEST(VulkanRuntime, KernelCacheInMemoryAndOnDiskRebuildsCorruptEntries) {
-  VULKAN_DEVICE_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   vk::VulkanBackend& b = vk::backend(dev.index());
   b.sync();
   const fs::path dir = fs::temp_directory_path() / ("ember-kcache-" + std::to_string(getpid()));
@@ -324,7 +310,7 @@ TEST(VulkanRuntime, KernelCacheInMemoryAndOnDiskRebuildsCorruptEntries) {
 }
 
 TEST(VulkanRuntime, CompileErrorCarriesTheLog) {
-  VULKAN_DEVICE_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   vk::VulkanBackend& b = vk::backend(dev.index());
   EnvGuard g("EMBER_KERNEL_CACHE_DIR", "off");
   auto k = glsl_kernel("test_broken", "dst[0] = undefined_name;", {{"dst", DType::f32, true}});
@@ -340,7 +326,7 @@ TEST(VulkanRuntime, CompileErrorCarriesTheLog) {
 }
 
 TEST(VulkanRuntime, OversizedAllocationIsAnError) {
-  VULKAN_DEVICE_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   vk::VulkanBackend& b = vk::backend(dev.index());
   const int64_t limit = b.context().props().limits.maxStorageBufferRange;
   try {
@@ -355,7 +341,7 @@ TEST(VulkanRuntime, OversizedAllocationIsAnError) {
 }
 
 TEST(VulkanRuntime, MemoryStatsAndEmptyCache) {
-  VULKAN_DEVICE_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   sync(dev);
   const MemoryStats s0 = memory_stats(dev);
   {
@@ -377,7 +363,7 @@ TEST(VulkanRuntime, MemoryStatsAndEmptyCache) {
 }
 
 TEST(VulkanRuntime, ValidationErrorFailsTheNextSync) {
-  VULKAN_DEVICE_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   if (!vk::Instance::get().validation())
     GTEST_SKIP() << "validation layer not loaded (EMBER_VULKAN_VALIDATION=0 or not installed)";
   vk::VulkanBackend& b = vk::backend(dev.index());
@@ -445,7 +431,7 @@ struct AppDevice {
 };
 
 TEST(VulkanRuntime, InitDeviceSharesTheApplicationsDevice) {
-  VULKAN_DEVICE_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   AppDevice app;
   const Device shared = vulkan::init_device(app.instance, app.physical, app.device, app.queue,
                                             app.family);  // no optional features enabled
@@ -484,7 +470,7 @@ TEST(VulkanRuntime, InitDeviceSharesTheApplicationsDevice) {
 }
 
 TEST(VulkanRuntime, InitSetupAfterUseIsAnError) {
-  VULKAN_DEVICE_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   on({1}, dev);
   try {
     vulkan::init_setup(dev, {});

@@ -19,34 +19,12 @@
 #include "ember/nn/functional/pool.h"
 #include "ember/optim/adam.h"
 #include "gradcheck.h"
+#include "test_util.h"
 
 namespace ember {
 namespace {
 
 namespace F = nn::functional;
-
-// The first Vulkan device in available_devices() (public API, so this file also builds without
-// the Vulkan backend, where every test here skips).
-bool first_vulkan(Device& dev) {
-  for (const auto& d : available_devices())
-    if (d.device.type() == DeviceType::vulkan) {
-      dev = d.device;
-      return true;
-    }
-  return false;
-}
-
-#define VULKAN_OR_SKIP(dev)                      \
-  Device dev;                                    \
-  if (!first_vulkan(dev)) {                      \
-    std::string why;                             \
-    try {                                        \
-      Device::vulkan();                          \
-    } catch (const Error& e) {                   \
-      why = e.what();                            \
-    }                                            \
-    GTEST_SKIP() << "no Vulkan device: " << why; \
-  }
 
 // Max |a - b| <= atol + rtol * max |b| over the elements (a on any device, b on cpu).
 void expect_close(const Tensor& a, const Tensor& b, double atol, double rtol,
@@ -130,7 +108,7 @@ void expect_same_gradients(const Model& model, const std::vector<Shape>& shapes,
 }
 
 TEST(VulkanTrain, CnnGradientsMatchCpu) {
-  VULKAN_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   manual_seed(1);
   const Tensor x = randn({6, 1, 10, 10});
   const Tensor y = randint(0, 10, {6});
@@ -138,7 +116,7 @@ TEST(VulkanTrain, CnnGradientsMatchCpu) {
 }
 
 TEST(VulkanTrain, MlpGradientsMatchCpu) {
-  VULKAN_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   manual_seed(2);
   const Tensor x = randn({16, 20});
   const Tensor y = randint(0, 3, {16});
@@ -162,7 +140,7 @@ void expect_same_op_gradients(const std::string& name,
 }
 
 TEST(VulkanTrain, CompositeOpGradientsMatchCpu) {
-  VULKAN_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   manual_seed(4);
   const Tensor target = randint(0, 5, {4});
   expect_same_op_gradients(
@@ -193,7 +171,7 @@ TEST(VulkanTrain, CompositeOpGradientsMatchCpu) {
 }
 
 TEST(VulkanTrain, GradcheckOnVulkanInF64) {
-  VULKAN_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   if (!supports_dtype(dev, DType::f64)) GTEST_SKIP() << dev.str() << " has no f64";
   const auto on_dev = [&](const Shape& s, uint64_t seed) {
     Tensor t = test::random_input(s, seed, -1, 1, false).to(dev);
@@ -216,7 +194,7 @@ TEST(VulkanTrain, GradcheckOnVulkanInF64) {
 // 20 full-batch Adam steps of the MLP on 256 separable synthetic samples: the loss falls and
 // every step's loss matches the cpu run's.
 TEST(VulkanTrain, AdamRunMatchesCpuAndLearns) {
-  VULKAN_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   manual_seed(5);
   const Tensor x = randn({256, 20});
   // Three classes from the sign pattern of two input features.
@@ -250,7 +228,7 @@ TEST(VulkanTrain, AdamRunMatchesCpuAndLearns) {
 // are bounded so that no shader passes lavapipe's 65535 loop iterations (K = 9216 was wrong
 // with 16 threads staging in loops).
 TEST(VulkanTrain, LongMatmulsMatchCpu) {
-  VULKAN_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   manual_seed(6);
   for (const auto& mnk : std::vector<std::vector<int64_t>>{{64, 128, 9216}, {16, 16, 40000}}) {
     const Tensor a = randn({mnk[0], mnk[2]}), b = randn({mnk[2], mnk[1]});
@@ -262,7 +240,7 @@ TEST(VulkanTrain, LongMatmulsMatchCpu) {
 // One output reduced over 65535 * 256 and 2^24 + 4096 elements: one workgroup of 256 threads
 // would loop 65535 or more times, which lavapipe cuts (these sums were 131070).
 TEST(VulkanTrain, ReductionPastTheDriverLoopLimit) {
-  VULKAN_OR_SKIP(dev);
+  EMBER_VULKAN_OR_SKIP(dev);
   EXPECT_EQ(ones({65535 * 256}, {DType::f32, dev}).sum().item<float>(), 65535.0f * 256);
   const int64_t n = (int64_t(1) << 24) + 4096;
   Tensor x = ones({n}, {DType::f32, dev});
