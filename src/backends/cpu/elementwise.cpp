@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/cpu/convert.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/simd_math.h"
@@ -42,8 +43,34 @@ template <typename F, typename D, typename T>
 void unary_row_base(F f, D* d, const T* s, int64_t n, int64_t sd, int64_t ss) {
   EMBER_UNARY_ROW_BODY
 }
+// Functors with an explicit 8-lane form (kHasVec, vec(__m256) in the AVX2 clone) use it on
+// contiguous runs, the tail through masked loads/stores so every element sees the same arithmetic.
+template <typename F, typename = void>
+struct has_vec : std::false_type {};
+template <typename F>
+struct has_vec<F, std::void_t<decltype(F::kHasVec)>> : std::true_type {};
+
 template <typename F, typename D, typename T>
 EMBER_CPU_AVX2 void unary_row_avx2(F f, D* d, const T* s, int64_t n, int64_t sd, int64_t ss) {
+#if defined(__x86_64__)
+  if constexpr (has_vec<F>::value && std::is_same_v<T, float> && std::is_same_v<D, float>) {
+    if (sd == 1 && ss == 1) {
+      int64_t i = 0;
+      for (; i + 16 <= n; i += 16) {
+        const __m256 x0 = _mm256_loadu_ps(s + i), x1 = _mm256_loadu_ps(s + i + 8);
+        _mm256_storeu_ps(d + i, f.vec(x0));
+        _mm256_storeu_ps(d + i + 8, f.vec(x1));
+      }
+      for (; i < n; i += 8) {
+        const int left = int(n - i < 8 ? n - i : 8);
+        const __m256i m =
+            _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        _mm256_maskstore_ps(d + i, m, f.vec(_mm256_maskload_ps(s + i, m)));
+      }
+      return;
+    }
+  }
+#endif
   EMBER_UNARY_ROW_BODY
 }
 
@@ -72,10 +99,17 @@ EMBER_CPU_AVX2 void binary_row_avx2(F f, D* d, const T* a, const T* b, int64_t n
 }
 
 // ---- functors (same formulas as the reference kernels) ----
+// Integers negate and multiply in a wide unsigned type: wrap-around, as the reference's results,
+// without signed overflow.
+template <typename T>
+using wide_unsigned_t = std::conditional_t<sizeof(T) <= 4, uint32_t, uint64_t>;
 struct Neg {
   template <typename T>
   T operator()(T x) const {
-    return -x;
+    if constexpr (std::is_floating_point_v<T>)
+      return -x;
+    else
+      return T(wide_unsigned_t<T>(0) - wide_unsigned_t<T>(x));
   }
 };
 struct Abs {
@@ -84,13 +118,22 @@ struct Abs {
     if constexpr (std::is_floating_point_v<T>)
       return std::fabs(x);
     else
-      return x < T(0) ? T(-x) : x;
+      return x < T(0) ? Neg{}(x) : x;
   }
 };
 struct Square {
   template <typename T>
   T operator()(T x) const {
-    return x * x;
+    if constexpr (std::is_floating_point_v<T>)
+      return x * x;
+    else
+      return T(wide_unsigned_t<T>(x) * wide_unsigned_t<T>(x));
+  }
+};
+struct BitwiseNot {
+  template <typename T>
+  T operator()(T x) const {
+    return T(~x);
   }
 };
 struct Reciprocal {
@@ -129,12 +172,31 @@ struct LeakyRelu {
 };
 struct ExpF {
   float operator()(float x) const { return exp_f32(x); }
+#if defined(__x86_64__)
+  static constexpr bool kHasVec = true;
+  EMBER_CPU_AVX2 __m256 vec(__m256 x) const { return exp256(x); }
+#endif
 };
 struct SigmoidF {
   float operator()(float x) const { return 1.f / (1.f + exp_f32(-x)); }
+#if defined(__x86_64__)
+  static constexpr bool kHasVec = true;
+  EMBER_CPU_AVX2 __m256 vec(__m256 x) const {
+    const __m256 one = _mm256_set1_ps(1.f);
+    const __m256 e = exp256(_mm256_xor_ps(x, _mm256_set1_ps(-0.f)));
+    return _mm256_div_ps(one, _mm256_add_ps(one, e));
+  }
+#endif
 };
 struct SiluF {
   float operator()(float x) const { return x / (1.f + exp_f32(-x)); }
+#if defined(__x86_64__)
+  static constexpr bool kHasVec = true;
+  EMBER_CPU_AVX2 __m256 vec(__m256 x) const {
+    const __m256 e = exp256(_mm256_xor_ps(x, _mm256_set1_ps(-0.f)));
+    return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.f), e));
+  }
+#endif
 };
 
 struct Add {
@@ -227,58 +289,70 @@ void run_unary(const ir::Unary& op, F f) {
       });
 }
 
-template <typename T>
-bool unary_typed(const ir::Unary& op) {
-  switch (op.op) {
+// Calls g(functor) with the functor of `op` for element type T; false: no fast functor.
+template <typename T, typename G>
+bool with_unary_functor(UnaryOp op, double p0, G&& g) {
+  switch (op) {
     case UnaryOp::neg:
-      run_unary<T>(op, Neg{});
+      g(Neg{});
       return true;
     case UnaryOp::abs:
-      run_unary<T>(op, Abs{});
+      g(Abs{});
       return true;
     case UnaryOp::square:
-      run_unary<T>(op, Square{});
+      g(Square{});
       return true;
     case UnaryOp::relu:
-      run_unary<T>(op, Relu{});
+      g(Relu{});
       return true;
     default:
       break;
   }
+  if constexpr (std::is_integral_v<T>) {
+    if (op == UnaryOp::bitwise_not) {
+      g(BitwiseNot{});
+      return true;
+    }
+  }
   if constexpr (std::is_floating_point_v<T>) {
-    switch (op.op) {
+    switch (op) {
       case UnaryOp::reciprocal:
-        run_unary<T>(op, Reciprocal{});
+        g(Reciprocal{});
         return true;
       case UnaryOp::sqrt:
-        run_unary<T>(op, Sqrt{});
+        g(Sqrt{});
         return true;
       case UnaryOp::rsqrt:
-        run_unary<T>(op, Rsqrt{});
+        g(Rsqrt{});
         return true;
       case UnaryOp::leaky_relu:
-        run_unary<T>(op, LeakyRelu{op.p0});
+        g(LeakyRelu{p0});
         return true;
       default:
         break;
     }
   }
   if constexpr (std::is_same_v<T, float>) {
-    switch (op.op) {
+    switch (op) {
       case UnaryOp::exp:
-        run_unary<T>(op, ExpF{});
+        g(ExpF{});
         return true;
       case UnaryOp::sigmoid:
-        run_unary<T>(op, SigmoidF{});
+        g(SigmoidF{});
         return true;
       case UnaryOp::silu:
-        run_unary<T>(op, SiluF{});
+        g(SiluF{});
         return true;
       default:
         break;
     }
   }
   return false;
+}
+
+template <typename T>
+bool unary_typed(const ir::Unary& op) {
+  return with_unary_functor<T>(op.op, op.p0, [&](auto f) { run_unary<T>(op, f); });
 }
 
 template <typename T, typename D, typename F>
@@ -297,55 +371,66 @@ void run_binary(const ir::Binary& op, F f) {
       });
 }
 
-template <typename T>
-bool binary_typed(const ir::Binary& op) {
-  switch (op.op) {
+// Calls g(functor, is_compare) with the functor of `op` for element type T; false: none.
+template <typename T, typename G>
+bool with_binary_functor(BinaryOp op, G&& g) {
+  switch (op) {
     case BinaryOp::add:
-      run_binary<T, T>(op, Add{});
+      g(Add{}, std::false_type{});
       return true;
     case BinaryOp::sub:
-      run_binary<T, T>(op, Sub{});
+      g(Sub{}, std::false_type{});
       return true;
     case BinaryOp::mul:
-      run_binary<T, T>(op, Mul{});
+      g(Mul{}, std::false_type{});
       return true;
     case BinaryOp::eq:
-      run_binary<T, bool>(op, Eq{});
+      g(Eq{}, std::true_type{});
       return true;
     case BinaryOp::ne:
-      run_binary<T, bool>(op, Ne{});
+      g(Ne{}, std::true_type{});
       return true;
     case BinaryOp::lt:
-      run_binary<T, bool>(op, Lt{});
+      g(Lt{}, std::true_type{});
       return true;
     case BinaryOp::le:
-      run_binary<T, bool>(op, Le{});
+      g(Le{}, std::true_type{});
       return true;
     case BinaryOp::gt:
-      run_binary<T, bool>(op, Gt{});
+      g(Gt{}, std::true_type{});
       return true;
     case BinaryOp::ge:
-      run_binary<T, bool>(op, Ge{});
+      g(Ge{}, std::true_type{});
       return true;
     default:
       break;
   }
   if constexpr (std::is_floating_point_v<T>) {
-    switch (op.op) {
+    switch (op) {
       case BinaryOp::div:
-        run_binary<T, T>(op, Div{});
+        g(Div{}, std::false_type{});
         return true;
       case BinaryOp::maximum:
-        run_binary<T, T>(op, Maximum{});
+        g(Maximum{}, std::false_type{});
         return true;
       case BinaryOp::minimum:
-        run_binary<T, T>(op, Minimum{});
+        g(Minimum{}, std::false_type{});
         return true;
       default:
         break;
     }
   }
   return false;
+}
+
+template <typename T>
+bool binary_typed(const ir::Binary& op) {
+  return with_binary_functor<T>(op.op, [&](auto f, auto cmp) {
+    if constexpr (decltype(cmp)::value)
+      run_binary<T, bool>(op, f);
+    else
+      run_binary<T, T>(op, f);
+  });
 }
 
 // Copies one contiguous run. glibc's memcpy (rep movsb for large sizes) was measured ~10x slower
@@ -410,13 +495,63 @@ void fill_bits(const Tensor& dst, U v) {
 
 }  // namespace
 
+bool unary_f32_supported(UnaryOp op) {
+  return with_unary_functor<float>(op, 0.0, [](auto) {});
+}
+
+void unary_f32_run(UnaryOp op, double p0, float* d, const float* s, int64_t n) {
+  const bool avx2 = has_avx2();
+  with_unary_functor<float>(op, p0, [&](auto f) {
+    if (avx2)
+      unary_row_avx2(f, d, s, n, 1, 1);
+    else
+      unary_row_base(f, d, s, n, 1, 1);
+  });
+}
+
+bool binary_f32_supported(BinaryOp op, bool& is_compare) {
+  return with_binary_functor<float>(op, [&](auto, auto cmp) { is_compare = decltype(cmp)::value; });
+}
+
+void binary_f32_run(BinaryOp op, void* d, const float* a, const float* b, int64_t n, int64_t sa,
+                    int64_t sb) {
+  const bool avx2 = has_avx2();
+  with_binary_functor<float>(op, [&](auto f, auto cmp) {
+    using D = std::conditional_t<decltype(cmp)::value, bool, float>;
+    D* dp = static_cast<D*>(d);
+    if (avx2)
+      binary_row_avx2(f, dp, a, b, n, 1, sa, sb);
+    else
+      binary_row_base(f, dp, a, b, n, 1, sa, sb);
+  });
+}
+
 bool unary(const ir::Unary& op) {
   const DType t = op.src.dtype();
   if (op.dst.numel() <= kGrainElementwise) return false;  // the reference loop is as fast
   if (t == op.dst.dtype()) {
     if (t == DType::f32 && unary_typed<float>(op)) return true;
     if (t == DType::f64 && unary_typed<double>(op)) return true;
-    if (t == DType::i64 && unary_typed<int64_t>(op)) return true;
+    switch (t) {
+      case DType::i8:
+        if (unary_typed<int8_t>(op)) return true;
+        break;
+      case DType::i16:
+        if (unary_typed<int16_t>(op)) return true;
+        break;
+      case DType::i32:
+        if (unary_typed<int32_t>(op)) return true;
+        break;
+      case DType::i64:
+        if (unary_typed<int64_t>(op)) return true;
+        break;
+      case DType::u8:
+        if (unary_typed<uint8_t>(op)) return true;
+        break;
+      default:
+        break;
+    }
+    if ((t == DType::f16 || t == DType::bf16) && unary_half(op)) return true;
   }
   return parallel_slices<2>({op.dst, op.src}, kGrainElementwise,
                             [&](const std::array<Tensor, 2>& v) {
@@ -430,6 +565,7 @@ bool binary(const ir::Binary& op) {
   if (t == DType::f32 && binary_typed<float>(op)) return true;
   if (t == DType::f64 && binary_typed<double>(op)) return true;
   if (t == DType::i64 && binary_typed<int64_t>(op)) return true;
+  if ((t == DType::f16 || t == DType::bf16) && binary_half(op)) return true;
   return parallel_slices<3>({op.dst, op.a, op.b}, kGrainElementwise,
                             [&](const std::array<Tensor, 3>& v) {
                               ref::binary(ir::Binary{op.op, v[1], v[2], v[0]});
@@ -447,6 +583,8 @@ bool where(const ir::Where& op) {
 bool copy(const ir::Copy& op) {
   const Tensor& s = op.src;
   const Tensor& d = op.dst;
+  // Casts: vector loops at every size (convert.cpp).
+  if (s.dtype() != d.dtype() && cast_copy(op)) return true;
   if (d.numel() <= kGrainElementwise) return false;
   // Overlapping source and destination: the reference copies through a temporary.
   if (s.is_alias_of(d) && !(s.offset() == d.offset() && s.strides() == d.strides())) return false;

@@ -1,0 +1,284 @@
+// The cpu backend's casts (Copy between dtypes) and f16/bf16 <-> f32 runs. Pairs among f32, f64,
+// f16, bf16, i32, i64, u8 and bool run vector loops (two clones: baseline x86-64 and AVX2, plus
+// F16C for f16), threaded over the pool above ~1 MB of traffic; results are bit-identical to
+// ref::cast: float -> int truncates, NaN -> 0 and out-of-range values saturate; anything -> bool
+// is != 0; f16/bf16 go through f32 (as Half/BFloat16 do), rounding to nearest-even with the
+// reference's NaN bits.
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "backends/cpu/convert.h"
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/parallel.h"
+#include "backends/ref/dispatch.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+// As elementwise.cpp: no -ftrapping-math, so that the selects if-convert and the loops vectorise.
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
+
+namespace ember::cpu {
+
+namespace {
+
+#define EMBER_CPU_F16C __attribute__((target("avx2,fma,f16c")))
+
+bool has_f16c() {
+  static const bool v = has_avx2() && __builtin_cpu_supports("f16c");
+  return v;
+}
+
+/// ref::cast<To>(x) for non-16-bit-float types, branch-free for float -> integer so that it
+/// vectorises: NaN -> 0, x <= lowest -> lowest, x >= max -> max (the bounds are powers of two or
+/// exact in From, so the comparisons equal the reference's long double ones), else truncation.
+template <typename To, typename From>
+inline To cvt(From x) {
+  if constexpr (std::is_integral_v<To> && !std::is_same_v<To, bool> &&
+                std::is_floating_point_v<From>) {
+    constexpr From lo = From(std::numeric_limits<To>::lowest());
+    constexpr From hi = From(std::numeric_limits<To>::max());
+    const From c0 = x != x ? From(0) : x;
+    const bool big = c0 >= hi;
+    const From c = c0 < lo ? lo : (big ? From(0) : c0);
+    const To r = To(c);
+    return big ? std::numeric_limits<To>::max() : r;
+  } else {
+    return ref::cast<To>(x);
+  }
+}
+
+// ---- f16 / bf16 <-> f32 runs ----
+void f16_to_f32_base(float* d, const uint16_t* s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = Half::to_float(s[i]);
+}
+void f32_to_f16_base(uint16_t* d, const float* s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = Half::from_float(s[i]);
+}
+
+#if defined(__x86_64__)
+// vcvtph2ps / vcvtps2ph round as Half (nearest-even, subnormals exact) but quieten NaNs and keep
+// payload bits; blocks holding a NaN are redone with the reference conversion.
+EMBER_CPU_F16C void f16_to_f32_f16c(float* d, const uint16_t* s, int64_t n) {
+  int64_t i = 0;
+  const __m128i abs_mask = _mm_set1_epi16(0x7fff), inf = _mm_set1_epi16(0x7c00);
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+    _mm256_storeu_ps(d + i, _mm256_cvtph_ps(h));
+    if (_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, abs_mask), inf)))
+      f16_to_f32_base(d + i, s + i, 8);
+  }
+  f16_to_f32_base(d + i, s + i, n - i);
+}
+EMBER_CPU_F16C void f32_to_f16_f16c(uint16_t* d, const float* s, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(s + i);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
+                     _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q))) f32_to_f16_base(d + i, s + i, 8);
+  }
+  f32_to_f16_base(d + i, s + i, n - i);
+}
+#endif
+
+// bf16: the upper half of an f32; rounding as BFloat16::from_float, written branch-free.
+#define EMBER_BF16_TO_F32_BODY               \
+  for (int64_t i = 0; i < n; ++i) {          \
+    const uint32_t u = uint32_t(s[i]) << 16; \
+    std::memcpy(d + i, &u, 4);               \
+  }
+#define EMBER_F32_TO_BF16_BODY                                                        \
+  for (int64_t i = 0; i < n; ++i) {                                                   \
+    uint32_t u;                                                                       \
+    std::memcpy(&u, s + i, 4);                                                        \
+    const bool nan = (u & 0x7fffffffu) > 0x7f800000u;                                 \
+    const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u; \
+    d[i] = uint16_t(nan ? q : r);                                                     \
+  }
+void bf16_to_f32_base(float* d, const uint16_t* s, int64_t n){EMBER_BF16_TO_F32_BODY} EMBER_CPU_AVX2
+    void bf16_to_f32_avx2(float* d, const uint16_t* s, int64_t n) {
+  EMBER_BF16_TO_F32_BODY
+}
+void f32_to_bf16_base(uint16_t* d, const float* s, int64_t n){EMBER_F32_TO_BF16_BODY} EMBER_CPU_AVX2
+    void f32_to_bf16_avx2(uint16_t* d, const float* s, int64_t n) {
+  EMBER_F32_TO_BF16_BODY
+}
+
+// ---- casts ----
+template <typename T>
+inline constexpr bool is_h = ref::is_half_v<T>;
+// The element type a run of T is handled as: uint16_t bits for f16/bf16, T otherwise.
+template <typename T>
+using bits_t = std::conditional_t<is_h<T>, uint16_t, T>;
+
+#define EMBER_CAST_ROW_BODY                                        \
+  if (sd == 1 && ss == 1) {                                        \
+    for (int64_t i = 0; i < n; ++i) d[i] = cvt<D>(s[i]);           \
+  } else {                                                         \
+    for (int64_t i = 0; i < n; ++i) d[i * sd] = cvt<D>(s[i * ss]); \
+  }
+
+template <typename D, typename S>
+void cast_row_base(D* d, const S* s, int64_t n, int64_t sd, int64_t ss) {
+  EMBER_CAST_ROW_BODY
+}
+template <typename D, typename S>
+EMBER_CPU_AVX2 void cast_row_avx2(D* d, const S* s, int64_t n, int64_t sd, int64_t ss) {
+  EMBER_CAST_ROW_BODY
+}
+template <typename D, typename S>
+void cast_row(D* d, const S* s, int64_t n, int64_t sd, int64_t ss, bool avx2) {
+  if (avx2)
+    cast_row_avx2(d, s, n, sd, ss);
+  else
+    cast_row_base(d, s, n, sd, ss);
+}
+
+// Halves in or out: through an f32 block (as Half/BFloat16 convert through float).
+template <typename T>
+void half_to_f32(float* d, const uint16_t* s, int64_t n) {
+  if constexpr (std::is_same_v<T, Half>)
+    f16_to_f32(d, s, n);
+  else
+    bf16_to_f32(d, s, n);
+}
+template <typename T>
+void f32_to_half(uint16_t* d, const float* s, int64_t n) {
+  if constexpr (std::is_same_v<T, Half>)
+    f32_to_f16(d, s, n);
+  else
+    f32_to_bf16(d, s, n);
+}
+
+template <typename D, typename S>
+void cast_row_via_f32(bits_t<D>* d, const bits_t<S>* s, int64_t n, int64_t sd, int64_t ss,
+                      bool avx2) {
+  constexpr int64_t kBlock = 512;
+  alignas(32) float f[kBlock];
+  alignas(32) uint16_t h[kBlock];
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t m = std::min(kBlock, n - b);
+    const bits_t<S>* sp = s + b * ss;
+    bits_t<D>* dp = d + b * sd;
+    if constexpr (is_h<S>) {
+      const uint16_t* src = sp;
+      if (ss != 1) {
+        for (int64_t i = 0; i < m; ++i) h[i] = sp[i * ss];
+        src = h;
+      }
+      half_to_f32<S>(f, src, m);
+    } else {
+      cast_row<float>(f, sp, m, 1, ss, avx2);
+    }
+    if constexpr (is_h<D>) {
+      if (sd == 1) {
+        f32_to_half<D>(dp, f, m);
+      } else {
+        f32_to_half<D>(h, f, m);
+        for (int64_t i = 0; i < m; ++i) dp[i * sd] = h[i];
+      }
+    } else {
+      cast_row<D>(dp, f, m, sd, 1, avx2);
+    }
+  }
+}
+
+// Below this many elements a cast stays on the calling thread (about 1 MB of traffic for f32 ->
+// f64; waking the pool costs more than the copy of an in-cache tensor).
+constexpr int64_t kCastGrain = 1 << 16;
+
+template <typename D, typename S>
+void run_cast(const ir::Copy& op) {
+  using DB = bits_t<D>;
+  using SB = bits_t<S>;
+  DB* d = ref::ptr<DB>(op.dst);
+  const SB* s = ref::ptr<SB>(op.src);
+  const bool avx2 = has_avx2();
+  parallel_rows<2>(
+      op.dst.shape(), {&op.dst.strides(), &op.src.strides()}, kCastGrain,
+      [&](const std::array<int64_t, 2>& o, int64_t n, const std::array<int64_t, 2>& st) {
+        if constexpr (is_h<D> || is_h<S>)
+          cast_row_via_f32<D, S>(d + o[0], s + o[1], n, st[0], st[1], avx2);
+        else
+          cast_row<D>(d + o[0], s + o[1], n, st[0], st[1], avx2);
+      });
+}
+
+// Calls f(T{}) for the dtypes the cast kernels take; false for the others.
+template <typename F>
+bool cast_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::f32:
+    case DType::f64:
+    case DType::f16:
+    case DType::bf16:
+    case DType::i32:
+    case DType::i64:
+    case DType::u8:
+    case DType::b8:
+      ref::dispatch_dtype(t, [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || is_h<T> ||
+                      std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
+                      std::is_same_v<T, uint8_t> || std::is_same_v<T, bool>)
+          f(tag);
+      });
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+void f16_to_f32(float* d, const uint16_t* s, int64_t n) {
+#if defined(__x86_64__)
+  if (has_f16c()) return f16_to_f32_f16c(d, s, n);
+#endif
+  f16_to_f32_base(d, s, n);
+}
+void f32_to_f16(uint16_t* d, const float* s, int64_t n) {
+#if defined(__x86_64__)
+  if (has_f16c()) return f32_to_f16_f16c(d, s, n);
+#endif
+  f32_to_f16_base(d, s, n);
+}
+void bf16_to_f32(float* d, const uint16_t* s, int64_t n) {
+  if (has_avx2())
+    bf16_to_f32_avx2(d, s, n);
+  else
+    bf16_to_f32_base(d, s, n);
+}
+void f32_to_bf16(uint16_t* d, const float* s, int64_t n) {
+  if (has_avx2())
+    f32_to_bf16_avx2(d, s, n);
+  else
+    f32_to_bf16_base(d, s, n);
+}
+
+bool cast_copy(const ir::Copy& op) {
+  const Tensor& s = op.src;
+  const Tensor& d = op.dst;
+  if (s.dtype() == d.dtype()) return false;
+  if (s.is_alias_of(d)) return false;  // the reference copies through a temporary
+  bool done = false;
+  const bool known = cast_dtype(s.dtype(), [&](auto st) {
+    cast_dtype(d.dtype(), [&](auto dt) {
+      using S = decltype(st);
+      using D = decltype(dt);
+      if constexpr (!std::is_same_v<S, D>) {
+        run_cast<D, S>(op);
+        done = true;
+      }
+    });
+  });
+  return known && done;
+}
+
+}  // namespace ember::cpu
+
+#pragma GCC pop_options
