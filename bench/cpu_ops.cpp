@@ -1,10 +1,13 @@
 // cpu backend micro-benchmarks against the machine's peers in the same run: elementwise ops
 // against a triad bandwidth probe, the elementwise chain exp(relu(x*2+1)), softmax and layer_norm
 // over [4096, 4096], conv2d 3x3 64->64 on 56x56 and the distinct conv shapes of ResNet-50, and
-// sgemm N = 256..4096 against oneDNN, OpenBLAS and BLIS called directly (OpenBLAS/BLIS are
-// dlopen'ed when installed: libopenblas-dev, libblis-dev), and LibTorch on each when built with
-// EMBER_BENCH_LIBTORCH=ON. Prints each benchmark's best (minimum over repetitions) time with GB/s
-// or GFLOP/s, then a table of ratios (Ember's speed / the peer's: > 1 means Ember is faster).
+// sgemm N = 256..4096 against oneDNN (dnnl_sgemm and the cached dnnl::matmul primitive), OpenBLAS
+// (the pthread build, and the OpenMP build Ember's matmul calls) and BLIS called directly
+// (OpenBLAS/BLIS are dlopen'ed when installed: libopenblas-dev, libopenblas-openmp-dev,
+// libblis-dev), f64 matmul against OpenBLAS's dgemm, bf16/f16 matmul, batched small GEMMs (bmm
+// 256x64x64), and LibTorch on each when built with EMBER_BENCH_LIBTORCH=ON. Prints each benchmark's
+// best (minimum over repetitions) time with GB/s or GFLOP/s, then a table of ratios (Ember's speed
+// / the peer's: > 1 means Ember is faster).
 //
 //   build-x/bench/bench_cpu_ops --benchmark_repetitions=3 [--json FILE]
 //   --json FILE is --benchmark_out=FILE --benchmark_out_format=json (Google Benchmark's own
@@ -12,6 +15,8 @@
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <dnnl.h>
+
+#include <dnnl.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -138,6 +143,47 @@ void BM_matmul(benchmark::State& st) {
   note(st, 0, 2.0 * double(n) * double(n) * double(n));
 }
 
+// Ember's matmul in another float dtype (f64, bf16, f16), N x N x N.
+void matmul_typed(benchmark::State& st, DType t) {
+  const int64_t n = st.range(0);
+  const Tensor a = input({n, n}).to(t), b = input({n, n}).to(t);
+  for (auto _ : st) {
+    Tensor c = matmul(a, b);
+    benchmark::DoNotOptimize(c.raw_data());
+  }
+  note(st, 0, 2.0 * double(n) * double(n) * double(n));
+}
+void BM_matmul_f64(benchmark::State& st) { matmul_typed(st, DType::f64); }
+void BM_matmul_bf16(benchmark::State& st) { matmul_typed(st, DType::bf16); }
+void BM_matmul_f16(benchmark::State& st) { matmul_typed(st, DType::f16); }
+
+// Batched small GEMMs: [256, 64, 64] @ [256, 64, 64] (attention-sized; one GEMM per thread).
+void BM_bmm_small(benchmark::State& st) {
+  const Tensor a = input({256, 64, 64}), b = input({256, 64, 64});
+  for (auto _ : st) {
+    Tensor c = matmul(a, b);
+    benchmark::DoNotOptimize(c.raw_data());
+  }
+  note(st, 0, 2.0 * 256 * 64 * 64 * 64);
+}
+
+// oneDNN's matmul primitive, created once per shape (as a cache would keep it) and executed.
+void BM_dnnl_matmul_prim(benchmark::State& st) {
+  const int64_t n = st.range(0);
+  std::vector<float> a(size_t(n * n), 1.f), b(size_t(n * n), 0.5f), c(size_t(n * n));
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream s(eng);
+  const dnnl::memory::desc md({n, n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
+  const dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, md), eng));
+  dnnl::memory ma(md, eng, a.data()), mb(md, eng, b.data()), mc(md, eng, c.data());
+  for (auto _ : st) {
+    prim.execute(s, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+    s.wait();
+    benchmark::DoNotOptimize(c.data());
+  }
+  note(st, 0, 2.0 * double(n) * double(n) * double(n));
+}
+
 void BM_dnnl_sgemm(benchmark::State& st) {
   const int64_t n = st.range(0);
   std::vector<float> a(size_t(n * n), 1.f), b(size_t(n * n), 0.5f), c(size_t(n * n));
@@ -166,6 +212,29 @@ CblasSgemm openblas() {
       load<CblasSgemm>("libopenblas.so.0", "cblas_sgemm", "openblas_set_num_threads");
   return f;
 }
+// The OpenMP build Ember's matmul uses (gemm_lib.cpp): by path, RTLD_DEEPBIND so its internals
+// stay apart from the pthread build loaded above and by LibTorch.
+using CblasDgemm = void (*)(int, int, int, int, int, int, double, const double*, int, const double*,
+                            int, double, double*, int);
+void* openblas_omp_handle() {
+  static void* h =
+      dlopen("/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0", RTLD_NOW | RTLD_LOCAL |
+#ifdef RTLD_DEEPBIND
+                                                                               RTLD_DEEPBIND
+#else
+                                                                               0
+#endif
+      );
+  return h;
+}
+CblasSgemm openblas_omp() {
+  void* h = openblas_omp_handle();
+  return h ? reinterpret_cast<CblasSgemm>(dlsym(h, "cblas_sgemm")) : nullptr;
+}
+CblasDgemm openblas_omp_dgemm() {
+  void* h = openblas_omp_handle();
+  return h ? reinterpret_cast<CblasDgemm>(dlsym(h, "cblas_dgemm")) : nullptr;
+}
 BliSgemm blis() {
   static BliSgemm f = [] {
     // bli_thread_set_num_threads takes a dim_t (int64_t).
@@ -192,6 +261,20 @@ void BM_openblas_sgemm(benchmark::State& st) {
   sgemm_peer(st, [](int n, const float* a, const float* b, float* c) {
     openblas()(101, 111, 111, n, n, n, 1.f, a, n, b, n, 0.f, c, n);  // row-major, no transposes
   });
+}
+void BM_openblas_omp_sgemm(benchmark::State& st) {
+  sgemm_peer(st, [](int n, const float* a, const float* b, float* c) {
+    openblas_omp()(101, 111, 111, n, n, n, 1.f, a, n, b, n, 0.f, c, n);
+  });
+}
+void BM_openblas_omp_dgemm(benchmark::State& st) {
+  const int n = int(st.range(0));
+  std::vector<double> a(size_t(n) * n, 1.0), b(size_t(n) * n, 0.5), c(size_t(n) * n);
+  for (auto _ : st) {
+    openblas_omp_dgemm()(101, 111, 111, n, n, n, 1.0, a.data(), n, b.data(), n, 0.0, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  note(st, 0, 2.0 * double(n) * double(n) * double(n));
 }
 void BM_blis_sgemm(benchmark::State& st) {
   sgemm_peer(st, [](int n, const float* a, const float* b, float* c) {
@@ -281,6 +364,17 @@ void BM_torch_matmul(benchmark::State& st) {
   const int64_t n = st.range(0);
   const auto a = tin({n, n}), b = tin({n, n});
   torch_bench(st, 0, 2.0 * double(n) * double(n) * double(n), [&] { return torch::mm(a, b); });
+}
+void torch_matmul_typed(benchmark::State& st, torch::ScalarType t) {
+  const int64_t n = st.range(0);
+  const auto a = tin({n, n}).to(t), b = tin({n, n}).to(t);
+  torch_bench(st, 0, 2.0 * double(n) * double(n) * double(n), [&] { return torch::mm(a, b); });
+}
+void BM_torch_matmul_f64(benchmark::State& st) { torch_matmul_typed(st, torch::kDouble); }
+void BM_torch_matmul_bf16(benchmark::State& st) { torch_matmul_typed(st, torch::kBFloat16); }
+void BM_torch_bmm_small(benchmark::State& st) {
+  const auto a = tin({256, 64, 64}), b = tin({256, 64, 64});
+  torch_bench(st, 0, 2.0 * 256 * 64 * 64 * 64, [&] { return torch::bmm(a, b); });
 }
 void conv_torch(benchmark::State& st, ConvShape c) {
   const auto x = tin({1, c.cin, c.hw, c.hw}), w = tin({c.cout, c.cin, c.k, c.k});
@@ -387,7 +481,39 @@ BENCHMARK(BM_dnnl_sgemm)
     ->Range(256, 4096)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK(BM_dnnl_matmul_prim)
+    ->RangeMultiplier(2)
+    ->Range(256, 4096)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_matmul_f64)
+    ->RangeMultiplier(2)
+    ->Range(256, 2048)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_matmul_bf16)
+    ->RangeMultiplier(2)
+    ->Range(256, 2048)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_matmul_f16)
+    ->RangeMultiplier(2)
+    ->Range(256, 2048)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_bmm_small)->Unit(benchmark::kMillisecond)->UseRealTime();
 #ifdef EMBER_BENCH_HAVE_TORCH
+BENCHMARK(BM_torch_matmul_f64)
+    ->RangeMultiplier(2)
+    ->Range(256, 2048)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_torch_matmul_bf16)
+    ->RangeMultiplier(2)
+    ->Range(256, 2048)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_torch_bmm_small)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_torch_add)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_torch_mul)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_torch_exp)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -451,6 +577,16 @@ int main(int argc, char** argv) {
           ->Arg(n)
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();
+    if (openblas_omp())
+      benchmark::RegisterBenchmark("BM_openblas_omp_sgemm", BM_openblas_omp_sgemm)
+          ->Arg(n)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    if (openblas_omp_dgemm() && n <= 2048)
+      benchmark::RegisterBenchmark("BM_openblas_omp_dgemm", BM_openblas_omp_dgemm)
+          ->Arg(n)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
     if (blis())
       benchmark::RegisterBenchmark("BM_blis_sgemm", BM_blis_sgemm)
           ->Arg(n)
@@ -497,10 +633,26 @@ int main(int argc, char** argv) {
   for (int n = 256; n <= 4096; n *= 2) {
     const std::string m = "BM_matmul/" + std::to_string(n), sn = "/" + std::to_string(n);
     ratio("matmul " + std::to_string(n) + ": ember over dnnl_sgemm", m, "BM_dnnl_sgemm" + sn);
+    ratio("matmul " + std::to_string(n) + ": ember over dnnl::matmul", m,
+          "BM_dnnl_matmul_prim" + sn);
     ratio("matmul " + std::to_string(n) + ": ember over openblas", m, "BM_openblas_sgemm" + sn);
+    ratio("matmul " + std::to_string(n) + ": ember over openblas-openmp", m,
+          "BM_openblas_omp_sgemm" + sn);
     ratio("matmul " + std::to_string(n) + ": ember over blis", m, "BM_blis_sgemm" + sn);
     ratio("matmul " + std::to_string(n) + ": ember over torch", m, "BM_torch_matmul" + sn);
   }
+  for (int n = 256; n <= 2048; n *= 2) {
+    const std::string sn = "/" + std::to_string(n), ns = std::to_string(n);
+    ratio("matmul f64 " + ns + ": ember over openblas dgemm", "BM_matmul_f64" + sn,
+          "BM_openblas_omp_dgemm" + sn);
+    ratio("matmul f64 " + ns + ": ember over torch", "BM_matmul_f64" + sn,
+          "BM_torch_matmul_f64" + sn);
+    ratio("matmul bf16 " + ns + ": ember over torch", "BM_matmul_bf16" + sn,
+          "BM_torch_matmul_bf16" + sn);
+    ratio("matmul bf16 " + ns + ": ember bf16 over ember f32", "BM_matmul_bf16" + sn,
+          "BM_matmul" + sn);
+  }
+  ratio("bmm 256x64x64: ember over torch", "BM_bmm_small", "BM_torch_bmm_small");
   for (const ConvShape& c : resnet50_convs())
     ratio("r50 conv " + conv_name(c) + ": ember over torch",
           "BM_r50conv/" + conv_name(c) + "/ember", "BM_r50conv/" + conv_name(c) + "/torch");

@@ -1,7 +1,13 @@
-// The cpu backend's matmul: oneDNN's sgemm (threaded, AVX-512/AVX2 chosen at run time) for f32;
-// other dtypes fall back to the reference kernel.
-#include <dnnl.h>
+// The cpu backend's matmul for the float dtypes, through the GEMM libraries of gemm.h:
+//  - f32: gemm::sgemm (OpenBLAS or oneDNN by size), f64: gemm::dgemm (OpenBLAS; reference kernel
+//    when OpenBLAS is absent);
+//  - f16/bf16: the operands are converted to f32 (exact), multiplied by sgemm, and the f32 result
+//    is rounded once to the dtype - the same accumulation type (f32) and single rounding as the
+//    reference kernel, so only the summation order differs.
+// Integer and bool matmuls fall back to the reference kernel.
+#include <algorithm>
 
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/ref/dispatch.h"
@@ -29,61 +35,103 @@ bool gemm_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, char& trans
     ld = std::max<int64_t>(cols, 1);
     return true;
   }
+  if (cols <= 1 && rs == 1) {  // a single column: any column stride works
+    trans = 'T';
+    ld = std::max<int64_t>(rows, 1);
+    return true;
+  }
   return false;
 }
 
-void check(dnnl_status_t st, int64_t m, int64_t n, int64_t k) {
-  if (st != dnnl_success)
-    EMBER_FAIL("matmul", "oneDNN sgemm failed with status ", int(st), " for M=", m, " N=", n,
-               " K=", k);
+// An operand as a GEMM reads it: `t` itself when its matrices have a GEMM layout, else a
+// contiguous copy (a batch stride of 0 stays 0: only one matrix is packed).
+Tensor gemm_operand(const Tensor& t, char& trans, int64_t& ld) {
+  const int64_t rows = t.size(1), cols = t.size(2);
+  if (gemm_layout(rows, cols, t.stride(1), t.stride(2), trans, ld)) return t;
+  Tensor c = t.stride(0) == 0 ? t.narrow(0, 0, 1).contiguous().expand(t.shape()) : t.contiguous();
+  gemm_layout(rows, cols, c.stride(1), c.stride(2), trans, ld);
+  return c;
+}
+
+bool fits_int(int64_t v) { return v <= int64_t(0x7fffffff); }
+
+// dst = a @ b for T = float or double; dst row-major per batch or computed into a temporary.
+template <typename T>
+void blas_matmul(const Tensor& a, const Tensor& b, const Tensor& d) {
+  const int64_t B = d.size(0), M = d.size(1), N = d.size(2), K = a.size(2);
+  Tensor out = d;
+  if (!(d.stride(2) == 1 && d.stride(1) >= std::max<int64_t>(N, 1)))
+    out = empty({B, M, N}, {d.dtype(), d.device()});
+  char ta = 'N', tb = 'N';
+  int64_t lda = 0, ldb = 0;
+  const Tensor ac = gemm_operand(a, ta, lda);
+  const Tensor bc = gemm_operand(b, tb, ldb);
+  const T* pa = ref::ptr<T>(ac);
+  const T* pb = ref::ptr<T>(bc);
+  T* pd = ref::ptr<T>(out);
+  const int64_t sa = ac.stride(0), sb = bc.stride(0), sd = out.stride(0), ldc = out.stride(1);
+  auto gemm = [&](int64_t i) {
+    if constexpr (std::is_same_v<T, float>) {
+      gemm::sgemm(ta, tb, M, N, K, pa + i * sa, lda, pb + i * sb, ldb, pd + i * sd, ldc);
+    } else {
+      if (!gemm::dgemm(ta, tb, M, N, K, pa + i * sa, lda, pb + i * sb, ldb, pd + i * sd, ldc))
+        EMBER_FAIL("matmul", "no f64 GEMM library for M=", M, " N=", N, " K=", K);
+    }
+  };
+  // Many small GEMMs: one per thread over the batch (each single-threaded: both libraries run
+  // serially inside an OpenMP region) instead of a threaded GEMM per item, whose fork/join per
+  // 64x64 GEMM costs more than the GEMM (and a scheduler quantum each on a loaded machine).
+  if (B > 1 && M * N * K <= 128 * 128 * 128 && openmp_runtime_active()) {
+    parallel_for(0, B, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) gemm(i);
+    });
+  } else {
+    for (int64_t i = 0; i < B; ++i) gemm(i);
+  }
+  if (!out.is_alias_of(d)) {
+    const ir::Copy c{out, d};
+    if (!copy(c)) ref::copy(c);
+  }
+}
+
+// An f16/bf16 operand converted to f32 (exact); a batch stride of 0 converts one matrix.
+Tensor to_f32(const Tensor& t) {
+  if (t.size(0) > 1 && t.stride(0) == 0) return t.narrow(0, 0, 1).to(DType::f32).expand(t.shape());
+  return t.to(DType::f32);
 }
 
 }  // namespace
 
 bool sgemm_matmul(const ir::Matmul& op) {
-  if (op.a.dtype() != DType::f32) return false;
+  const DType dt = op.dst.dtype();
+  if (dt != DType::f32 && dt != DType::f64 && dt != DType::f16 && dt != DType::bf16) return false;
   const Tensor& a = op.a;
   const Tensor& b = op.b;
   const Tensor& d = op.dst;
-  const int64_t B = d.size(0), M = d.size(1), N = d.size(2), K = a.size(2);
+  const int64_t M = d.size(1), N = d.size(2), K = a.size(2);
+  if (dt == DType::f64) {
+    // Without the library, or past its 32-bit sizes and leading dimensions, the reference kernel.
+    if (!gemm::have_openblas()) return false;
+    for (int64_t v : {M, N, K, a.stride(1), a.stride(2), b.stride(1), b.stride(2), d.stride(1)})
+      if (!fits_int(v)) return false;
+  }
   if (d.numel() == 0) return true;
   if (K == 0) {
-    ref::fill(ir::Fill{d, 0});
+    const ir::Fill f{d, 0};
+    if (!fill(f)) ref::fill(f);
     return true;
   }
-  // dst must be row-major per batch; compute into a temporary otherwise.
-  Tensor out = d;
-  if (!(d.stride(2) == 1 && d.stride(1) >= N)) out = Tensor(d).contiguous().clone();
-  char ta = 'N', tb = 'N';
-  int64_t lda = 0, ldb = 0;
-  Tensor ac = a, bc = b;
-  if (!gemm_layout(M, K, a.stride(1), a.stride(2), ta, lda)) {
-    ac = a.contiguous();
-    gemm_layout(M, K, ac.stride(1), ac.stride(2), ta, lda);
-  }
-  if (!gemm_layout(K, N, b.stride(1), b.stride(2), tb, ldb)) {
-    bc = b.contiguous();
-    gemm_layout(K, N, bc.stride(1), bc.stride(2), tb, ldb);
-  }
-  const float* pa = ref::ptr<float>(ac);
-  const float* pb = ref::ptr<float>(bc);
-  float* pd = ref::ptr<float>(out);
-  auto gemm = [&](int64_t i) {
-    check(dnnl_sgemm(ta, tb, M, N, K, 1.0f, pa + i * ac.stride(0), lda, pb + i * bc.stride(0), ldb,
-                     0.0f, pd + i * out.stride(0), out.stride(1)),
-          M, N, K);
-  };
-  // Many small GEMMs: one per thread over the batch (each single-threaded: oneDNN inside an
-  // OpenMP region runs serially) instead of a threaded sgemm per item, whose fork/join per
-  // 64x64 GEMM cost more than the GEMM (and a scheduler quantum each on a loaded machine).
-  if (B > 1 && M * N * K <= 128 * 128 * 128 && openmp_runtime_active()) {
-    parallel_for(0, B, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) gemm(i);
-    });
+  if (dt == DType::f32) {
+    blas_matmul<float>(a, b, d);
+  } else if (dt == DType::f64) {
+    blas_matmul<double>(a, b, d);
   } else {
-    for (int64_t i = 0; i < B; ++i) gemm(i);
+    // f16/bf16: f32 operands, an f32 product, one rounding into dst (as the reference kernel).
+    const Tensor out = empty({d.size(0), M, N}, {DType::f32, d.device()});
+    blas_matmul<float>(to_f32(a), to_f32(b), out);
+    const ir::Copy c{out, d};
+    if (!copy(c)) ref::copy(c);
   }
-  if (!out.is_alias_of(d)) ref::copy(ir::Copy{out, d});
   return true;
 }
 

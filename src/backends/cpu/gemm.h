@@ -1,0 +1,35 @@
+// The cpu backend's GEMM libraries behind one interface. Row-major C[M, N] = op(A) @ op(B) with
+// op = 'N' (as stored, leading dimension = row stride) or 'T' (the transpose of a row-major
+// matrix), alpha = 1, beta = 0 (C is overwritten). Internal.
+//
+// Which library runs (chosen per call, measured on AVX2 in BENCHMARKS.md "cpu GEMM library"):
+//  - OpenBLAS, the OpenMP build (Debian libopenblas0-openmp), opened at run time by path so the
+//    process needs no link-time BLAS and no clash with a pthread OpenBLAS another library loads.
+//    It shares the OpenMP runtime (libgomp) with oneDNN and the cpu thread pool, so its threads
+//    are the same team and none spin against ours; it follows omp_get_max_threads(), which
+//    ember::set_num_threads / EMBER_NUM_THREADS set. f32 above a size threshold, and all f64.
+//  - oneDNN's dnnl_sgemm: f32 small/batched GEMMs, and every f32 GEMM when OpenBLAS is absent.
+//  - No f64 library without OpenBLAS: dgemm() returns false and the caller falls back.
+// Env EMBER_GEMM=onednn|openblas forces one library for f32 (A/B measurements; read once).
+#pragma once
+#include <cstdint>
+
+namespace ember::cpu::gemm {
+
+enum class Library { onednn, openblas };
+
+/// The library sgemm() uses for this shape (after EMBER_GEMM and availability).
+Library sgemm_library(int64_t m, int64_t n, int64_t k);
+/// "oneDNN" or "OpenBLAS (OpenMP)".
+const char* library_name(Library l);
+/// Whether the OpenMP OpenBLAS was found (and so f64 GEMM is available).
+bool have_openblas();
+
+/// Threaded unless called from inside a parallel_for task (then single-threaded).
+void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float* c, int64_t ldc);
+/// False (nothing done) when no f64 library is available.
+bool dgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+           const double* b, int64_t ldb, double* c, int64_t ldc);
+
+}  // namespace ember::cpu::gemm

@@ -1,0 +1,131 @@
+// The GEMM libraries behind gemm.h: oneDNN (linked) and the OpenMP OpenBLAS (opened at run time).
+#include <dlfcn.h>
+#include <dnnl.h>
+
+#include <climits>
+#include <cstdlib>
+#include <string>
+
+#include "backends/cpu/gemm.h"
+#include "ember/error.h"
+
+namespace ember::cpu::gemm {
+
+namespace {
+
+// CBLAS (LP64: 32-bit int) entry points, row-major = 101, no transpose = 111, transpose = 112.
+using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
+                            int, float, float*, int);
+using CblasDgemm = void (*)(int, int, int, int, int, int, double, const double*, int, const double*,
+                            int, double, double*, int);
+
+struct OpenBlas {
+  CblasSgemm sgemm = nullptr;
+  CblasDgemm dgemm = nullptr;
+};
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int kDeepBind = 0;  // the sanitizer runtimes refuse RTLD_DEEPBIND
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr int kDeepBind = 0;
+#else
+constexpr int kDeepBind = RTLD_DEEPBIND;
+#endif
+#else
+constexpr int kDeepBind = RTLD_DEEPBIND;
+#endif
+
+// Opened by full path: the plain "libopenblas.so.0" is Debian's alternatives link (the pthread
+// build by default, whose threads spin after each call and fight the OpenMP team). RTLD_DEEPBIND
+// keeps its (exported) internals bound to itself even when a pthread OpenBLAS with the same
+// symbol names is already loaded (LibTorch links one). Only an OpenMP build is accepted.
+const OpenBlas* load_openblas() {
+  const char* env = std::getenv("EMBER_OPENBLAS_LIB");
+  const char* paths[] = {
+    env,
+#if defined(__x86_64__)
+    "/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0",
+#elif defined(__aarch64__)
+    "/usr/lib/aarch64-linux-gnu/openblas-openmp/libopenblas.so.0",
+#endif
+    nullptr
+  };
+  for (const char* p : paths) {
+    if (!p || !*p) continue;
+    void* h = dlopen(p, RTLD_NOW | RTLD_LOCAL | kDeepBind);
+    if (!h) continue;
+    auto parallel = reinterpret_cast<int (*)()>(dlsym(h, "openblas_get_parallel"));
+    static OpenBlas ob;
+    ob.sgemm = reinterpret_cast<CblasSgemm>(dlsym(h, "cblas_sgemm"));
+    ob.dgemm = reinterpret_cast<CblasDgemm>(dlsym(h, "cblas_dgemm"));
+    if (parallel && parallel() == 2 && ob.sgemm && ob.dgemm) return &ob;  // 2: OpenMP
+    dlclose(h);
+  }
+  return nullptr;
+}
+
+const OpenBlas* openblas() {
+  static const OpenBlas* ob = [] {
+    const char* e = std::getenv("EMBER_GEMM");
+    if (e && std::string(e) == "onednn") return static_cast<const OpenBlas*>(nullptr);
+    return load_openblas();
+  }();
+  return ob;
+}
+
+bool force_openblas() {
+  static const bool v = [] {
+    const char* e = std::getenv("EMBER_GEMM");
+    return e && std::string(e) == "openblas";
+  }();
+  return v;
+}
+
+bool fits_int(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
+  for (int64_t v : {m, n, k, lda, ldb, ldc})
+    if (v > INT_MAX) return false;
+  return true;
+}
+
+int cblas_trans(char t) { return t == 'T' ? 112 : 111; }
+
+}  // namespace
+
+bool have_openblas() { return openblas() != nullptr; }
+
+const char* library_name(Library l) {
+  return l == Library::openblas ? "OpenBLAS (OpenMP)" : "oneDNN";
+}
+
+// Below ~2 MFLOP (e.g. 96^3) oneDNN's sgemm wins: OpenBLAS's per-call setup (buffer, thread
+// dispatch) dominates there; from there on OpenBLAS's AVX2 kernel is as fast or faster.
+Library sgemm_library(int64_t m, int64_t n, int64_t k) {
+  if (!openblas()) return Library::onednn;
+  if (force_openblas()) return Library::openblas;
+  constexpr int64_t kOpenBlasMinWork = int64_t(128) * 128 * 128;
+  return m * n * k >= kOpenBlasMinWork ? Library::openblas : Library::onednn;
+}
+
+void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float* c, int64_t ldc) {
+  if (sgemm_library(m, n, k) == Library::openblas && fits_int(m, n, k, lda, ldb, ldc)) {
+    openblas()->sgemm(101, cblas_trans(ta), cblas_trans(tb), int(m), int(n), int(k), 1.0f, a,
+                      int(lda), b, int(ldb), 0.0f, c, int(ldc));
+    return;
+  }
+  const dnnl_status_t st = dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  if (st != dnnl_success)
+    EMBER_FAIL("matmul", "oneDNN sgemm failed with status ", int(st), " for M=", m, " N=", n,
+               " K=", k);
+}
+
+bool dgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+           const double* b, int64_t ldb, double* c, int64_t ldc) {
+  if (!openblas() || !fits_int(m, n, k, lda, ldb, ldc)) return false;
+  openblas()->dgemm(101, cblas_trans(ta), cblas_trans(tb), int(m), int(n), int(k), 1.0, a, int(lda),
+                    b, int(ldb), 0.0, c, int(ldc));
+  return true;
+}
+
+}  // namespace ember::cpu::gemm

@@ -1,0 +1,212 @@
+// The cpu backend's matmul (src/backends/cpu/gemm.cpp, the libraries of gemm.h) against the
+// reference kernel for f32, f64, bf16 and f16 on every layout the frontend produces: transposed,
+// sliced, batch-broadcast (stride 0), packed (no GEMM layout), non-contiguous dst, K = 0, empty;
+// on sizes either side of the oneDNN / OpenBLAS switch and of the batched small-GEMM path.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/gemm.h"
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/thread_pool.h"
+#include "backends/ref/kernels.h"
+#include "ember/ember.h"
+#include "ir/ops.h"
+
+namespace ember {
+namespace {
+
+const DType kFloatTypes[] = {DType::f32, DType::f64, DType::bf16, DType::f16};
+
+Tensor rnd(Shape s, DType t, uint64_t seed) {
+  manual_seed(Device::cpu(), seed);
+  return randn(std::move(s), {DType::f32, Device::cpu()}).to(t);
+}
+
+// Relative tolerance of one dtype's result: the f32/f64 sum order differs between the kernels;
+// f16/bf16 round one f32 sum, so a result can land one unit in the last place apart.
+double rel_tol(DType t) {
+  switch (t) {
+    case DType::f64:
+      return 1e-12;
+    case DType::f32:
+      return 2e-5;
+    case DType::f16:
+      return 2e-3;
+    default:
+      return 1.6e-2;  // bf16: 2^-7 is one unit in the last place at 1
+  }
+}
+
+// dst (whatever its layout) = a @ b on the cpu kernel, compared with the reference kernel.
+void check(const Tensor& a, const Tensor& b, const Tensor& dst, const std::string& what) {
+  SCOPED_TRACE(what + " " + dtype_name(dst.dtype()));
+  const int64_t K = a.size(2);
+  const Tensor want = empty(dst.shape(), {dst.dtype(), Device::cpu()});
+  ref::matmul(ir::Matmul{a, b, want});
+  ASSERT_TRUE(cpu::sgemm_matmul(ir::Matmul{a, b, dst}));
+  const auto g = dst.to_vector<double>();
+  const auto w = want.to_vector<double>();
+  ASSERT_EQ(g.size(), w.size());
+  // Scale: the sum of |products| bounds the rounding error of any summation order.
+  const auto aa = a.abs().to(DType::f64), ba = b.abs().to(DType::f64);
+  const auto bound = matmul(aa, ba).to_vector<double>();
+  const double tol = rel_tol(dst.dtype());
+  int bad = 0;
+  for (size_t i = 0; i < g.size() && bad < 5; ++i) {
+    const double lim = tol * std::max(std::abs(w[i]), bound[i] / std::sqrt(double(K) + 1)) + 1e-30;
+    if (!(std::abs(g[i] - w[i]) <= lim)) {
+      ++bad;
+      ADD_FAILURE() << "at " << i << ": cpu " << g[i] << " ref " << w[i] << " (tol " << lim << ")";
+    }
+  }
+}
+
+void check_sizes(int64_t B, int64_t M, int64_t N, int64_t K) {
+  for (DType t : kFloatTypes) {
+    const Tensor a = rnd({B, M, K}, t, 1), b = rnd({B, K, N}, t, 2);
+    check(a, b, empty({B, M, N}, {t, Device::cpu()}),
+          "contiguous " + std::to_string(B) + "x" + std::to_string(M) + "x" + std::to_string(N) +
+              "x" + std::to_string(K));
+  }
+}
+
+TEST(CpuGemm, SmallBatchedPath) { check_sizes(8, 16, 24, 20); }
+TEST(CpuGemm, BatchedAtTheSmallGemmLimit) { check_sizes(4, 64, 64, 64); }
+TEST(CpuGemm, BelowTheLibrarySwitch) { check_sizes(1, 96, 100, 90); }
+TEST(CpuGemm, AboveTheLibrarySwitch) { check_sizes(1, 150, 140, 130); }
+TEST(CpuGemm, BatchedAboveTheSmallGemmLimit) { check_sizes(3, 130, 129, 131); }
+TEST(CpuGemm, SingleRowAndColumn) {
+  check_sizes(2, 1, 300, 200);
+  check_sizes(2, 300, 1, 200);
+  check_sizes(1, 300, 200, 1);
+}
+
+TEST(CpuGemm, TransposedOperands) {
+  for (DType t : kFloatTypes)
+    for (int64_t n : {int64_t(33), int64_t(160)}) {
+      const Tensor at = rnd({2, n + 1, n}, t, 3).transpose(1, 2);  // [2, n, n+1], column-major
+      const Tensor bt = rnd({2, n + 2, n + 1}, t, 4).transpose(1, 2);
+      check(at, bt, empty({2, n, n + 2}, {t, Device::cpu()}), "a^T b^T n=" + std::to_string(n));
+      const Tensor b = rnd({2, n + 1, n + 2}, t, 5);
+      check(at, b, empty({2, n, n + 2}, {t, Device::cpu()}), "a^T b n=" + std::to_string(n));
+    }
+}
+
+TEST(CpuGemm, SlicedOperandsWithLeadingDimensions) {
+  for (DType t : kFloatTypes)
+    for (int64_t n : {int64_t(20), int64_t(140)}) {
+      const Tensor big_a = rnd({3, n + 5, n + 7}, t, 6), big_b = rnd({3, n + 9, n + 3}, t, 7);
+      const Tensor a = big_a.narrow(1, 2, n).narrow(2, 3, n + 1);  // row stride n + 7
+      const Tensor b = big_b.narrow(1, 1, n + 1).narrow(2, 2, n);  // row stride n + 3
+      check(a, b, empty({3, n, n}, {t, Device::cpu()}), "sliced n=" + std::to_string(n));
+      // Transposed slices: column-major with a leading dimension past the rows.
+      const Tensor at = big_a.transpose(1, 2).narrow(1, 1, n).narrow(2, 2, n);
+      check(at, b.narrow(1, 0, n), empty({3, n, n}, {t, Device::cpu()}),
+            "sliced a^T n=" + std::to_string(n));
+    }
+}
+
+TEST(CpuGemm, BroadcastBatch) {
+  for (DType t : kFloatTypes)
+    for (int64_t n : {int64_t(24), int64_t(140)}) {
+      const Tensor w = rnd({1, n, n + 3}, t, 8).expand({4, n, n + 3});  // batch stride 0
+      const Tensor x = rnd({4, n + 3, n - 2}, t, 9);
+      ASSERT_EQ(w.stride(0), 0);
+      check(w, x, empty({4, n, n - 2}, {t, Device::cpu()}), "broadcast a n=" + std::to_string(n));
+      const Tensor y = rnd({4, n - 1, n}, t, 10);
+      check(y, w, empty({4, n - 1, n + 3}, {t, Device::cpu()}),
+            "broadcast b n=" + std::to_string(n));
+      // Broadcast and without a GEMM layout (every other column): packed once.
+      const Tensor ws = rnd({1, n, 2 * n}, t, 11).slice(2, 0, 2 * n, 2).expand({4, n, n});
+      ASSERT_EQ(ws.stride(2), 2);
+      check(ws, rnd({4, n, 5}, t, 12), empty({4, n, 5}, {t, Device::cpu()}),
+            "broadcast strided a n=" + std::to_string(n));
+    }
+}
+
+TEST(CpuGemm, StridedOperandsArePacked) {
+  for (DType t : kFloatTypes) {
+    const Tensor as = rnd({2, 40, 90}, t, 13).slice(2, 1, 90, 2);  // [2, 40, 45], stride 2
+    const Tensor b = rnd({2, 45, 30}, t, 14);
+    check(as, b, empty({2, 40, 30}, {t, Device::cpu()}), "column stride 2");
+    // A row broadcast inside the matrix (row stride 0).
+    const Tensor r = rnd({2, 1, 45}, t, 15).expand({2, 40, 45});
+    check(r, b, empty({2, 40, 30}, {t, Device::cpu()}), "row stride 0");
+  }
+}
+
+TEST(CpuGemm, NonContiguousDestination) {
+  for (DType t : kFloatTypes)
+    for (int64_t n : {int64_t(16), int64_t(150)}) {
+      const Tensor a = rnd({2, n, n + 1}, t, 16), b = rnd({2, n + 1, n + 2}, t, 17);
+      const Tensor dt = empty({2, n + 2, n}, {t, Device::cpu()}).transpose(1, 2);
+      check(a, b, dt, "transposed dst n=" + std::to_string(n));
+      const Tensor big = full({2, n + 4, n + 6}, 7.0, {t, Device::cpu()});
+      const Tensor ds = big.narrow(1, 1, n).narrow(2, 2, n + 2);  // row stride n + 6
+      check(a, b, ds, "sliced dst n=" + std::to_string(n));
+      // The rest of the buffer is untouched.
+      EXPECT_EQ(big.to(DType::f64).narrow(1, 0, 1).sum().item<double>(), 7.0 * 2 * (n + 6));
+      EXPECT_EQ(big.to(DType::f64).narrow(2, 0, 2).sum().item<double>(), 7.0 * 2 * (n + 4) * 2);
+    }
+}
+
+TEST(CpuGemm, ZeroInnerDimensionWritesZeros) {
+  for (DType t : kFloatTypes) {
+    const Tensor a = rnd({2, 3, 0}, t, 18), b = rnd({2, 0, 4}, t, 19);
+    const Tensor dst = full({2, 3, 4}, 5.0, {t, Device::cpu()});
+    ASSERT_TRUE(cpu::sgemm_matmul(ir::Matmul{a, b, dst}));
+    for (double v : dst.to_vector<double>()) EXPECT_EQ(v, 0.0);
+  }
+}
+
+TEST(CpuGemm, EmptyResult) {
+  for (DType t : kFloatTypes)
+    for (Shape s : {Shape{0, 3, 4}, Shape{2, 0, 4}, Shape{2, 3, 0}}) {
+      const Tensor a = rnd({s[0], s[1], 5}, t, 20), b = rnd({s[0], 5, s[2]}, t, 21);
+      EXPECT_TRUE(cpu::sgemm_matmul(ir::Matmul{a, b, empty(s, {t, Device::cpu()})}));
+    }
+}
+
+TEST(CpuGemm, IntegersFallBackToTheReference) {
+  const Tensor a = tensor({0, 1, 2, 3, 4, 5}, {1, 2, 3}, Device::cpu());
+  const Tensor b = tensor({0, 1, 2, 3, 4, 5}, {1, 3, 2}, Device::cpu());
+  EXPECT_FALSE(cpu::sgemm_matmul(ir::Matmul{a, b, empty({1, 2, 2}, {DType::i32, Device::cpu()})}));
+  // Through the backend: [[0,1,2],[3,4,5]] @ [[0,1],[2,3],[4,5]].
+  EXPECT_EQ(matmul(a, b).to_vector<double>(), (std::vector<double>{10, 13, 28, 40}));
+}
+
+TEST(CpuGemm, Bf16RoundsTheF32ProductOnce) {
+  // 1 + 2^-8 + 2^-8: each product is exact in bf16, the f32 sum is 1 + 2^-7 (representable);
+  // rounding after every addition would give 1 (1 + 2^-8 ties to even).
+  const Tensor a = tensor({1.0, 1.0, 1.0}, {1, 1, 3}, Device::cpu()).to(DType::bf16);
+  const Tensor b = tensor({1.0, 1.0 / 256, 1.0 / 256}, {1, 3, 1}, Device::cpu()).to(DType::bf16);
+  const Tensor d = empty({1, 1, 1}, {DType::bf16, Device::cpu()});
+  ASSERT_TRUE(cpu::sgemm_matmul(ir::Matmul{a, b, d}));
+  EXPECT_EQ(d.item<double>(), 1.0 + 1.0 / 128);
+}
+
+TEST(CpuGemm, FollowsTheThreadCount) {
+  const int before = get_num_threads();
+  for (int n : {1, 2, 3}) {
+    set_num_threads(n);
+    const Tensor a = rnd({1, 200, 210}, DType::f32, 22), b = rnd({1, 210, 190}, DType::f32, 23);
+    check(a, b, empty({1, 200, 190}, {DType::f32, Device::cpu()}), "threads " + std::to_string(n));
+  }
+  set_num_threads(before);
+}
+
+TEST(CpuGemm, LibraryChoice) {
+  if (std::getenv("EMBER_GEMM")) GTEST_SKIP() << "EMBER_GEMM forces a library";
+  EXPECT_EQ(cpu::gemm::sgemm_library(64, 64, 64), cpu::gemm::Library::onednn);
+  const auto big = cpu::gemm::sgemm_library(512, 512, 512);
+  EXPECT_EQ(big,
+            cpu::gemm::have_openblas() ? cpu::gemm::Library::openblas : cpu::gemm::Library::onednn);
+  std::printf("cpu GEMM for 512^3 f32: %s\n", cpu::gemm::library_name(big));
+}
+
+}  // namespace
+}  // namespace ember
