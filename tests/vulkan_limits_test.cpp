@@ -220,6 +220,27 @@ TEST(VulkanLimits, ArgmaxArgminBeyond67M) {
   EXPECT_EQ(compare(argmax(x), argmax(xd).to(Device::cpu())), "");
 }
 
+// 52M f16 (104 MB) is past the single pass's bound (~50M elements for one output): max/min with
+// indices and NaN, the first NaN winning across chunks, as the ref backend.
+TEST(VulkanLimits, ArgmaxNaNF16Split) {
+  EMBER_VULKAN_OR_SKIP(dev);
+  if (!supports_dtype(dev, DType::f16)) GTEST_SKIP() << "no f16 on this device";
+  const int64_t n = 52000000;
+  Tensor x = small_ints({n}, DType::f32, -100, 100, 7).to(DType::f16);
+  x.narrow(0, n - 3000000, 1).fill_(std::numeric_limits<float>::quiet_NaN());
+  x.narrow(0, n - 3, 1).fill_(std::numeric_limits<float>::quiet_NaN());
+  x.narrow(0, n - 2, 1).fill_(1000);
+  const Tensor xd = x.to(dev);
+  EXPECT_EQ(argmax(xd).to(Device::cpu()).item<int64_t>(), n - 3000000);
+  EXPECT_EQ(argmin(xd).to(Device::cpu()).item<int64_t>(), n - 3000000);
+  EXPECT_EQ(compare(argmax(x), argmax(xd).to(Device::cpu())), "");
+  x.narrow(0, n - 3000000, 1).fill_(0);
+  x.narrow(0, n - 3, 1).fill_(0);
+  const Tensor yd = x.to(dev);
+  EXPECT_EQ(argmax(yd).to(Device::cpu()).item<int64_t>(), n - 2);
+  EXPECT_EQ(compare(max(x), max(yd).to(Device::cpu())), "");
+}
+
 // A stride-0 (expanded) view reaches 70M elements of any dtype without the memory: f32 sums,
 // products, and max/min with indices with NaN propagation (the first NaN wins).
 TEST(VulkanLimits, ExpandedFloatBeyond67M) {
