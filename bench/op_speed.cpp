@@ -31,6 +31,7 @@ using Clock = std::chrono::steady_clock;
 // The inputs of one device (the same values on both: made on ref, copied).
 struct In {
   Tensor x, y, p, row, col, mask, idx_rows, idx_cols, img, wconv, w1024, v1024, target, i32;
+  Tensor xh, yh, xb, yb, xd;  // x, y as f16 and bf16; x as f64
 };
 
 In make_inputs(const Device& d) {
@@ -54,6 +55,11 @@ In make_inputs(const Device& d) {
   for (Tensor* t : {&r.x, &r.y, &r.p, &r.row, &r.col, &r.mask, &r.idx_rows, &r.idx_cols, &r.img,
                     &r.wconv, &r.w1024, &r.v1024, &r.target, &r.i32})
     *t = t->to(d);
+  r.xh = r.x.to(DType::f16);
+  r.yh = r.y.to(DType::f16);
+  r.xb = r.x.to(DType::bf16);
+  r.yb = r.y.to(DType::bf16);
+  r.xd = r.x.to(DType::f64);
   return r;
 }
 
@@ -114,6 +120,22 @@ std::vector<Op> ops() {
   reg("cast", "to bf16", [](const In& a) { a.x.to(DType::bf16); });
   reg("cast", "to f64", [](const In& a) { a.x.to(DType::f64); });
   reg("cast", "to i32", [](const In& a) { a.x.to(DType::i32); });
+  reg("cast", "to bool", [](const In& a) { a.x.to(DType::b8); });
+  reg("cast", "to i64", [](const In& a) { a.x.to(DType::i64); });
+  reg("cast", "f16 to f32", [](const In& a) { a.xh.to(DType::f32); });
+  reg("cast", "bf16 to f32", [](const In& a) { a.xb.to(DType::f32); });
+  reg("cast", "f64 to f32", [](const In& a) { a.xd.to(DType::f32); });
+  reg("cast", "i32 to f32", [](const In& a) { a.i32.to(DType::f32); });
+  reg("cast", "transposed to f16", [](const In& a) { a.x.t().to(DType::f16); });
+  // f16 / bf16 elementwise (computed in f32, rounded once)
+  reg("half", "exp f16", [](const In& a) { exp(a.xh); });
+  reg("half", "relu bf16", [](const In& a) { F::relu(a.xb); });
+  reg("half", "silu bf16", [](const In& a) { F::silu(a.xb); });
+  reg("half", "add f16", [](const In& a) { add(a.xh, a.yh); });
+  reg("half", "mul bf16", [](const In& a) { mul(a.xb, a.yb); });
+  reg("half", "lt f16", [](const In& a) { lt(a.xh, a.yh); });
+  reg("unary", "neg i32", [](const In& a) { neg(a.i32); });
+  reg("unary", "abs i32", [](const In& a) { abs(a.i32); });
   reg("layout", "clone", [](const In& a) { a.x.clone(); });
   reg("layout", "transpose contiguous", [](const In& a) { a.x.t().contiguous(); });
   reg("layout", "permute4d contiguous", [](const In& a) {

@@ -27,14 +27,17 @@ namespace {
 
 #define EMBER_CPU_F16C __attribute__((target("avx2,fma,f16c")))
 
+#if defined(__x86_64__)
 bool has_f16c() {
   static const bool v = has_avx2() && __builtin_cpu_supports("f16c");
   return v;
 }
+#endif
 
-/// ref::cast<To>(x) for non-16-bit-float types, branch-free for float -> integer so that it
-/// vectorises: NaN -> 0, x <= lowest -> lowest, x >= max -> max (the bounds are powers of two or
-/// exact in From, so the comparisons equal the reference's long double ones), else truncation.
+/// ref::cast<To>(x) for non-16-bit-float types (bit-identical), branch-free for float -> integer so
+/// that it vectorises: NaN -> 0, x <= lowest -> lowest, x >= max -> max (the bounds are powers of
+/// two or exact in From, so the comparisons equal the reference's long double ones), else
+/// truncation.
 template <typename To, typename From>
 inline To cvt(From x) {
   if constexpr (std::is_integral_v<To> && !std::is_same_v<To, bool> &&
@@ -46,8 +49,10 @@ inline To cvt(From x) {
     const From c = c0 < lo ? lo : (big ? From(0) : c0);
     const To r = To(c);
     return big ? std::numeric_limits<To>::max() : r;
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return x != From(0);
   } else {
-    return ref::cast<To>(x);
+    return To(x);  // as ref::cast, written here so that it inlines (ref's has other options)
   }
 }
 
@@ -86,26 +91,54 @@ EMBER_CPU_F16C void f32_to_f16_f16c(uint16_t* d, const float* s, int64_t n) {
 #endif
 
 // bf16: the upper half of an f32; rounding as BFloat16::from_float, written branch-free.
-#define EMBER_BF16_TO_F32_BODY               \
-  for (int64_t i = 0; i < n; ++i) {          \
-    const uint32_t u = uint32_t(s[i]) << 16; \
-    std::memcpy(d + i, &u, 4);               \
+__attribute__((always_inline)) inline void bf16_to_f32_body(float* d, const uint16_t* s,
+                                                            int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = uint32_t(s[i]) << 16;
+    std::memcpy(d + i, &u, 4);
   }
-#define EMBER_F32_TO_BF16_BODY                                                        \
-  for (int64_t i = 0; i < n; ++i) {                                                   \
-    uint32_t u;                                                                       \
-    std::memcpy(&u, s + i, 4);                                                        \
-    const bool nan = (u & 0x7fffffffu) > 0x7f800000u;                                 \
-    const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u; \
-    d[i] = uint16_t(nan ? q : r);                                                     \
-  }
-void bf16_to_f32_base(float* d, const uint16_t* s, int64_t n){EMBER_BF16_TO_F32_BODY} EMBER_CPU_AVX2
-    void bf16_to_f32_avx2(float* d, const uint16_t* s, int64_t n) {
-  EMBER_BF16_TO_F32_BODY
 }
-void f32_to_bf16_base(uint16_t* d, const float* s, int64_t n){EMBER_F32_TO_BF16_BODY} EMBER_CPU_AVX2
-    void f32_to_bf16_avx2(uint16_t* d, const float* s, int64_t n) {
-  EMBER_F32_TO_BF16_BODY
+__attribute__((always_inline)) inline void f32_to_bf16_body(uint16_t* d, const float* s,
+                                                            int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, s + i, 4);
+    const bool nan = (u & 0x7fffffffu) > 0x7f800000u;
+    const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
+    d[i] = uint16_t(nan ? q : r);
+  }
+}
+void bf16_to_f32_base(float* d, const uint16_t* s, int64_t n) { bf16_to_f32_body(d, s, n); }
+EMBER_CPU_AVX2 void bf16_to_f32_avx2(float* d, const uint16_t* s, int64_t n) {
+  bf16_to_f32_body(d, s, n);
+}
+void f32_to_bf16_base(uint16_t* d, const float* s, int64_t n) { f32_to_bf16_body(d, s, n); }
+
+#if defined(__x86_64__)
+// Rounds 8 f32 lanes to bf16 in the low half of each 32-bit lane (NaN: quiet, sign kept).
+__attribute__((always_inline, target("avx2,fma"))) inline __m256i bf16_round8(__m256 x) {
+  const __m256i u = _mm256_castps_si256(x);
+  const __m256i hi = _mm256_srli_epi32(u, 16);
+  const __m256i inc =
+      _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(hi, _mm256_set1_epi32(1)));
+  const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, inc), 16);
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  return _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
+}
+#endif
+
+EMBER_CPU_AVX2 void f32_to_bf16_avx2(uint16_t* d, const float* s, int64_t n) {
+  int64_t i = 0;
+#if defined(__x86_64__)
+  // 16 at a time; packus packs per 128-bit lane, so the 64-bit quarters are put back in order.
+  for (; i + 16 <= n; i += 16) {
+    const __m256i a = bf16_round8(_mm256_loadu_ps(s + i));
+    const __m256i b = bf16_round8(_mm256_loadu_ps(s + i + 8));
+    const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), p);
+  }
+#endif
+  f32_to_bf16_body(d + i, s + i, n - i);
 }
 
 // ---- casts ----
@@ -130,8 +163,63 @@ template <typename D, typename S>
 EMBER_CPU_AVX2 void cast_row_avx2(D* d, const S* s, int64_t n, int64_t sd, int64_t ss) {
   EMBER_CAST_ROW_BODY
 }
+#if defined(__x86_64__)
+// f32/f64 -> i64 on contiguous runs (AVX2 has no such conversion): 4 lanes truncated as doubles
+// and, when all lie within +-2^51, turned into integers by adding 1.5 * 2^52 (the integer lands
+// in the low mantissa bits); other groups (NaN, huge values) take cvt.
+template <typename S>
+EMBER_CPU_AVX2 void to_i64_avx2(int64_t* d, const S* s, int64_t n) {
+  const __m256d magic = _mm256_set1_pd(0x1.8p52), lim = _mm256_set1_pd(0x1p51);
+  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m256d x;
+    if constexpr (std::is_same_v<S, float>)
+      x = _mm256_cvtps_pd(_mm_loadu_ps(s + i));
+    else
+      x = _mm256_loadu_pd(s + i);
+    const __m256d t = _mm256_round_pd(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    // Not (|t| < 2^51): NaN compares false, so it is caught too.
+    if (_mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(t, abs_mask), lim, _CMP_NLT_UQ))) {
+      for (int k = 0; k < 4; ++k) d[i + k] = cvt<int64_t>(s[i + k]);
+      continue;
+    }
+    const __m256i r =
+        _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(t, magic)), _mm256_castpd_si256(magic));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), r);
+  }
+  for (; i < n; ++i) d[i] = cvt<int64_t>(s[i]);
+}
+#endif
+
+#if defined(__x86_64__)
+// f32 -> i32 on contiguous runs: vcvttps2dq gives INT_MIN for NaN and out-of-range lanes; the
+// reference wants 0 for NaN and INT_MAX for x >= 2^31.
+EMBER_CPU_AVX2 void f32_to_i32_avx2(int32_t* d, const float* s, int64_t n) {
+  const __m256 two31 = _mm256_set1_ps(0x1p31f);
+  const __m256i imax = _mm256_set1_epi32(0x7fffffff);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(s + i);
+    __m256i r = _mm256_cvttps_epi32(x);
+    r = _mm256_blendv_epi8(r, imax, _mm256_castps_si256(_mm256_cmp_ps(x, two31, _CMP_GE_OQ)));
+    r = _mm256_andnot_si256(_mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)), r);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), r);
+  }
+  for (; i < n; ++i) d[i] = cvt<int32_t>(s[i]);
+}
+#endif
+
 template <typename D, typename S>
 void cast_row(D* d, const S* s, int64_t n, int64_t sd, int64_t ss, bool avx2) {
+#if defined(__x86_64__)
+  if constexpr (std::is_same_v<D, int64_t> && std::is_floating_point_v<S>) {
+    if (avx2 && sd == 1 && ss == 1) return to_i64_avx2(d, s, n);
+  }
+  if constexpr (std::is_same_v<D, int32_t> && std::is_same_v<S, float>) {
+    if (avx2 && sd == 1 && ss == 1) return f32_to_i32_avx2(d, s, n);
+  }
+#endif
   if (avx2)
     cast_row_avx2(d, s, n, sd, ss);
   else
@@ -157,6 +245,13 @@ void f32_to_half(uint16_t* d, const float* s, int64_t n) {
 template <typename D, typename S>
 void cast_row_via_f32(bits_t<D>* d, const bits_t<S>* s, int64_t n, int64_t sd, int64_t ss,
                       bool avx2) {
+  // Contiguous half <-> f32: one pass, no block buffer.
+  if constexpr (is_h<S> && std::is_same_v<D, float>) {
+    if (sd == 1 && ss == 1) return half_to_f32<S>(d, s, n);
+  }
+  if constexpr (is_h<D> && std::is_same_v<S, float>) {
+    if (sd == 1 && ss == 1) return f32_to_half<D>(d, s, n);
+  }
   constexpr int64_t kBlock = 512;
   alignas(32) float f[kBlock];
   alignas(32) uint16_t h[kBlock];
