@@ -98,13 +98,15 @@ const char* library_name(Library l) {
   return l == Library::openblas ? "OpenBLAS (OpenMP)" : "oneDNN";
 }
 
-// Below ~2 MFLOP (e.g. 96^3) oneDNN's sgemm wins: OpenBLAS's per-call setup (buffer, thread
-// dispatch) dominates there; from there on OpenBLAS's AVX2 kernel is as fast or faster.
+// Up to 128^3 multiply-adds oneDNN: its AVX2 kernel is ~8% faster single-threaded there (96 vs 88
+// GFLOP/s, 1 thread) and the batched small-GEMM path (one GEMM per thread) keeps the library it
+// was tuned with. Above, OpenBLAS: with 2 threads it is 1.0-1.3x oneDNN's sgemm at N = 256..4096
+// (quiet-machine figures in BENCHMARKS.md), oneDNN's 2-thread partitioning being weakest at 512.
 Library sgemm_library(int64_t m, int64_t n, int64_t k) {
   if (!openblas()) return Library::onednn;
   if (force_openblas()) return Library::openblas;
-  constexpr int64_t kOpenBlasMinWork = int64_t(128) * 128 * 128;
-  return m * n * k >= kOpenBlasMinWork ? Library::openblas : Library::onednn;
+  constexpr int64_t kOneDnnMaxWork = int64_t(128) * 128 * 128;
+  return m * n * k > kOneDnnMaxWork ? Library::openblas : Library::onednn;
 }
 
 void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
