@@ -24,8 +24,8 @@ struct OpenBlas {
   CblasDgemm dgemm = nullptr;
 };
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr int kDeepBind = 0;  // the sanitizer runtimes refuse RTLD_DEEPBIND
+#if !defined(RTLD_DEEPBIND) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int kDeepBind = 0;  // not glibc, or a sanitizer runtime (they refuse RTLD_DEEPBIND)
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 constexpr int kDeepBind = 0;
