@@ -404,5 +404,60 @@ TEST(CpuElementwiseTest, IntegerUnaryMatchesReference) {
   }
 }
 
+TEST(CpuElementwiseTest, IntegerBinaryMatchesReference) {
+  const BinaryOp ops[] = {BinaryOp::add,       BinaryOp::sub,      BinaryOp::mul,
+                          BinaryOp::maximum,   BinaryOp::minimum,  BinaryOp::eq,
+                          BinaryOp::lt,        BinaryOp::ge,       BinaryOp::div_floor,
+                          BinaryOp::div_trunc, BinaryOp::remainder};
+  const Shape shape{263, 307};
+  const size_t n = 263 * 307;
+  const auto ra = randoms(n, 21, -3e9, 3e9), rb = randoms(n, 22, -2e4, 2e4);
+  std::vector<int64_t> va(n), vb(n);
+  for (size_t i = 0; i < n; ++i) {
+    va[i] = i % 4 == 0 ? int64_t(ra[i]) % 1000 : int64_t(ra[i]);
+    vb[i] = i % 3 == 0 ? int64_t(rb[i]) % 7 : int64_t(rb[i]);
+    if (vb[i] == 0) vb[i] = (i & 1) ? -1 : 1;
+  }
+  // Extremes: INT_MIN / -1 (wraps), exact quotients, negative remainders.
+  const int64_t pa[] = {-2147483647 - 1, -2147483647 - 1, 2147483647, -7, 7, -6, 6, 0, -1, 5};
+  const int64_t pb[] = {-1, 1, -1, 2, -2, 3, -3, 5, 7, -2147483647 - 1};
+  for (size_t i = 0; i < 10; ++i) {
+    va[i * 41] = pa[i];
+    vb[i * 41] = pb[i];
+  }
+  for (DType t : {DType::i32, DType::i64}) {
+    const Tensor a = from_vector<int64_t>(va, shape, kRef).to(t);
+    const Tensor b = from_vector<int64_t>(vb, shape, kRef).to(t);
+    const std::vector<std::pair<std::string, std::pair<Tensor, Tensor>>> pairs = {
+        {"contiguous", {a, b}},
+        {"transposed", {a.t(), b.t()}},
+        {"row bcast", {a, b.slice(0, 0, 1).expand(shape)}},
+        {"scalar bcast", {a.slice(0, 41, 42).slice(1, 0, 1).expand(shape), b}},
+        {"stepped", {a.slice(1, 0, 306, 2), b.slice(1, 1, 307, 2)}}};
+    for (BinaryOp op : ops) {
+      if (t == DType::i64 && op >= BinaryOp::div_floor && op <= BinaryOp::remainder) continue;
+      const DType out = op >= BinaryOp::eq ? DType::b8 : t;
+      for (const auto& [name, p] : pairs)
+        EXPECT_EQ(bytes_of(run_binary(op, p.first, p.second, kRef, out)),
+                  bytes_of(run_binary(op, p.first, p.second, kCpu, out)))
+            << ir::name(op) << " " << dtype_name(t) << " " << name;
+    }
+  }
+  // A zero divisor anywhere (here in the second half, another thread's chunk) throws.
+  std::vector<int64_t> zb = vb;
+  zb[n - 5] = 0;
+  const Tensor a = from_vector<int64_t>(va, shape, kRef).to(DType::i32);
+  const Tensor z = from_vector<int64_t>(zb, shape, kRef).to(DType::i32);
+  for (BinaryOp op : {BinaryOp::div_floor, BinaryOp::div_trunc, BinaryOp::remainder}) {
+    try {
+      run_binary(op, a, z, kCpu, DType::i32);
+      ADD_FAILURE() << ir::name(op) << ": expected ember::Error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("integer division by zero"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ember

@@ -203,19 +203,28 @@ struct SiluF {
 struct Add {
   template <typename T>
   T operator()(T a, T b) const {
-    return a + b;
+    if constexpr (std::is_floating_point_v<T>)
+      return a + b;
+    else
+      return T(wide_unsigned_t<T>(a) + wide_unsigned_t<T>(b));
   }
 };
 struct Sub {
   template <typename T>
   T operator()(T a, T b) const {
-    return a - b;
+    if constexpr (std::is_floating_point_v<T>)
+      return a - b;
+    else
+      return T(wide_unsigned_t<T>(a) - wide_unsigned_t<T>(b));
   }
 };
 struct Mul {
   template <typename T>
   T operator()(T a, T b) const {
-    return a * b;
+    if constexpr (std::is_floating_point_v<T>)
+      return a * b;
+    else
+      return T(wide_unsigned_t<T>(a) * wide_unsigned_t<T>(b));
   }
 };
 struct Div {
@@ -227,17 +236,55 @@ struct Div {
 struct Maximum {
   template <typename T>
   T operator()(T a, T b) const {
-    const T nan = a + b, m = a > b ? a : b;
-    return ((a != a) | (b != b)) ? nan : m;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T nan = a + b, m = a > b ? a : b;
+      return ((a != a) | (b != b)) ? nan : m;
+    } else {
+      return a > b ? a : b;
+    }
   }
 };
 struct Minimum {
   template <typename T>
   T operator()(T a, T b) const {
-    const T nan = a + b, m = a < b ? a : b;
-    return ((a != a) | (b != b)) ? nan : m;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T nan = a + b, m = a < b ? a : b;
+      return ((a != a) | (b != b)) ? nan : m;
+    } else {
+      return a < b ? a : b;
+    }
   }
 };
+// i32 floor/trunc division and Python remainder through double: the double quotient of two i32
+// is never rounded across an integer (its ulp is below 1/|b|), so floor/trunc of it is exact.
+// q = 2^31 (INT_MIN / -1) wraps to INT_MIN as the reference's 0 - a; b = 0 is checked per row
+// before (kChecksZero) and computes a harmless 0 here.
+inline int32_t wrap_i32(double q) { return q >= 2147483648.0 ? INT32_MIN : int32_t(q); }
+inline double quotient_i32(int32_t a, int32_t b) { return double(a) / (b == 0 ? 1.0 : double(b)); }
+struct FloorDivI32 {
+  static constexpr bool kChecksZero = true;
+  int32_t operator()(int32_t a, int32_t b) const {
+    return wrap_i32(std::floor(quotient_i32(a, b)));
+  }
+};
+struct TruncDivI32 {
+  static constexpr bool kChecksZero = true;
+  int32_t operator()(int32_t a, int32_t b) const {
+    return wrap_i32(std::trunc(quotient_i32(a, b)));
+  }
+};
+struct RemainderI32 {
+  static constexpr bool kChecksZero = true;
+  int32_t operator()(int32_t a, int32_t b) const {
+    const uint32_t q = uint32_t(wrap_i32(std::floor(quotient_i32(a, b))));
+    return int32_t(uint32_t(a) - q * uint32_t(b));
+  }
+};
+template <typename F, typename = void>
+struct checks_zero : std::false_type {};
+template <typename F>
+struct checks_zero<F, std::void_t<decltype(F::kChecksZero)>> : std::true_type {};
+
 struct Eq {
   template <typename T>
   bool operator()(T a, T b) const {
@@ -365,6 +412,11 @@ void run_binary(const ir::Binary& op, F f) {
   parallel_rows<3>(
       op.dst.shape(), {&op.dst.strides(), &op.a.strides(), &op.b.strides()}, kGrainElementwise,
       [&](const std::array<int64_t, 3>& o, int64_t n, const std::array<int64_t, 3>& st) {
+        if constexpr (checks_zero<F>::value) {
+          bool zero = false;
+          for (int64_t i = 0; i < n; ++i) zero |= b[o[2] + i * st[2]] == T(0);
+          if (zero) EMBER_FAIL(ir::name(op.op), "integer division by zero");
+        }
         if (avx2)
           binary_row_avx2(f, d + o[0], a + o[1], b + o[2], n, st[0], st[1], st[2]);
         else
@@ -403,19 +455,34 @@ bool with_binary_functor(BinaryOp op, G&& g) {
     case BinaryOp::ge:
       g(Ge{}, std::true_type{});
       return true;
+    case BinaryOp::maximum:
+      g(Maximum{}, std::false_type{});
+      return true;
+    case BinaryOp::minimum:
+      g(Minimum{}, std::false_type{});
+      return true;
     default:
       break;
+  }
+  if constexpr (std::is_same_v<T, int32_t>) {
+    switch (op) {
+      case BinaryOp::div_floor:
+        g(FloorDivI32{}, std::false_type{});
+        return true;
+      case BinaryOp::div_trunc:
+        g(TruncDivI32{}, std::false_type{});
+        return true;
+      case BinaryOp::remainder:
+        g(RemainderI32{}, std::false_type{});
+        return true;
+      default:
+        break;
+    }
   }
   if constexpr (std::is_floating_point_v<T>) {
     switch (op) {
       case BinaryOp::div:
         g(Div{}, std::false_type{});
-        return true;
-      case BinaryOp::maximum:
-        g(Maximum{}, std::false_type{});
-        return true;
-      case BinaryOp::minimum:
-        g(Minimum{}, std::false_type{});
         return true;
       default:
         break;
@@ -506,6 +573,7 @@ bool binary(const ir::Binary& op) {
   if (t == DType::f32 && binary_typed<float>(op)) return true;
   if (t == DType::f64 && binary_typed<double>(op)) return true;
   if (t == DType::i64 && binary_typed<int64_t>(op)) return true;
+  if (t == DType::i32 && binary_typed<int32_t>(op)) return true;
   if ((t == DType::f16 || t == DType::bf16) && binary_half(op)) return true;
   return parallel_slices<3>({op.dst, op.a, op.b}, kGrainElementwise,
                             [&](const std::array<Tensor, 3>& v) {
