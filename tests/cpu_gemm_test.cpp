@@ -202,6 +202,9 @@ TEST(CpuGemm, FollowsTheThreadCount) {
     set_num_threads(n);
     const Tensor a = rnd({1, 200, 210}, DType::f32, 22), b = rnd({1, 210, 190}, DType::f32, 23);
     check(a, b, empty({1, 200, 190}, {DType::f32, Device::cpu()}), "threads " + std::to_string(n));
+    // OpenBLAS (above the switch) ran with Ember's thread count.
+    if (cpu::gemm::sgemm_library(200, 190, 210) == cpu::gemm::Library::openblas)
+      EXPECT_EQ(cpu::gemm::openblas_threads(), n);
   }
   set_num_threads(before);
 }

@@ -6,11 +6,13 @@
 //  - OpenBLAS, the OpenMP build (Debian libopenblas0-openmp), opened at run time by path so the
 //    process needs no link-time BLAS and no clash with a pthread OpenBLAS another library loads.
 //    It shares the OpenMP runtime (libgomp) with oneDNN and the cpu thread pool, so its threads
-//    are the same team and none spin against ours; it follows omp_get_max_threads(), which
-//    ember::set_num_threads / EMBER_NUM_THREADS set. f32 above a size threshold, and all f64.
+//    are the same team and none spin against ours; its thread count is set to num_threads()
+//    (EMBER_NUM_THREADS / ember::set_num_threads) before each call. f32 above 128^3
+//    multiply-adds, and all f64.
 //  - oneDNN's dnnl_sgemm: f32 small/batched GEMMs, and every f32 GEMM when OpenBLAS is absent.
 //  - No f64 library without OpenBLAS: dgemm() returns false and the caller falls back.
-// Env EMBER_GEMM=onednn|openblas forces one library for f32 (A/B measurements; read once).
+// Env EMBER_GEMM=onednn|openblas forces one library for f32 (A/B measurements; read once);
+// onednn also leaves f64 to the reference kernel, as when OpenBLAS is absent.
 #pragma once
 #include <cstdint>
 
@@ -24,6 +26,8 @@ Library sgemm_library(int64_t m, int64_t n, int64_t k);
 const char* library_name(Library l);
 /// Whether the OpenMP OpenBLAS was found (and so f64 GEMM is available).
 bool have_openblas();
+/// The threads OpenBLAS last ran with (openblas_get_num_threads; 0 without OpenBLAS). For tests.
+int openblas_threads();
 
 /// Threaded unless called from inside a parallel_for task (then single-threaded).
 void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,

@@ -7,7 +7,11 @@
 #include <string>
 
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/thread_pool.h"
 #include "ember/error.h"
+
+// libgomp's (weak: present when oneDNN brought it, as in thread_pool.cpp).
+extern "C" int omp_in_parallel() __attribute__((weak));
 
 namespace ember::cpu::gemm {
 
@@ -22,6 +26,8 @@ using CblasDgemm = void (*)(int, int, int, int, int, int, double, const double*,
 struct OpenBlas {
   CblasSgemm sgemm = nullptr;
   CblasDgemm dgemm = nullptr;
+  int (*threads)() = nullptr;
+  void (*set_threads)(int) = nullptr;
 };
 
 #if !defined(RTLD_DEEPBIND) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -59,7 +65,10 @@ const OpenBlas* load_openblas() {
     static OpenBlas ob;
     ob.sgemm = reinterpret_cast<CblasSgemm>(dlsym(h, "cblas_sgemm"));
     ob.dgemm = reinterpret_cast<CblasDgemm>(dlsym(h, "cblas_dgemm"));
-    if (parallel && parallel() == 2 && ob.sgemm && ob.dgemm) return &ob;  // 2: OpenMP
+    ob.threads = reinterpret_cast<int (*)()>(dlsym(h, "openblas_get_num_threads"));
+    ob.set_threads = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"));
+    if (parallel && parallel() == 2 && ob.sgemm && ob.dgemm && ob.threads && ob.set_threads)
+      return &ob;  // 2: the OpenMP build
     dlclose(h);
   }
   return nullptr;
@@ -90,9 +99,19 @@ bool fits_int(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t
 
 int cblas_trans(char t) { return t == 'T' ? 112 : 111; }
 
+// OpenBLAS's threads = num_threads() before a call from outside a parallel region (inside one it
+// runs single-threaded by itself). It would follow omp_get_max_threads() on its own, except that
+// with one OpenMP thread it runs serially without updating its count; setting it keeps it exact.
+void sync_threads(const OpenBlas& ob) {
+  if (omp_in_parallel && omp_in_parallel()) return;
+  const int n = num_threads();
+  if (ob.threads() != n) ob.set_threads(n);
+}
+
 }  // namespace
 
 bool have_openblas() { return openblas() != nullptr; }
+int openblas_threads() { return openblas() ? openblas()->threads() : 0; }
 
 const char* library_name(Library l) {
   return l == Library::openblas ? "OpenBLAS (OpenMP)" : "oneDNN";
@@ -112,6 +131,7 @@ Library sgemm_library(int64_t m, int64_t n, int64_t k) {
 void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
            const float* b, int64_t ldb, float* c, int64_t ldc) {
   if (sgemm_library(m, n, k) == Library::openblas && fits_int(m, n, k, lda, ldb, ldc)) {
+    sync_threads(*openblas());
     openblas()->sgemm(101, cblas_trans(ta), cblas_trans(tb), int(m), int(n), int(k), 1.0f, a,
                       int(lda), b, int(ldb), 0.0f, c, int(ldc));
     return;
@@ -125,6 +145,7 @@ void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, in
 bool dgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
            const double* b, int64_t ldb, double* c, int64_t ldc) {
   if (!openblas() || !fits_int(m, n, k, lda, ldb, ldc)) return false;
+  sync_threads(*openblas());
   openblas()->dgemm(101, cblas_trans(ta), cblas_trans(tb), int(m), int(n), int(k), 1.0, a, int(lda),
                     b, int(ldb), 0.0, c, int(ldc));
   return true;
