@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/cpu/gemm.h"
@@ -207,6 +208,32 @@ TEST(CpuGemm, FollowsTheThreadCount) {
       EXPECT_EQ(cpu::gemm::openblas_threads(), n);
   }
   set_num_threads(before);
+}
+
+// Two user threads multiplying at once (each call threaded by the library on its own team).
+TEST(CpuGemm, ConcurrentCallers) {
+  const Tensor a = rnd({1, 180, 170}, DType::f32, 24), b = rnd({1, 170, 160}, DType::f32, 25);
+  const Tensor a64 = a.to(DType::f64), b64 = b.to(DType::f64);
+  const Tensor want = empty({1, 180, 160}, {DType::f32, Device::cpu()});
+  ref::matmul(ir::Matmul{a, b, want});
+  const auto w = want.to_vector<double>();
+  std::vector<double> worst(2, 0.0);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 2; ++t)
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < 6; ++i) {
+        const bool f64 = (i + t) % 2 == 1;
+        const Tensor d = empty({1, 180, 160}, {f64 ? DType::f64 : DType::f32, Device::cpu()});
+        if (!cpu::sgemm_matmul(ir::Matmul{f64 ? a64 : a, f64 ? b64 : b, d}))
+          ref::matmul(ir::Matmul{f64 ? a64 : a, f64 ? b64 : b, d});
+        const auto g = d.to_vector<double>();
+        for (size_t k = 0; k < g.size(); ++k)
+          worst[size_t(t)] = std::max(worst[size_t(t)], std::abs(g[k] - w[k]));
+      }
+    });
+  for (auto& th : ts) th.join();
+  EXPECT_LT(worst[0], 1e-3);
+  EXPECT_LT(worst[1], 1e-3);
 }
 
 TEST(CpuGemm, LibraryChoice) {
