@@ -404,6 +404,27 @@ TEST(CpuElementwiseTest, IntegerUnaryMatchesReference) {
   }
 }
 
+TEST(CpuElementwiseTest, FloatPredicatesMatchReference) {
+  auto v = randoms(263 * 307, 31, -2, 2);
+  const double inf = std::numeric_limits<double>::infinity();
+  const double sp[] = {std::nan(""), -std::nan(""), inf, -inf, 0.0, -0.0, 1e-310, 1e300, -1e-45};
+  for (size_t i = 0; i < 9; ++i)
+    for (size_t k = i; k < v.size(); k += 577) v[k] = sp[i];
+  const Tensor base = from_vector<double>(v, {263, 307}, kRef);
+  for (DType t : {DType::f32, DType::f64})
+    for (const auto& [name, view] : views(base.to(t)))
+      for (UnaryOp op : {UnaryOp::isnan, UnaryOp::isinf, UnaryOp::isfinite, UnaryOp::logical_not}) {
+        auto run = [&, op = op, view = view](const Device& dev) {
+          const Tensor s = view.to(dev);
+          Tensor d = empty(s.shape(), {DType::b8, dev});
+          backend_for(dev).execute(ir::Unary{op, s, d});
+          return d;
+        };
+        EXPECT_EQ(bytes_of(run(kRef)), bytes_of(run(kCpu)))
+            << ir::name(op) << " " << dtype_name(t) << " " << name;
+      }
+}
+
 TEST(CpuElementwiseTest, IntegerBinaryMatchesReference) {
   const BinaryOp ops[] = {BinaryOp::add,       BinaryOp::sub,      BinaryOp::mul,
                           BinaryOp::maximum,   BinaryOp::minimum,  BinaryOp::eq,

@@ -5,6 +5,7 @@
 // slices in parallel (elementwise ops are independent per element).
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "backends/cpu/convert.h"
 #include "backends/cpu/kernels.h"
@@ -171,6 +172,32 @@ struct LeakyRelu {
     return x > T(0) ? x : y;
   }
 };
+// Predicates (bool results), as the reference's on the value widened to double.
+struct IsNan {
+  template <typename T>
+  bool operator()(T x) const {
+    return x != x;
+  }
+};
+struct IsInf {
+  template <typename T>
+  bool operator()(T x) const {
+    return std::fabs(x) == std::numeric_limits<T>::infinity();
+  }
+};
+struct IsFinite {
+  template <typename T>
+  bool operator()(T x) const {
+    return std::fabs(x) < std::numeric_limits<T>::infinity();
+  }
+};
+struct LogicalNot {
+  template <typename T>
+  bool operator()(T x) const {
+    return x == T(0);
+  }
+};
+
 struct ExpF {
   float operator()(float x) const { return exp_f32(x); }
 #if defined(__x86_64__)
@@ -322,9 +349,9 @@ struct Ge {
   }
 };
 
-template <typename T, typename F>
+template <typename T, typename D = T, typename F>
 void run_unary(const ir::Unary& op, F f) {
-  T* d = ptr<T>(op.dst);
+  D* d = ptr<D>(op.dst);
   const T* s = ptr<T>(op.src);
   const bool avx2 = has_avx2();
   parallel_rows<2>(
@@ -335,6 +362,26 @@ void run_unary(const ir::Unary& op, F f) {
         else
           unary_row_base(f, d + o[0], s + o[1], n, st[0], st[1]);
       });
+}
+
+template <typename T>
+bool predicate_typed(const ir::Unary& op) {
+  switch (op.op) {
+    case UnaryOp::isnan:
+      run_unary<T, bool>(op, IsNan{});
+      return true;
+    case UnaryOp::isinf:
+      run_unary<T, bool>(op, IsInf{});
+      return true;
+    case UnaryOp::isfinite:
+      run_unary<T, bool>(op, IsFinite{});
+      return true;
+    case UnaryOp::logical_not:
+      run_unary<T, bool>(op, LogicalNot{});
+      return true;
+    default:
+      return false;
+  }
 }
 
 // Calls g(functor) with the functor of `op` for element type T; false: no fast functor.
@@ -537,6 +584,10 @@ void binary_f32_run(BinaryOp op, void* d, const float* a, const float* b, int64_
 bool unary(const ir::Unary& op) {
   const DType t = op.src.dtype();
   if (op.dst.numel() <= kGrainElementwise) return false;  // the reference loop is as fast
+  if (op.dst.dtype() == DType::b8) {
+    if (t == DType::f32 && predicate_typed<float>(op)) return true;
+    if (t == DType::f64 && predicate_typed<double>(op)) return true;
+  }
   if (t == op.dst.dtype()) {
     if (t == DType::f32 && unary_typed<float>(op)) return true;
     if (t == DType::f64 && unary_typed<double>(op)) return true;
