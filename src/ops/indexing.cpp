@@ -5,6 +5,7 @@
 
 #include "autodiff/rules.h"
 #include "ember/ops/elementwise.h"
+#include "ember/ops/reduce.h"
 #include "tensor/internal.h"
 
 namespace ember {
@@ -31,23 +32,19 @@ Tensor check_index(const Tensor& index, int64_t size, const char* op, bool allow
   if (!is_integral(index.dtype()))
     EMBER_FAIL(op, "index must be an integer tensor, got ", describe(index));
   if (index.numel() == 0) return cast(index, DType::i64);
-  // Host read for now: a device-side min/max reduction can replace it without changing callers.
+  // Two reductions on the index's device (not a host copy of the whole index).
   if (index.dtype() == DType::u64) {
-    for (uint64_t u : index.to_vector<uint64_t>())
-      if (u >= uint64_t(size)) out_of_range(op, std::to_string(u), size, dim, allow_negative);
+    const uint64_t hi = amax(index).item<uint64_t>();
+    if (hi >= uint64_t(size)) out_of_range(op, std::to_string(hi), size, dim, allow_negative);
     return cast(index, DType::i64);
   }
-  std::vector<int64_t> v = index.to_vector<int64_t>();
-  const int64_t lo = allow_negative ? -size : 0;
-  bool negative = false;
-  for (int64_t i : v) {
-    if (i < lo || i >= size) out_of_range(op, std::to_string(i), size, dim, allow_negative);
-    negative |= i < 0;
-  }
-  if (!negative) return cast(index, DType::i64);
-  for (int64_t& i : v)
-    if (i < 0) i += size;
-  return from_vector<int64_t>(v, index.shape(), index.device());
+  const int64_t lo = amin(index).item<int64_t>(), hi = amax(index).item<int64_t>();
+  if (hi >= size) out_of_range(op, std::to_string(hi), size, dim, allow_negative);
+  if (lo < (allow_negative ? -size : 0))
+    out_of_range(op, std::to_string(lo), size, dim, allow_negative);
+  const Tensor i64 = cast(index, DType::i64);
+  if (lo >= 0) return i64;
+  return where(lt(i64, Scalar(0)), add(i64, Scalar(size)), i64);
 }
 
 }  // namespace detail

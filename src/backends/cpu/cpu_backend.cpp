@@ -52,8 +52,16 @@ struct Fast {
   bool operator()(const ir::Unary& o) const { return unary(o); }
   bool operator()(const ir::Binary& o) const { return binary(o); }
   bool operator()(const ir::Where& o) const { return where(o); }
-  bool operator()(const ir::Reduce& o) const { return reduce(o); }
-  bool operator()(const ir::Scan& o) const { return scan(o); }
+  bool operator()(const ir::Reduce& o) const { return reduce(o) || sliced(o); }
+  bool operator()(const ir::Scan& o) const { return scan(o) || sliced(o); }
+  bool operator()(const ir::Sort& o) const { return sliced(o); }
+  bool operator()(const ir::Gather& o) const { return sliced(o); }
+  bool operator()(const ir::Scatter& o) const { return sliced(o); }
+  bool operator()(const ir::IndexSelect& o) const { return sliced(o); }
+  bool operator()(const ir::IndexAdd& o) const { return sliced(o); }
+  bool operator()(const ir::Nonzero& o) const { return sliced(o); }
+  bool operator()(const ir::AdaptivePool& o) const { return sliced(o); }
+  bool operator()(const ir::Interpolate& o) const { return sliced(o); }
   bool operator()(const ir::Matmul& o) const { return sgemm_matmul(o); }
   bool operator()(const ir::Im2col& o) const { return im2col(o); }
   bool operator()(const ir::Col2im& o) const { return col2im(o); }

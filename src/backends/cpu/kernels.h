@@ -26,6 +26,21 @@ int64_t conv_backward_runs();
 /// Test hook: off makes the backward passes decline (the frontend's composite gradients run).
 void set_conv_backward_enabled(bool on);
 
+/// sliced.cpp: the reference kernel on independent slices in parallel (false: too small, nothing
+/// to split, or an output overlaps an input).
+bool sliced(const ir::Reduce& op);
+bool sliced(const ir::Scan& op);
+bool sliced(const ir::Sort& op);
+bool sliced(const ir::Gather& op);
+bool sliced(const ir::Scatter& op);
+bool sliced(const ir::IndexSelect& op);
+bool sliced(const ir::IndexAdd& op);
+bool sliced(const ir::AdaptivePool& op);
+bool sliced(const ir::Interpolate& op);
+bool sliced(const ir::Nonzero& op);
+/// How many ops sliced() has run in parallel (for tests that check the path is taken).
+int64_t sliced_runs();
+
 /// Runs a fused op (ir/fused.h) when a cpu kernel takes it (fused.cpp); false: not taken.
 bool fused(const ir::Fused& op);
 /// How many fused ops the cpu kernels have run (for tests that check the fused path is taken).

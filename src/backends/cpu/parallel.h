@@ -70,6 +70,20 @@ void parallel_rows(const Shape& shape, const std::array<const Strides*, N>& stri
   });
 }
 
+/// The view t[..., b:e, ...] along `dim` (same storage; no autograd, no checks). Undefined stays
+/// undefined.
+inline Tensor slice_view(const Tensor& t, int64_t dim, int64_t b, int64_t e) {
+  if (!t.defined()) return t;
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = t.impl()->storage;
+  impl->shape = t.shape();
+  impl->shape[size_t(dim)] = e - b;
+  impl->strides = t.strides();
+  impl->offset = t.offset() + b * t.stride(dim);
+  impl->dtype = t.dtype();
+  return Tensor(std::move(impl));
+}
+
 /// Splits an elementwise op over the thread pool: every operand has `shape` (broadcast inputs
 /// are stride-0 views), so slicing all of them along one dim gives independent sub-ops.
 /// run(views) is called with the sliced operands. Returns false (nothing run) when the op is too
@@ -92,17 +106,7 @@ bool parallel_slices(const std::array<Tensor, N>& ops, int64_t grain, Run&& run)
   const int64_t g = std::max<int64_t>(1, grain / std::max<int64_t>(1, total / len));
   parallel_for(0, len, g, [&](int64_t b, int64_t e) {
     std::array<Tensor, N> v;
-    for (size_t k = 0; k < N; ++k) {
-      if (!ops[k].defined()) continue;
-      auto impl = std::make_shared<TensorImpl>();
-      impl->storage = ops[k].impl()->storage;
-      impl->shape = ops[k].shape();
-      impl->shape[size_t(dim)] = e - b;
-      impl->strides = ops[k].strides();
-      impl->offset = ops[k].offset() + b * ops[k].stride(dim);
-      impl->dtype = ops[k].dtype();
-      v[k] = Tensor(std::move(impl));
-    }
+    for (size_t k = 0; k < N; ++k) v[k] = slice_view(ops[k], dim, b, e);
     run(v);
   });
   return true;
