@@ -21,8 +21,8 @@ DeviceInfo CpuBackend::info() const {
 }
 
 namespace {
-// EMBER_CPU_KERNELS=ref: the backend as it was before its own kernels (reference kernels, oneDNN
-// matmul, no caching allocator), for A/B measurements. Read once.
+// EMBER_CPU_KERNELS=ref: the backend as it was before its own kernels (reference kernels, the
+// library GEMM of gemm.h, no caching allocator), for A/B measurements. Read once.
 bool own_kernels() {
   static const bool v = [] {
     const char* e = std::getenv("EMBER_CPU_KERNELS");
