@@ -72,20 +72,20 @@ C int_op(BinaryOp op, C a, C b) {
   constexpr int bits = int(sizeof(C) * 8);
   switch (op) {
     case BinaryOp::add:
-      return C(a + b);
+      return wrap_add(a, b);
     case BinaryOp::sub:
-      return C(a - b);
+      return wrap_sub(a, b);
     case BinaryOp::mul:
-      return C(a * b);
+      return wrap_mul(a, b);
     case BinaryOp::div_trunc:
       if (b == 0) zero_div(op);
       if constexpr (std::is_signed_v<C>)
-        if (b == C(-1)) return C(C(0) - a);  // avoids INT_MIN / -1 overflow
+        if (b == C(-1)) return wrap_sub(C(0), a);  // avoids INT_MIN / -1 overflow
       return C(a / b);
     case BinaryOp::div_floor: {
       if (b == 0) zero_div(op);
       if constexpr (std::is_signed_v<C>) {
-        if (b == C(-1)) return C(C(0) - a);
+        if (b == C(-1)) return wrap_sub(C(0), a);
         C q = C(a / b);
         if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
         return q;
@@ -116,8 +116,8 @@ C int_op(BinaryOp op, C a, C b) {
       C r = 1, base = a;
       auto e = b;
       while (e) {
-        if (e & 1) r = C(r * base);
-        base = C(base * base);
+        if (e & 1) r = wrap_mul(r, base);
+        base = wrap_mul(base, base);
         e = decltype(e)(e >> 1);
       }
       return r;

@@ -55,6 +55,24 @@ void dispatch_dtype(DType t, F&& f) {
   }
 }
 
+/// Integer arithmetic that wraps around (two's complement, as torch) without signed overflow
+/// or promotion to int: computed in an unsigned type at least as wide as unsigned int.
+template <typename C>
+using wide_unsigned_t =
+    std::conditional_t<(sizeof(C) < sizeof(unsigned)), unsigned, std::make_unsigned_t<C>>;
+template <typename C>
+C wrap_add(C a, C b) {
+  return C(wide_unsigned_t<C>(a) + wide_unsigned_t<C>(b));
+}
+template <typename C>
+C wrap_sub(C a, C b) {
+  return C(wide_unsigned_t<C>(a) - wide_unsigned_t<C>(b));
+}
+template <typename C>
+C wrap_mul(C a, C b) {
+  return C(wide_unsigned_t<C>(a) * wide_unsigned_t<C>(b));
+}
+
 template <typename T>
 inline constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 template <typename T>

@@ -134,10 +134,10 @@ C int_op(UnaryOp op, C x, double p0) {
       if constexpr (std::is_same_v<C, bool>)
         return x;
       else
-        return C(C(0) - x);
+        return wrap_sub(C(0), x);
     case UnaryOp::abs:
       if constexpr (std::is_signed_v<C>)
-        return x < 0 ? C(-x) : x;
+        return x < 0 ? wrap_sub(C(0), x) : x;
       else
         return x;
     case UnaryOp::sign:
@@ -146,7 +146,10 @@ C int_op(UnaryOp op, C x, double p0) {
       else
         return C(x > 0);
     case UnaryOp::square:
-      return C(x * x);
+      if constexpr (std::is_same_v<C, bool>)
+        return x;
+      else
+        return wrap_mul(x, x);
     case UnaryOp::floor:
     case UnaryOp::ceil:
     case UnaryOp::round:
