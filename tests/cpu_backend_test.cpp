@@ -375,6 +375,17 @@ TEST(CpuBackendTest, ResultsDoNotDependOnTheThreadCount) {
   }
 }
 
+TEST(CpuBackendTest, ThreadCountIsCapped) {
+  ThreadGuard guard;
+  const int hw = int(std::max(1u, std::thread::hardware_concurrency()));
+  set_num_threads(100000);  // a typo, not a plan: capped with a warning instead of failing
+  EXPECT_EQ(get_num_threads(), std::max(64, 4 * hw));
+  const Tensor x = values({300, 301}, DType::f32, 30);
+  expect_match(run_unary(UnaryOp::exp, x, kRef), run_unary(UnaryOp::exp, x, kCpu), "exp");
+  set_num_threads(3);
+  EXPECT_EQ(get_num_threads(), 3);
+}
+
 TEST(CpuBackendTest, ParallelForCoversTheRangeOnce) {
   ThreadGuard guard;
   for (bool openmp : {true, false})

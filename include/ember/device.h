@@ -104,10 +104,12 @@ MemoryStats memory_stats(const Device& device);
 /// torch.cuda.empty_cache); live tensors are untouched. Thread-safe.
 void empty_cache(const Device& device);
 
-/// Threads the cpu backend's kernels use (as torch.get_num_threads): env EMBER_NUM_THREADS, else
-/// the hardware threads. oneDNN's GEMM keeps its own (OpenMP) threads.
+/// Threads the cpu backend's kernels use (as torch.get_num_threads): env EMBER_NUM_THREADS when
+/// it is a positive integer (otherwise a warning on stderr), else the hardware threads; at most
+/// max(64, 4 x hardware threads). oneDNN's GEMM keeps its own (OpenMP) threads.
 int get_num_threads();
-/// Sets the cpu backend's thread count (n <= 0 restores the default). Results do not depend on it.
+/// Sets the cpu backend's thread count (n <= 0 restores the default; capped as above, with a
+/// warning). Results do not depend on it.
 void set_num_threads(int n);
 
 }  // namespace ember

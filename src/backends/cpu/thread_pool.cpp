@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -15,13 +17,37 @@ namespace ember::cpu {
 
 namespace {
 
-int default_threads() {
-  if (const char* env = std::getenv("EMBER_NUM_THREADS")) {
-    const int n = std::atoi(env);
-    if (n > 0) return n;
-  }
+int hardware_threads() {
   const unsigned hw = std::thread::hardware_concurrency();
   return hw > 0 ? int(hw) : 1;
+}
+
+// More threads than this is a typo, not a plan (and enough of them fail to start).
+int max_threads() { return std::max(64, 4 * hardware_threads()); }
+
+// n capped at max_threads() (a warning on stderr naming `what`, the setting as written).
+int clamp_threads(long long n, const std::string& what) {
+  if (n <= max_threads()) return int(n);
+  std::fprintf(stderr,
+               "ember: %s asks for more threads than the cap of %d (max(64, 4 x %d hardware "
+               "threads)); using %d\n",
+               what.c_str(), max_threads(), hardware_threads(), max_threads());
+  return max_threads();
+}
+
+// EMBER_NUM_THREADS when it is a positive integer (a warning on stderr otherwise), else the
+// hardware's thread count.
+int default_threads() {
+  if (const char* env = std::getenv("EMBER_NUM_THREADS")) {
+    char* end = nullptr;
+    const long long n = std::strtoll(env, &end, 10);
+    if (end != env && *end == '\0' && n > 0)  // past LLONG_MAX: n is LLONG_MAX, capped below
+      return clamp_threads(n, std::string("EMBER_NUM_THREADS=") + env);
+    std::fprintf(stderr,
+                 "ember: EMBER_NUM_THREADS='%s' is not a positive integer; using %d threads\n", env,
+                 hardware_threads());
+  }
+  return hardware_threads();
 }
 
 // True on pool workers and on a caller while it runs a parallel_for: nested calls go serial.
@@ -197,6 +223,7 @@ int num_threads() { return pool().size(); }
 
 void set_num_threads(int n) {
   if (n <= 0) n = default_threads();
+  n = clamp_threads(n, "set_num_threads(" + std::to_string(n) + ")");
   Pool& p = pool();
   if (p.size() != n) p.resize(n);
   // oneDNN's GEMM (called from this thread) follows the same count.
