@@ -119,6 +119,12 @@ TEST(CliTest, UsageErrorsExitWithTwo) {
   EXPECT_EQ(r.output.rfind("error: ", 0), 0u) << r.output;
   EXPECT_EQ(run_ember("train fashion-mnist --model resnet").status, 2);
   EXPECT_EQ(run_ember("").status, 2);
+  // An explicit 0 or negative epoch count is an error, not the default.
+  for (const char* e : {"0", "-1"}) {
+    Result bad = run_ember(std::string("train fashion-mnist --limit-train 64 --epochs ") + e);
+    EXPECT_EQ(bad.status, 1) << bad.output;
+    EXPECT_NE(bad.output.find("--epochs must be >= 1"), std::string::npos) << bad.output;
+  }
 }
 
 TEST(CliTest, MissingOrCorruptCheckpointIsAnError) {
@@ -232,6 +238,18 @@ TEST(CliTest, ResumeAfterInterruptionMatchesAnUninterruptedRun) {
           << "epoch " << e << " " << m;
   EXPECT_EQ(a["history"][0]["train_loss"].get<double>(),
             b["history"][0]["train_loss"].get<double>());
+
+  // Interrupted in the first epoch: the checkpoint folder exists already, so nothing is lost.
+  Result early = run_ember(common + "--interrupt-after 3 --out " + (dir / "early"));
+  EXPECT_EQ(early.status, 130) << early.output;
+  EXPECT_TRUE(fs::exists(dir / "early/checkpoints/interrupted.safetensors")) << early.output;
+
+  // Resuming another model's run is an error naming it.
+  Result other =
+      run_ember("train fashion-mnist --model cnn --limit-train 640 --epochs 2 --resume --out " +
+                (dir / "cut"));
+  EXPECT_EQ(other.status, 1) << other.output;
+  EXPECT_NE(other.output.find("cannot load into Cnn"), std::string::npos) << other.output;
 
   // --resume without a checkpoint is an error.
   Result none = run_ember(common + "--resume --out " + (dir / "empty"));

@@ -214,12 +214,16 @@ TEST(LearnerTest, ResumeEqualsUninterrupted) {
   TrainRun a(3, quiet(a_dir));
   a.learner->fit(a.train, &a.valid, 2);
 
-  TrainRun b(3, quiet(b_dir));
+  train::LearnerOptions ob = quiet(b_dir);
+  ob.user_json = R"({"dataset":"blobs"})";
+  TrainRun b(3, ob);
   b.learner->fit(b.train, &b.valid, 1);
   // A fresh process: other initial weights, the generator elsewhere.
   TrainRun c(77, quiet(b_dir));
   (void)rand({13});
+  EXPECT_EQ(c.learner->resumed_user_json(), "");
   c.learner->resume(b_dir);
+  EXPECT_EQ(c.learner->resumed_user_json(), R"({"dataset":"blobs"})");  // for the caller's checks
   EXPECT_EQ(c.learner->epochs_completed(), 1);
   const train::FitResult rc = c.learner->fit(c.train, &c.valid, 2);
   EXPECT_EQ(rc.epochs_completed, 2);
@@ -336,6 +340,17 @@ TEST(LearnerTest, RejectsBadOptions) {
   EXPECT_THROW(l.resume(ember::test::TempDir("empty").path()), Error);
   train::Loader tr(blobs(6, 1), loader_opts(2, false));
   EXPECT_THROW(l.fit(tr, nullptr, -1), Error);
+
+  // An output folder under a regular file fails before any batch runs, and says why.
+  ember::test::TempDir tmp("learner-out");
+  const std::string file = tmp.path() + "/a-file";
+  ember::test::write_bytes(file, "abc");
+  train::Learner bad(model, opt, train::cross_entropy_loss(), quiet(file + "/run"));
+  const std::vector<float> before = model->parameters()[0].to_vector<float>();
+  ember::test::expect_error(
+      [&] { bad.fit(tr, nullptr, 1); },
+      {"[Learner] cannot create directory", "a-file/run/checkpoints", "Not a directory"});
+  EXPECT_EQ(before, model->parameters()[0].to_vector<float>());  // no step was taken
 }
 
 TEST(LearnerTest, HistoryFormatsHandleMissingValues) {
@@ -344,6 +359,10 @@ TEST(LearnerTest, HistoryFormatsHandleMissingValues) {
   h[0].metrics = {{"train_loss", 1.5}};
   h[1].epoch = 1;
   h[1].metrics = {{"train_loss", NAN}, {"valid_loss", 0.25}};
+  EXPECT_EQ(train::history_csv(h).substr(0, 38), "epoch,train_loss,valid_loss,seconds\n1,");
+  // The Learner also records "epoch" as a metric: the reports still write it once.
+  h[0].metrics["epoch"] = 1;
+  h[1].metrics["epoch"] = 2;
   EXPECT_EQ(train::history_csv(h).substr(0, 38), "epoch,train_loss,valid_loss,seconds\n1,");
   const nlohmann::json js = nlohmann::json::parse(train::history_json(h));
   EXPECT_TRUE(js[1]["metrics"]["train_loss"].is_null());

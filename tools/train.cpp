@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -24,10 +25,13 @@ namespace ember::tools {
 
 namespace {
 
+// --epochs absent: the dataset's default (default_epochs); 0 and negatives are errors.
+constexpr int64_t kEpochsNotGiven = std::numeric_limits<int64_t>::min();
+
 struct TrainArgs {
   std::string dataset;
   std::string model = "cnn";
-  int64_t epochs = 0;  // 0: the dataset's default (kDefaultEpochs)
+  int64_t epochs = kEpochsNotGiven;
   int64_t batch_size = 64;
   double lr = 1e-3;
   std::string device = "cpu";
@@ -64,7 +68,7 @@ data::DatasetPtr<data::Example> first_n(const std::shared_ptr<data::TensorDatase
 int64_t default_epochs(const std::string& dataset) { return dataset == "mnist" ? 10 : 3; }
 
 int run_train(TrainArgs a) {
-  if (a.epochs == 0) a.epochs = default_epochs(a.dataset);
+  if (a.epochs == kEpochsNotGiven) a.epochs = default_epochs(a.dataset);
   const auto t0 = std::chrono::steady_clock::now();
   EMBER_CHECK(a.epochs >= 1, "train", "--epochs must be >= 1, got ", a.epochs);
   EMBER_CHECK(a.batch_size >= 1, "train", "--batch-size must be >= 1, got ", a.batch_size);
@@ -110,7 +114,15 @@ int run_train(TrainArgs a) {
     };
   }
   train::Learner learner(model, opt, train::cross_entropy_loss(), o);
-  if (a.resume) learner.resume(out);
+  if (a.resume) {
+    learner.resume(out);
+    // The checkpoint must come from a run on the same dataset and model.
+    const auto was = nlohmann::json::parse(learner.resumed_user_json(), nullptr, false);
+    for (const char* k : {"dataset", "model"})
+      if (was.is_object() && was.contains(k) && was[k] != info[k])
+        EMBER_FAIL("train", "--resume: the checkpoint in ", out, " is from a run with ", k, " ",
+                   was[k].dump(), ", not ", info[k].dump());
+  }
 
   std::cout << "training " << a.model << " on " << a.dataset << " (" << train_set->size()
             << " training, " << test_set->size() << " test images) on " << device.str() << ", "
@@ -121,7 +133,8 @@ int run_train(TrainArgs a) {
   nlohmann::json epochs = nlohmann::json::array();
   for (const auto& e : r.history) {
     nlohmann::json m = {{"epoch", e.epoch + 1}, {"seconds", e.seconds}};
-    for (const auto& [k, v] : e.metrics) m[k] = std::isfinite(v) ? nlohmann::json(v) : nullptr;
+    for (const auto& [k, v] : e.metrics)
+      if (k != "epoch") m[k] = std::isfinite(v) ? nlohmann::json(v) : nullptr;
     epochs.push_back(m);
   }
   const auto last = [&](const char* k) -> nlohmann::json {

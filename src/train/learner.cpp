@@ -235,6 +235,9 @@ FitResult Learner::fit(Loader& train, Loader* valid, int64_t epochs) {
     EMBER_FAIL(op, "the resumed run had consumed ", resume_batch_, " batches but the loader has ",
                train.size());
   loader_seed_ = train.options().seed;
+  // Before any training: a bad output folder fails now, and a Ctrl-C in the first epoch has a
+  // place for its checkpoint.
+  if (!opts_.output_dir.empty()) detail::ensure_dir(detail::checkpoint_dir(opts_));
   Run run;
   run.out = opts_.out ? opts_.out : &std::cout;
   run.total_epochs = epochs;

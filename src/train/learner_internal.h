@@ -29,6 +29,8 @@ struct Learner::Run {
 namespace detail {
 /// output_dir/checkpoints ("" without an output dir).
 std::string checkpoint_dir(const LearnerOptions& o);
+/// Creates dir and its parents; throws "[Learner] cannot create directory D (reason)".
+void ensure_dir(const std::string& dir);
 }  // namespace detail
 
 }  // namespace ember::train

@@ -2,8 +2,10 @@
 // logs.
 #include <dirent.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +20,13 @@ namespace ember::train {
 namespace detail {
 std::string checkpoint_dir(const LearnerOptions& o) {
   return o.output_dir.empty() ? "" : o.output_dir + "/checkpoints";
+}
+
+void ensure_dir(const std::string& dir) {
+  errno = 0;
+  if (!record::detail::make_dirs(dir))  // a path component that is a file leaves errno 0
+    EMBER_FAIL("Learner", "cannot create directory ", dir, " (",
+               std::strerror(errno ? errno : ENOTDIR), ")");
 }
 }  // namespace detail
 
@@ -37,10 +46,6 @@ double metric_of(const EpochSummary& s, const std::string& name, const char* wha
     EMBER_FAIL("Learner", what, " metric \"", name, "\" is not computed (have: ", have, ")");
   }
   return it->second;
-}
-
-void ensure_dir(const std::string& dir) {
-  if (!record::detail::make_dirs(dir)) EMBER_FAIL("Learner", "cannot create directory ", dir);
 }
 
 nlohmann::json to_json(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
@@ -87,7 +92,7 @@ bool Learner::end_epoch(Loader* valid, Run& run) {
 
   if (!opts_.output_dir.empty()) {
     const std::string dir = detail::checkpoint_dir(opts_);
-    ensure_dir(dir);
+    detail::ensure_dir(dir);
     if (opts_.keep_last > 0) {
       char name[64];
       std::snprintf(name, sizeof name, "/epoch-%04lld.safetensors", (long long)epoch_);
@@ -196,6 +201,7 @@ void Learner::resume(const std::string& dir) {
       newest = st;
     }
   }
+  resumed_user_json_ = newest.user_json;
   record::CheckpointTargets t;
   t.model = model_.get();
   t.optimizer = optimizer_.get();

@@ -31,10 +31,13 @@ std::string esc(const std::string& s) {
   }
   return o;
 }
+// The metrics' names, less "epoch" (the Learner records it as a metric for monitoring; the
+// reports write it once, as an integer, from EpochSummary::epoch).
 std::set<std::string> metric_names(const std::vector<EpochSummary>& h) {
   std::set<std::string> names;
   for (const auto& e : h)
-    for (const auto& [k, v] : e.metrics) names.insert(k);
+    for (const auto& [k, v] : e.metrics)
+      if (k != "epoch") names.insert(k);
   return names;
 }
 

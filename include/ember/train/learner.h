@@ -153,6 +153,9 @@ class Learner {
   /// the batches already consumed) with results identical to an uninterrupted run. Throws
   /// ember::Error("[Learner::resume] ...") when there is no checkpoint or it does not match.
   void resume(const std::string& dir);
+  /// The user_json stored in the checkpoint resume() loaded ("" before a resume), so a program
+  /// can check that it continues the same kind of run.
+  const std::string& resumed_user_json() const { return resumed_user_json_; }
 
   /// Mean loss and metrics over a loader, in eval mode without gradients ("loss", "accuracy"...
   /// without a prefix). Restores the training mode afterwards.
@@ -190,6 +193,7 @@ class Learner {
   int64_t step_ = 0;          // optimizer steps
   int64_t resume_batch_ = 0;  // batches of epoch_ to skip (after an interrupted checkpoint)
   std::optional<uint64_t> resume_seed_;
+  std::string resumed_user_json_;
   uint64_t loader_seed_ = 0;  // the train loader's seed (saved in checkpoints)
   double best_ = 0;
   int64_t best_epoch_ = -1;
