@@ -3,7 +3,7 @@
 // channels-last, and, when built with EMBER_BENCH_LIBTORCH=ON, in LibTorch with the same weights
 // and BatchNorm running stats, NCHW and channels_last, all in one process (issue 5).
 //   bench_resnet50 [--batch 8] [--size 224] [--iters 6] [--warmup 2] [--threads 2]
-//                  [--json FILE] [--profile] [--profile-rounds 2]
+//                  [--json FILE] [--profile] [--profile-rounds 2] [--only ember]
 // Random init with a fixed seed; the BatchNorm running stats are calibrated by one training-mode
 // forward (cumulative average: running stats = that batch's statistics) so every layer sees
 // normalized activations. The logits of every variant are checked against Ember NCHW's (max abs
@@ -372,7 +372,7 @@ std::string load_average() {
 int main(int argc, char** argv) {
   CLI::App app{"ResNet-50 inference: Ember (NCHW, channels-last) vs LibTorch in one process"};
   int batch = 8, size = 224, iters = 6, warmup = 2, threads = 2, profile_rounds = 2;
-  std::string json_path;
+  std::string json_path, only;
   bool profile = false;
   app.add_option("--batch", batch, "images per forward")->check(CLI::PositiveNumber);
   app.add_option("--size", size, "image height and width")->check(CLI::Range(32, 1024));
@@ -381,6 +381,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed forwards per variant")->check(CLI::NonNegativeNumber);
   app.add_option("--threads", threads, "threads for both frameworks")->check(CLI::PositiveNumber);
   app.add_option("--json", json_path, "write the results as JSON to FILE");
+  app.add_option("--only", only, "time only the variants whose name contains this (\"ember\")");
   app.add_flag("--profile", profile, "time each layer type after the timed rounds");
   app.add_option("--profile-rounds", profile_rounds, "profiled forwards per variant")
       ->check(CLI::PositiveNumber);
@@ -472,6 +473,14 @@ int main(int argc, char** argv) {
       return 1;
     }
 
+    if (!only.empty()) {  // timing and profile of the matching variants only
+      std::erase_if(v,
+                    [&](const Variant& var) { return var.name.find(only) == std::string::npos; });
+      if (v.empty()) {
+        std::fprintf(stderr, "error: no variant name contains '%s'\n", only.c_str());
+        return 2;
+      }
+    }
     for (auto& var : v)
       for (int i = 0; i < warmup; ++i) var.run();
     for (int r = 0; r < iters; ++r)
@@ -486,6 +495,9 @@ int main(int argc, char** argv) {
                           {"threads", threads},           {"iters", iters}, {"warmup", warmup},
                           {"load_before", load_average()}};
     out["agreement"] = agreement;
+#ifdef EMBER_BENCH_HAVE_TORCH
+    out["libtorch_version"] = TORCH_VERSION;
+#endif
     std::printf("%-24s %10s %10s %10s %10s\n", "variant", "best ms", "median ms", "best img/s",
                 "med img/s");
     for (auto& var : v) {
@@ -519,7 +531,8 @@ int main(int argc, char** argv) {
       return b;
     };
     const Variant *eb = fastest("ember"), *tb = fastest("libtorch");
-    std::printf("best ember: %s, best libtorch: %s\n", eb->name.c_str(), tb->name.c_str());
+    if (eb && tb)
+      std::printf("best ember: %s, best libtorch: %s\n", eb->name.c_str(), tb->name.c_str());
     ratio("ember-best/libtorch-best", eb, tb);
 #endif
     out["load_after"] = load_average();
