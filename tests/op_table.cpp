@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -108,7 +109,7 @@ std::string compare(const Tensor& want, const Tensor& got, double tol_scale) {
 
 namespace {
 
-enum class Layout { contiguous, permuted, stepped, broadcast };
+enum class Layout { contiguous, permuted, stepped, broadcast, channels_last };
 const char* layout_name(Layout l) {
   switch (l) {
     case Layout::contiguous:
@@ -119,6 +120,8 @@ const char* layout_name(Layout l) {
       return "stepped-slice";
     case Layout::broadcast:
       return "broadcast";
+    case Layout::channels_last:
+      return "channels-last";
   }
   return "?";
 }
@@ -147,6 +150,10 @@ Tensor apply_layout(const Tensor& base, Layout layout) {
     }
     case Layout::broadcast:
       return base.narrow(0, 0, 1).expand(base.shape());
+    case Layout::channels_last:  // 4-d and 5-d inputs only (other cases skip this layout)
+      if (r == 4) return base.contiguous(MemoryFormat::channels_last);
+      if (r == 5) return base.contiguous(MemoryFormat::channels_last_3d);
+      return base;
   }
   return base;
 }
@@ -170,12 +177,17 @@ TEST(OpTable, EveryOpMatchesReferenceOnEveryBackendAndLayout) {
   std::vector<std::string> failures;
   const auto devices = devices_under_test();
   const Layout layouts[] = {Layout::contiguous, Layout::permuted, Layout::stepped,
-                            Layout::broadcast};
+                            Layout::broadcast, Layout::channels_last};
   for (const OpCase& c : all_cases()) {
     for (DType dt : c.dtypes) {
       ++op_dtype_cases;
       const Inputs base = c.inputs(dt, 1234 + uint64_t(op_dtype_cases));
       for (Layout layout : layouts) {
+        if (layout == Layout::channels_last &&
+            std::none_of(base.begin(), base.end(), [](const Tensor& t) {
+              return t.defined() && (t.dim() == 4 || t.dim() == 5);
+            }))
+          continue;
         // The expected values: reference backend on contiguous copies of this layout's values.
         Inputs ref_in;
         for (size_t i = 0; i < base.size(); ++i) {
@@ -230,8 +242,8 @@ TEST(OpTable, EveryOpMatchesReferenceOnEveryBackendAndLayout) {
   }
   std::cout << "op table: " << all_cases().size() << " cases, " << op_dtype_cases
             << " op x dtype cases, " << runs << " runs (x " << devices.size()
-            << " backends x 4 layouts), " << skipped << " skipped (dtype not on the device), "
-            << failures.size() << " failures\n";
+            << " backends x 5 layouts; channels-last only for 4-d/5-d inputs), " << skipped
+            << " skipped (dtype not on the device), " << failures.size() << " failures\n";
   // EMBER_OP_TABLE_MAX_FAILURES: how many failures to print (default 60).
   const char* max_env = std::getenv("EMBER_OP_TABLE_MAX_FAILURES");
   const size_t max_print = max_env ? size_t(std::strtoull(max_env, nullptr, 10)) : 60;

@@ -44,6 +44,19 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> view_base;
 };
 
+/// How a 4-d [N, C, H, W] or 5-d [N, C, D, H, W] tensor is laid out in memory (torch's
+/// memory_format). The logical shape and indexing never change; only the strides do:
+///   contiguous:       row-major, strides of [N, C, H, W];
+///   channels_last:    4-d, channels innermost (NHWC in memory): strides (HWC, 1, WC, C);
+///   channels_last_3d: 5-d, NDHWC in memory: strides (DHWC, 1, HWC, WC, C);
+///   preserve:         keep the source's layout (only where an op takes a format argument).
+/// Element-wise ops give their result the channels-last layout of their first operand of the
+/// result's shape (as torch), and convolutions give theirs the input's, so a model fed a
+/// channels-last input stays channels-last: on the cpu backend its convolutions then run on
+/// NHWC directly instead of reordering every input and output.
+enum class MemoryFormat : uint8_t { contiguous, channels_last, channels_last_3d, preserve };
+const char* memory_format_name(MemoryFormat f);  // "contiguous", "channels_last", ...
+
 /// Tensor options for factories: dtype and device (defaults: f32, Device::default_device()).
 struct TensorOptions {
   DType dtype_ = DType::f32;
@@ -86,6 +99,13 @@ class Tensor {
   DType dtype() const;
   Device device() const;
   bool is_contiguous() const;
+  /// True when the strides are those `f` gives this shape (sizes of 1 may have any stride, as
+  /// torch). channels_last needs rank 4 and channels_last_3d rank 5 (false otherwise);
+  /// preserve throws ember::Error.
+  bool is_contiguous(MemoryFormat f) const;
+  /// The layout this tensor is dense in: channels_last(_3d) when it is so and not also plain
+  /// contiguous, else contiguous (torch's suggest_memory_format).
+  MemoryFormat memory_format() const;
   int64_t element_size() const { return dtype_size(dtype()); }
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
@@ -117,6 +137,10 @@ class Tensor {
   Tensor clone() const;
   /// This tensor if contiguous, else a contiguous copy.
   Tensor contiguous() const;
+  /// This tensor if already laid out as `f`, else a copy laid out so (same values, shape, dtype,
+  /// device; differentiable). Throws ember::Error for channels_last on a tensor that is not 4-d,
+  /// channels_last_3d on one that is not 5-d, or preserve.
+  Tensor contiguous(MemoryFormat f) const;
   std::string str() const;  // PyTorch-style printing, summarised past 1000 elements
 
   // ---- views (share storage; no copy) ----
@@ -228,6 +252,9 @@ Tensor operator/(const Scalar& a, const Tensor& b);
 // ---- creation ----
 /// Uninitialised memory.
 Tensor empty(Shape shape, TensorOptions opts = {});
+/// Uninitialised memory laid out as `f` (contiguous, channels_last for 4-d, channels_last_3d for
+/// 5-d shapes; anything else throws ember::Error).
+Tensor empty(Shape shape, TensorOptions opts, MemoryFormat f);
 Tensor zeros(Shape shape, TensorOptions opts = {});
 Tensor ones(Shape shape, TensorOptions opts = {});
 Tensor full(Shape shape, const Scalar& value, TensorOptions opts = {});

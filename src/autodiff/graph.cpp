@@ -41,7 +41,14 @@ struct AccumulateGrad : Node {
     auto impl = leaf.lock();
     if (!impl || !impl->autograd) return {};
     Tensor& grad = impl->autograd->grad;
-    grad = grad.defined() ? add(grad, g[0]) : g[0].contiguous().clone();
+    if (grad.defined()) {
+      grad = add(grad, g[0]);
+    } else {
+      // A fresh copy laid out as the leaf (torch's gradient layout contract), so a channels-last
+      // parameter's optimizer step reads both in the same order.
+      const Tensor& x = g[0];
+      grad = empty(x.shape(), {x.dtype(), x.device()}, Tensor(impl).memory_format()).copy_(x);
+    }
     return {};
   }
 };

@@ -92,7 +92,8 @@ Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, DType rt) {
   check_same_device(a, b, n);
   const DType compute = binary_compute_dtype(op, rt, a, b);
   const Shape s = broadcast_shapes(a.shape(), b.shape(), n);
-  Tensor out = make_tensor(s, is_compare(op) ? DType::b8 : compute, a.device());
+  Tensor out = make_tensor(s, is_compare(op) ? DType::b8 : compute, a.device(),
+                           detail::format_for(s, {&a, &b}));
   const Tensor ac = cast(a, compute), bc = cast(b, compute);
   run(ir::Binary{op, ac.expand(s), bc.expand(s), out});
   autograd::rules::binary(op, ac, bc, out);
@@ -118,7 +119,8 @@ Tensor unary(UnaryOp op, const Tensor& x, double p0, double p1, double p2) {
     if (is_bool(dt) && op == UnaryOp::square) dt = DType::i64;
   }
   Tensor src = cast(x, dt);
-  Tensor out = make_tensor(x.shape(), is_predicate(op) ? DType::b8 : dt, x.device());
+  Tensor out =
+      make_tensor(x.shape(), is_predicate(op) ? DType::b8 : dt, x.device(), x.memory_format());
   run(ir::Unary{op, src, out, p0, p1, p2});
   autograd::rules::unary(op, src, out, p0, p1, p2);
   return out;
@@ -298,7 +300,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (!is_bool(cond.dtype())) EMBER_FAIL("where", "condition must be bool, got ", describe(cond));
   auto t = detail::broadcast_all({cond, a, b}, "where");
   const DType rt = detail::result_type(a, b);
-  Tensor out = make_tensor(t[0].shape(), rt, a.device());
+  const Shape& s = t[0].shape();
+  Tensor out = make_tensor(s, rt, a.device(), detail::format_for(s, {&cond, &a, &b}));
   const Tensor ac = detail::cast(a, rt), bc = detail::cast(b, rt);
   run(ir::Where{t[0], ac.expand(t[0].shape()), bc.expand(t[0].shape()), out});
   autograd::rules::where(cond, ac, bc, out);

@@ -10,6 +10,15 @@ namespace ember::detail {
 
 /// A new contiguous tensor (uninitialised).
 Tensor make_tensor(const Shape& shape, DType dtype, const Device& device);
+/// A new tensor laid out as `f` (contiguous or a channels-last format matching the rank).
+Tensor make_tensor(const Shape& shape, DType dtype, const Device& device, MemoryFormat f);
+/// The strides `f` gives shape `s`; throws (tagged "memory_format") on a rank mismatch.
+Strides format_strides(const Shape& s, MemoryFormat f);
+/// Throws "[op] channels_last needs a 4-d tensor ..." when `f` cannot lay out `s`.
+void check_format(const Shape& s, MemoryFormat f, const char* op);
+/// The layout of an element-wise result of shape `s`: that of the first operand of shape `s`
+/// (broadcast operands do not decide, as in torch's TensorIterator), contiguous when none has it.
+MemoryFormat format_for(const Shape& s, std::initializer_list<const Tensor*> operands);
 /// A view of `base`'s storage with new geometry (keeps no autograd history).
 Tensor make_view(const Tensor& base, Shape shape, Strides strides, int64_t offset);
 /// Throws "[op] tensor is undefined" when !t.defined().

@@ -190,7 +190,7 @@ void* Tensor::raw_data() const {
 Tensor Tensor::to(const Device& d) const {
   check_defined(*this, "to");
   if (d == device()) return *this;
-  Tensor out = detail::make_tensor(shape(), dtype(), d);
+  Tensor out = detail::make_tensor(shape(), dtype(), d, memory_format());
   {
     NoGradGuard no_grad;
     out.copy_(*this);
@@ -202,7 +202,7 @@ Tensor Tensor::to(const Device& d) const {
 Tensor Tensor::to(DType t) const {
   check_defined(*this, "to");
   if (t == dtype()) return *this;
-  Tensor out = detail::make_tensor(shape(), t, device());
+  Tensor out = detail::make_tensor(shape(), t, device(), memory_format());
   run(ir::Copy{*this, out});
   autograd::rules::convert(*this, out, "ToDtypeBackward");
   return out;

@@ -1,6 +1,7 @@
 // The cpu backend's convolutions through oneDNN (ir/fused.h): the forward (ir::Conv) and the two
 // backward passes (ir::ConvBackwardData, ir::ConvBackwardWeights); f32, 1d/2d/3d, strided,
-// padded, dilated, grouped and depthwise. oneDNN chooses its own (blocked) layouts; reorders
+// padded, dilated, grouped and depthwise. For channels-last activations the primitives work on
+// NHWC / NDHWC directly; otherwise oneDNN chooses its own (blocked) layouts, and reorders
 // from and to the tensors' strided layouts are part of the cached entry. Primitives are created
 // once per geometry and kept in a cache keyed by the kind, every shape, stride and parameter.
 // Anything oneDNN declines (it throws at creation) is reported as not taken.
@@ -89,6 +90,14 @@ memory::desc weight_desc(const Tensor& w, int64_t g) {
   return memory::desc(wd, kF32, ws);
 }
 memory::desc any_desc(const Dims& d) { return memory::desc(d, kF32, memory::format_tag::any); }
+// Activations: NHWC / NDHWC when the tensor is channels-last (oneDNN then runs on it as it is,
+// with no reorder of input or output), else oneDNN's choice (a blocked layout, reordered).
+memory::desc act_desc(const Dims& d, bool cl) {
+  if (!cl) return any_desc(d);
+  return memory::desc(d, kF32,
+                      d.size() == 4 ? memory::format_tag::nhwc : memory::format_tag::ndhwc);
+}
+bool channels_last(const Tensor& t) { return t.memory_format() != MemoryFormat::contiguous; }
 memory::desc bias_desc(const Tensor& b) {
   return memory::desc({b.size(0)}, kF32, memory::format_tag::x);
 }
@@ -121,14 +130,14 @@ Bind bind(int arg, bool out, const memory::desc& user, const memory::desc& prim)
 }
 
 dnnl::convolution_forward::desc forward_desc(dnnl::prop_kind prop, const Dims& x, const Dims& w,
-                                             const memory::desc* bias, const Dims& y,
-                                             const Geo& g) {
+                                             const memory::desc* bias, const Dims& y, const Geo& g,
+                                             bool cl) {
   const auto alg = dnnl::algorithm::convolution_direct;
   if (bias)
-    return dnnl::convolution_forward::desc(prop, alg, any_desc(x), any_desc(w), *bias, any_desc(y),
-                                           g.stride, g.dil, g.pl, g.pr);
-  return dnnl::convolution_forward::desc(prop, alg, any_desc(x), any_desc(w), any_desc(y), g.stride,
-                                         g.dil, g.pl, g.pr);
+    return dnnl::convolution_forward::desc(prop, alg, act_desc(x, cl), any_desc(w), *bias,
+                                           act_desc(y, cl), g.stride, g.dil, g.pl, g.pr);
+  return dnnl::convolution_forward::desc(prop, alg, act_desc(x, cl), any_desc(w), act_desc(y, cl),
+                                         g.stride, g.dil, g.pl, g.pr);
 }
 
 // Tensors: x, w, [bias], y.
@@ -138,7 +147,7 @@ std::unique_ptr<Entry> make_forward(const std::vector<const Tensor*>& t, const G
   const memory::desc bmd = has_b ? bias_desc(*t[2]) : memory::desc();
   const dnnl::convolution_forward::primitive_desc pd(
       forward_desc(dnnl::prop_kind::forward_inference, dims_of(x), weight_dims(w, g.groups),
-                   has_b ? &bmd : nullptr, dims_of(y), g),
+                   has_b ? &bmd : nullptr, dims_of(y), g, channels_last(x)),
       engine());
   auto e = std::make_unique<Entry>();
   e->prim = dnnl::convolution_forward(pd);
@@ -153,13 +162,14 @@ std::unique_ptr<Entry> make_forward(const std::vector<const Tensor*>& t, const G
 std::unique_ptr<Entry> make_backward_data(const std::vector<const Tensor*>& t, const Geo& g) {
   const Tensor &gy = *t[0], &w = *t[1], &gx = *t[2];
   const Dims wd = weight_dims(w, g.groups);
+  const bool cl = channels_last(gy);
   const dnnl::convolution_forward::primitive_desc hint(
-      forward_desc(dnnl::prop_kind::forward_training, dims_of(gx), wd, nullptr, dims_of(gy), g),
+      forward_desc(dnnl::prop_kind::forward_training, dims_of(gx), wd, nullptr, dims_of(gy), g, cl),
       engine());
   const dnnl::convolution_backward_data::primitive_desc pd(
       dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct,
-                                            any_desc(dims_of(gx)), any_desc(wd),
-                                            any_desc(dims_of(gy)), g.stride, g.dil, g.pl, g.pr),
+                                            act_desc(dims_of(gx), cl), any_desc(wd),
+                                            act_desc(dims_of(gy), cl), g.stride, g.dil, g.pl, g.pr),
       engine(), hint);
   auto e = std::make_unique<Entry>();
   e->prim = dnnl::convolution_backward_data(pd);
@@ -175,17 +185,17 @@ std::unique_ptr<Entry> make_backward_weights(const std::vector<const Tensor*>& t
   const bool has_b = t.size() == 4;
   const memory::desc bmd = has_b ? bias_desc(*t[3]) : memory::desc();
   const Dims wd = weight_dims(gw, g.groups);
+  const bool cl = channels_last(x);
   const dnnl::convolution_forward::primitive_desc hint(
       forward_desc(dnnl::prop_kind::forward_training, dims_of(x), wd, has_b ? &bmd : nullptr,
-                   dims_of(gy), g),
+                   dims_of(gy), g, cl),
       engine());
   const auto alg = dnnl::algorithm::convolution_direct;
+  const memory::desc xd = act_desc(dims_of(x), cl), gyd = act_desc(dims_of(gy), cl);
   const auto desc = has_b ? dnnl::convolution_backward_weights::desc(
-                                alg, any_desc(dims_of(x)), any_desc(wd), bmd, any_desc(dims_of(gy)),
-                                g.stride, g.dil, g.pl, g.pr)
-                          : dnnl::convolution_backward_weights::desc(
-                                alg, any_desc(dims_of(x)), any_desc(wd), any_desc(dims_of(gy)),
-                                g.stride, g.dil, g.pl, g.pr);
+                                alg, xd, any_desc(wd), bmd, gyd, g.stride, g.dil, g.pl, g.pr)
+                          : dnnl::convolution_backward_weights::desc(alg, xd, any_desc(wd), gyd,
+                                                                     g.stride, g.dil, g.pl, g.pr);
   const dnnl::convolution_backward_weights::primitive_desc pd(desc, engine(), hint);
   auto e = std::make_unique<Entry>();
   e->prim = dnnl::convolution_backward_weights(pd);

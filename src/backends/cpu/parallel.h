@@ -1,7 +1,7 @@
 // Parallel strided iteration for the cpu kernels: the N-d index space of a shape is flattened
-// (dims contiguous for every operand are merged, as ref::strided_loop does), split into chunks of
-// at least `grain` elements over the thread pool, and handed to a row function one contiguous
-// run of the innermost dim at a time. Internal.
+// (dims taken in operand 0's memory order; dims contiguous for every operand merged), split into
+// chunks of at least `grain` elements over the thread pool, and handed to a row function one
+// contiguous run of the innermost dim at a time. Internal.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -17,10 +17,23 @@ namespace ember::cpu {
 template <size_t N, typename Row>
 void parallel_rows(const Shape& shape, const std::array<const Strides*, N>& strides, int64_t grain,
                    Row&& row) {
+  // Walk the dims in operand 0's memory order (outermost first), so a channels-last or other
+  // permuted-dense operand 0 is read and written in runs of its innermost dim. Rows are
+  // independent, so the order of the walk changes no result.
+  const size_t rank = shape.size();
+  size_t order[64];
+  for (size_t d = 0; d < rank; ++d) order[d] = d;
+  bool by_memory = true;
+  for (size_t d = 0; d < rank; ++d)
+    by_memory = by_memory && (shape[d] == 1 || (*strides[0])[d] > 0);
+  if (by_memory)
+    std::stable_sort(order, order + rank,
+                     [&](size_t a, size_t b) { return (*strides[0])[a] > (*strides[0])[b]; });
   int64_t sz[64];
   int64_t st[N][64];
   int64_t r = 0, total = 1;
-  for (size_t d = 0; d < shape.size(); ++d) {
+  for (size_t i = 0; i < rank; ++i) {
+    const size_t d = order[i];
     total *= shape[d];
     if (shape[d] == 1) continue;
     bool merge = r > 0;

@@ -193,6 +193,7 @@ void record_conv_backward(const ir::Conv& fop, const std::vector<int64_t>& kerne
   const autograd::SavedTensor sw =
       need_x ? autograd::SavedTensor(fop.weight) : autograd::SavedTensor();
   const Shape xs = fop.src.shape(), ws = fop.weight.shape();
+  const MemoryFormat xf = fop.src.memory_format(), wf = fop.weight.memory_format();
   ir::Conv geo = fop;
   geo.src = geo.weight = geo.bias = geo.dst = Tensor();
   autograd::record1(
@@ -201,7 +202,7 @@ void record_conv_backward(const ir::Conv& fop, const std::vector<int64_t>& kerne
         std::vector<Tensor> r(3);
         if (need_x) {
           const Tensor w = sw.get("conv");
-          Tensor dx = ember::detail::make_tensor(xs, g.dtype(), g.device());
+          Tensor dx = ember::detail::make_tensor(xs, g.dtype(), g.device(), xf);
           if (!be.execute_fused(ir::ConvBackwardData{g, w, dx, geo.stride, geo.pad_begin,
                                                      geo.pad_end, geo.dilation, geo.groups}))
             dx = conv_grad_input(g, w, xs, geo, kernel, out);
@@ -209,7 +210,7 @@ void record_conv_backward(const ir::Conv& fop, const std::vector<int64_t>& kerne
         }
         if (need_w) {
           const Tensor x = sx.get("conv");
-          Tensor dw = ember::detail::make_tensor(ws, g.dtype(), g.device());
+          Tensor dw = ember::detail::make_tensor(ws, g.dtype(), g.device(), wf);
           Tensor db =
               need_b ? ember::detail::make_tensor({ws[0]}, g.dtype(), g.device()) : Tensor();
           if (be.execute_fused(ir::ConvBackwardWeights{x, g, dw, db, geo.stride, geo.pad_begin,
@@ -248,12 +249,19 @@ Tensor conv_impl(const Tensor& input, const Tensor& weight, const Tensor& bias, 
     l *= out[d];
     k *= kernel[d];
   }
+  // The result takes the input's channels-last layout (else the weight's), as torch.
+  MemoryFormat fmt = x.memory_format();
+  if (fmt == MemoryFormat::contiguous) fmt = weight.memory_format();
+  auto finish = [&](Tensor y) {
+    if (fmt != MemoryFormat::contiguous) y = y.contiguous(fmt);
+    return unbatched ? y.squeeze(0) : y;
+  };
   {
     // The backend's fused convolution when it takes it (ir/fused.h); with grad, it records its
     // own backward (record_conv_backward). Else the composite below.
     Shape ds{n, c_out};
     ds.insert(ds.end(), out.begin(), out.end());
-    Tensor y = ember::detail::make_tensor(ds, x.dtype(), x.device());
+    Tensor y = ember::detail::make_tensor(ds, x.dtype(), x.device(), fmt);
     const ir::Conv fop{x, weight, bias, y, stride, pad_begin, pad_end, dilation, groups};
     if (backend_for(x.device()).execute_fused(fop)) {
       if (autograd::needs_grad({&x, &weight, &bias})) record_conv_backward(fop, kernel, out);
@@ -269,16 +277,14 @@ Tensor conv_impl(const Tensor& input, const Tensor& weight, const Tensor& bias, 
     for (int64_t i = 0; i < n; i += chunk)
       parts.push_back(conv_impl(x.narrow(0, i, std::min(chunk, n - i)), weight, bias, nd, stride,
                                 pad_begin, pad_end, dilation, groups));
-    Tensor y = cat(parts, 0);
-    return unbatched ? y.squeeze(0) : y;
+    return finish(cat(parts, 0));
   }
   Tensor cols = detail::im2col(x, kernel, stride, pad_begin, dilation, out, 0);
   Tensor w = weight.reshape({1, groups, c_out / groups, (c_in / groups) * k});
   Tensor y = matmul(w, cols.view({n, groups, (c_in / groups) * k, l}));  // [N, g, Co/g, L]
   Shape os{n, c_out};
   os.insert(os.end(), out.begin(), out.end());
-  y = add_bias(y.reshape(os), bias, nd);
-  return unbatched ? y.squeeze(0) : y;
+  return finish(add_bias(y.reshape(os), bias, nd));
 }
 
 Tensor conv_sym(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t nd,

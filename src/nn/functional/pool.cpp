@@ -27,6 +27,12 @@ const char* pool_name(Kind kind, int64_t nd) {
   return names[kind][nd - 1];
 }
 
+// Results keep a channels-last input's layout (as torch), so a channels-last model stays so.
+Tensor keep_format(const Tensor& y, const Tensor& x) {
+  const MemoryFormat f = x.memory_format();
+  return f == MemoryFormat::contiguous || y.dim() != x.dim() ? y : y.contiguous(f);
+}
+
 struct Window {
   std::vector<int64_t> kernel, stride, pad, dilation, in, out;
   int64_t k = 1, l = 1;
@@ -104,7 +110,7 @@ std::tuple<Tensor, Tensor> max_pool(const Tensor& input, int64_t nd,
   Tensor cols = detail::im2col(x, w.kernel, w.stride, w.pad, w.dilation, w.out,
                                -std::numeric_limits<double>::infinity());
   auto [values, taps] = max(cols.view({n, c, w.k, w.l}), 2);
-  if (!with_indices) return {values.reshape(os), Tensor()};
+  if (!with_indices) return {keep_format(values.reshape(os), x), Tensor()};
   // Tap -> flat input index. A padding tap wins only when every in-bounds value is the lowest;
   // torch then reports the window's first in-bounds element, so padding taps map there.
   const size_t nd_ = size_t(nd);
@@ -138,7 +144,7 @@ std::tuple<Tensor, Tensor> max_pool(const Tensor& input, int64_t nd,
   }
   Tensor tab = from_vector<int64_t>(table, {1, 1, w.k, w.l}, x.device()).expand({n, c, w.k, w.l});
   Tensor idx = gather(tab, 2, taps.unsqueeze(2)).squeeze(2);
-  return {values.reshape(os), idx.reshape(os)};
+  return {keep_format(values.reshape(os), x), keep_format(idx.reshape(os), x)};
 }
 
 Tensor avg_pool(const Tensor& input, int64_t nd, const std::vector<int64_t>& kernel_size,
@@ -176,7 +182,7 @@ Tensor avg_pool(const Tensor& input, int64_t nd, const std::vector<int64_t>& ker
   Tensor cols = detail::im2col(x, w.kernel, w.stride, w.pad, w.dilation, w.out, 0);
   Tensor s = sum(ember::detail::cast(cols.view({n, c, w.k, w.l}), ct), {2});
   Tensor y = s / from_vector<double>(div, {w.l}, x.device()).to(ct);
-  return ember::detail::cast(y, x.dtype()).reshape(os);
+  return keep_format(ember::detail::cast(y, x.dtype()).reshape(os), x);
 }
 
 std::tuple<Tensor, Tensor> adaptive(const Tensor& input, int64_t nd, bool is_max,
@@ -206,6 +212,8 @@ std::tuple<Tensor, Tensor> adaptive(const Tensor& input, int64_t nd, bool is_max
   const ir::AdaptivePool pool_op{is_max, x, y, idx};
   if (y.numel() > 0) run(pool_op);
   autograd::rules::adaptive_pool(pool_op);
+  y = keep_format(y, x);
+  if (idx.defined()) idx = keep_format(idx, x);
   if (unbatched) {
     y = y.squeeze(0);
     if (idx.defined()) idx = idx.squeeze(0);

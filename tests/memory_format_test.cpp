@@ -1,0 +1,172 @@
+// Memory formats: the strides of each layout, the checks, layout propagation through
+// element-wise ops and convolutions (on every device), and the errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "ember/ember.h"
+#include "test_util.h"
+
+using namespace ember;
+namespace F = ember::nn::functional;
+
+namespace {
+
+const MemoryFormat CL = MemoryFormat::channels_last;
+
+std::vector<Device> devices() {
+  std::vector<Device> out;
+  for (const auto& d : available_devices()) out.push_back(d.device);
+  return out;
+}
+
+// Values of `got` within rel * max|want| of `want`.
+void expect_close(const Tensor& got, const Tensor& want, double rel = 1e-5) {
+  const auto g = got.to_vector<double>(), w = want.to_vector<double>();
+  ASSERT_EQ(g.size(), w.size());
+  double scale = 0;
+  for (double v : w) scale = std::max(scale, std::fabs(v));
+  for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], w[i], rel * scale) << "at " << i;
+}
+
+TEST(MemoryFormat, StridesOfEachFormat) {
+  // torch.empty(2, 3, 4, 5, memory_format=torch.channels_last).stride() == (60, 1, 15, 3).
+  EXPECT_EQ(empty({2, 3, 4, 5}, {}, CL).strides(), (Strides{60, 1, 15, 3}));
+  EXPECT_EQ(empty({2, 3, 4, 5, 6}, {}, MemoryFormat::channels_last_3d).strides(),
+            (Strides{360, 1, 90, 18, 3}));
+  EXPECT_EQ(empty({2, 3, 4, 5}, {}, MemoryFormat::contiguous).strides(), (Strides{60, 20, 5, 1}));
+}
+
+TEST(MemoryFormat, IsContiguousAndMemoryFormat) {
+  const Tensor x = arange(120, {DType::f32}).reshape({2, 3, 4, 5});
+  EXPECT_TRUE(x.is_contiguous(MemoryFormat::contiguous));
+  EXPECT_FALSE(x.is_contiguous(CL));
+  EXPECT_FALSE(x.is_contiguous(MemoryFormat::channels_last_3d));
+  EXPECT_EQ(x.memory_format(), MemoryFormat::contiguous);
+  // NHWC data viewed as NCHW is channels-last.
+  const Tensor nhwc = x.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+  EXPECT_TRUE(nhwc.is_contiguous(CL));
+  EXPECT_FALSE(nhwc.is_contiguous());
+  EXPECT_EQ(nhwc.memory_format(), CL);
+  // One channel: both layouts at once (as torch); the plain one is reported.
+  const Tensor one = zeros({2, 1, 4, 5});
+  EXPECT_TRUE(one.is_contiguous(CL));
+  EXPECT_EQ(one.memory_format(), MemoryFormat::contiguous);
+  // A slice of a channels-last tensor along W is not dense.
+  EXPECT_FALSE(nhwc.slice(3, 0, 4, 2).is_contiguous(CL));
+  EXPECT_EQ(nhwc.slice(3, 0, 4, 2).memory_format(), MemoryFormat::contiguous);
+}
+
+TEST(MemoryFormat, ContiguousCopiesOnlyWhenNeeded) {
+  for (const Device& dev : devices()) {
+    SCOPED_TRACE(dev.str());
+    const Tensor x = randn({2, 3, 4, 5}, {dev});
+    const Tensor c = x.contiguous(CL);
+    EXPECT_EQ(c.strides(), (Strides{60, 1, 15, 3}));
+    EXPECT_EQ(c.to_vector<float>(), x.to_vector<float>());
+    EXPECT_TRUE(c.contiguous(CL).is_alias_of(c));
+    const Tensor back = c.contiguous();
+    EXPECT_TRUE(back.is_contiguous());
+    EXPECT_EQ(back.to_vector<float>(), x.to_vector<float>());
+    const Tensor v = randn({2, 3, 2, 3, 4}, {dev}).contiguous(MemoryFormat::channels_last_3d);
+    EXPECT_EQ(v.strides(), (Strides{72, 1, 36, 12, 3}));
+  }
+}
+
+TEST(MemoryFormat, Errors) {
+  const Tensor x = zeros({3, 4, 5});
+  test::expect_error([&] { (void)x.contiguous(CL); },
+                     {"[contiguous]", "channels_last needs a 4-d tensor", "[3, 4, 5]"});
+  test::expect_error(
+      [&] {
+        (void)zeros({2, 3, 4, 5}).contiguous(MemoryFormat::channels_last_3d);
+      },
+      {"[contiguous]", "channels_last_3d needs a 5-d tensor", "[2, 3, 4, 5]"});
+  test::expect_error([&] { (void)x.contiguous(MemoryFormat::preserve); },
+                     {"[contiguous]", "preserve names no layout"});
+  test::expect_error([&] { (void)x.is_contiguous(MemoryFormat::preserve); }, {"[is_contiguous]"});
+  test::expect_error([&] { (void)empty({2, 3}, {}, CL); }, {"[empty]", "[2, 3]"});
+  EXPECT_FALSE(x.is_contiguous(CL));  // a rank mismatch is an answer, not an error
+}
+
+// y = relu(x * w + b) as batch_norm's affine step: a channels-last x keeps its layout through
+// unary, binary with [1, C, 1, 1] operands on either side, casts and where, with the same values.
+TEST(MemoryFormat, ElementwiseOpsKeepChannelsLast) {
+  for (const Device& dev : devices()) {
+    SCOPED_TRACE(dev.str());
+    manual_seed(3);
+    const Tensor x = randn({2, 5, 3, 4}, {dev});
+    const Tensor w = randn({1, 5, 1, 1}, {dev}), b = randn({1, 5, 1, 1}, {dev});
+    const Tensor xc = x.contiguous(CL);
+    const Tensor want = F::relu(x * w + b);
+    const Tensor got = F::relu(w * xc + b);
+    EXPECT_EQ(got.memory_format(), CL);
+    EXPECT_EQ(got.to_vector<float>(), want.to_vector<float>());
+    EXPECT_EQ(gt(xc, 0.f).memory_format(), CL);
+    EXPECT_EQ(where(gt(xc, 0.f), xc, 0.f).memory_format(), CL);
+    EXPECT_EQ(where(gt(xc, 0.f), xc, 0.f).to_vector<float>(), F::relu(x).to_vector<float>());
+    EXPECT_EQ(xc.to(DType::f64).memory_format(), CL);
+    EXPECT_EQ(xc.to(DType::f64).to_vector<double>(), x.to(DType::f64).to_vector<double>());
+    // The first full-size operand decides: a contiguous one wins over a channels-last one.
+    EXPECT_EQ((x + xc).memory_format(), MemoryFormat::contiguous);
+    EXPECT_EQ((xc + x).memory_format(), CL);
+    EXPECT_EQ((xc + x).to_vector<float>(), (x + x).to_vector<float>());
+  }
+}
+
+// A channels-last input gives a channels-last output with the NCHW values, forward and backward,
+// through the fused (oneDNN) convolution on cpu and the composite elsewhere.
+TEST(MemoryFormat, ConvKeepsChannelsLastAndItsGradients) {
+  for (const Device& dev : devices()) {
+    SCOPED_TRACE(dev.str());
+    manual_seed(11);
+    const Tensor x0 = randn({2, 6, 9, 7}, {dev});
+    const Tensor w0 = randn({8, 3, 3, 3}, {dev}) * 0.2f, b0 = randn({8}, {dev});
+    auto run = [&](bool cl, Tensor& gx, Tensor& gw) {
+      Tensor x = (cl ? x0.contiguous(CL) : x0.clone()).requires_grad_();
+      Tensor w = w0.clone().requires_grad_();
+      Tensor y = F::conv2d(x, w, b0, {2, 1}, {1, 1}, {1, 1}, 2);
+      (y * y).sum().backward();
+      gx = x.grad();
+      gw = w.grad();
+      return y.detach();
+    };
+    Tensor gx, gw, gx_cl, gw_cl;
+    const Tensor y = run(false, gx, gw), y_cl = run(true, gx_cl, gw_cl);
+    EXPECT_EQ(y.memory_format(), MemoryFormat::contiguous);
+    EXPECT_EQ(y_cl.memory_format(), CL);
+    EXPECT_EQ(gx_cl.memory_format(), CL);
+    expect_close(y_cl, y);
+    expect_close(gx_cl, gx);
+    expect_close(gw_cl, gw);
+  }
+}
+
+// A ResNet-style block (conv, batch_norm, relu, residual add, pooling) on a channels-last input
+// stays channels-last through the pooling and computes the NCHW values.
+TEST(MemoryFormat, ResidualBlockStaysChannelsLast) {
+  for (const Device& dev : devices()) {
+    SCOPED_TRACE(dev.str());
+    manual_seed(5);
+    const Tensor x = randn({2, 4, 8, 8}, {dev});
+    const Tensor w1 = randn({4, 4, 3, 3}, {dev}) * 0.3f, w2 = randn({4, 4, 1, 1}, {dev}) * 0.5f;
+    const Tensor rm = randn({4}, {dev}), rv = rand({4}, {dev}) + 0.5f;
+    const Tensor g = randn({4}, {dev}), bt = randn({4}, {dev});
+    auto block = [&](const Tensor& in) {
+      Tensor h = F::relu(F::batch_norm(F::conv2d(in, w1, Tensor(), {1}, {1}), rm, rv, g, bt));
+      return F::relu(F::conv2d(h, w2) + in);
+    };
+    const Tensor want = block(x), got = block(x.contiguous(CL));
+    EXPECT_EQ(got.memory_format(), CL);
+    expect_close(got, want);
+    EXPECT_EQ(F::max_pool2d(got, {2}).memory_format(), CL);
+    EXPECT_EQ(F::avg_pool2d(got, {2}).memory_format(), CL);
+    EXPECT_EQ(F::adaptive_avg_pool2d(got, {2, 2}).memory_format(), CL);
+    expect_close(F::max_pool2d(got, {2}), F::max_pool2d(want, {2}));
+    expect_close(F::avg_pool2d(got, {2}), F::avg_pool2d(want, {2}));
+    expect_close(F::adaptive_avg_pool2d(got, {1, 1}), F::adaptive_avg_pool2d(want, {1, 1}));
+  }
+}
+
+}  // namespace
