@@ -101,17 +101,15 @@ EMBER_CPU_AVX2 void binary_row_avx2(F f, D* d, const T* a, const T* b, int64_t n
 }
 
 // ---- functors (same formulas as the reference kernels) ----
-// Integers negate and multiply in a wide unsigned type: wrap-around, as the reference's results,
-// without signed overflow.
-template <typename T>
-using wide_unsigned_t = std::conditional_t<sizeof(T) <= 4, uint32_t, uint64_t>;
+// Integers wrap around through the reference's helpers (ref::wrap_*, dispatch.h): the same
+// results, without signed overflow.
 struct Neg {
   template <typename T>
   T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>)
       return -x;
     else
-      return T(wide_unsigned_t<T>(0) - wide_unsigned_t<T>(x));
+      return ref::wrap_sub(T(0), x);
   }
 };
 struct Abs {
@@ -129,7 +127,7 @@ struct Square {
     if constexpr (std::is_floating_point_v<T>)
       return x * x;
     else
-      return T(wide_unsigned_t<T>(x) * wide_unsigned_t<T>(x));
+      return ref::wrap_mul(x, x);
   }
 };
 struct BitwiseNot {
@@ -233,7 +231,7 @@ struct Add {
     if constexpr (std::is_floating_point_v<T>)
       return a + b;
     else
-      return T(wide_unsigned_t<T>(a) + wide_unsigned_t<T>(b));
+      return ref::wrap_add(a, b);
   }
 };
 struct Sub {
@@ -242,7 +240,7 @@ struct Sub {
     if constexpr (std::is_floating_point_v<T>)
       return a - b;
     else
-      return T(wide_unsigned_t<T>(a) - wide_unsigned_t<T>(b));
+      return ref::wrap_sub(a, b);
   }
 };
 struct Mul {
@@ -251,7 +249,7 @@ struct Mul {
     if constexpr (std::is_floating_point_v<T>)
       return a * b;
     else
-      return T(wide_unsigned_t<T>(a) * wide_unsigned_t<T>(b));
+      return ref::wrap_mul(a, b);
   }
 };
 struct Div {
