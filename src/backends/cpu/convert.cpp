@@ -227,30 +227,16 @@ void cast_row(D* d, const S* s, int64_t n, int64_t sd, int64_t ss, bool avx2) {
 }
 
 // Halves in or out: through an f32 block (as Half/BFloat16 convert through float).
-template <typename T>
-void half_to_f32(float* d, const uint16_t* s, int64_t n) {
-  if constexpr (std::is_same_v<T, Half>)
-    f16_to_f32(d, s, n);
-  else
-    bf16_to_f32(d, s, n);
-}
-template <typename T>
-void f32_to_half(uint16_t* d, const float* s, int64_t n) {
-  if constexpr (std::is_same_v<T, Half>)
-    f32_to_f16(d, s, n);
-  else
-    f32_to_bf16(d, s, n);
-}
 
 template <typename D, typename S>
 void cast_row_via_f32(bits_t<D>* d, const bits_t<S>* s, int64_t n, int64_t sd, int64_t ss,
                       bool avx2) {
   // Contiguous half <-> f32: one pass, no block buffer.
   if constexpr (is_h<S> && std::is_same_v<D, float>) {
-    if (sd == 1 && ss == 1) return half_to_f32<S>(d, s, n);
+    if (sd == 1 && ss == 1) return half_to_f32(dtype_of<S>::value, d, s, n);
   }
   if constexpr (is_h<D> && std::is_same_v<S, float>) {
-    if (sd == 1 && ss == 1) return f32_to_half<D>(d, s, n);
+    if (sd == 1 && ss == 1) return f32_to_half(dtype_of<D>::value, d, s, n);
   }
   constexpr int64_t kBlock = 512;
   alignas(32) float f[kBlock];
@@ -265,15 +251,15 @@ void cast_row_via_f32(bits_t<D>* d, const bits_t<S>* s, int64_t n, int64_t sd, i
         for (int64_t i = 0; i < m; ++i) h[i] = sp[i * ss];
         src = h;
       }
-      half_to_f32<S>(f, src, m);
+      half_to_f32(dtype_of<S>::value, f, src, m);
     } else {
       cast_row<float>(f, sp, m, 1, ss, avx2);
     }
     if constexpr (is_h<D>) {
       if (sd == 1) {
-        f32_to_half<D>(dp, f, m);
+        f32_to_half(dtype_of<D>::value, dp, f, m);
       } else {
-        f32_to_half<D>(h, f, m);
+        f32_to_half(dtype_of<D>::value, h, f, m);
         for (int64_t i = 0; i < m; ++i) dp[i * sd] = h[i];
       }
     } else {
@@ -355,6 +341,20 @@ void bf16_to_f32(float* d, const uint16_t* s, int64_t n) {
   else
     bf16_to_f32_base(d, s, n);
 }
+void half_to_f32(DType t, float* d, const uint16_t* s, int64_t n) {
+  if (t == DType::f16)
+    f16_to_f32(d, s, n);
+  else
+    bf16_to_f32(d, s, n);
+}
+
+void f32_to_half(DType t, uint16_t* d, const float* s, int64_t n) {
+  if (t == DType::f16)
+    f32_to_f16(d, s, n);
+  else
+    f32_to_bf16(d, s, n);
+}
+
 void f32_to_bf16(uint16_t* d, const float* s, int64_t n) {
   if (has_avx2())
     f32_to_bf16_avx2(d, s, n);

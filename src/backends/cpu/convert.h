@@ -18,6 +18,9 @@ void f16_to_f32(float* d, const uint16_t* s, int64_t n);
 void f32_to_f16(uint16_t* d, const float* s, int64_t n);
 void bf16_to_f32(float* d, const uint16_t* s, int64_t n);
 void f32_to_bf16(uint16_t* d, const float* s, int64_t n);
+/// The same for t = f16 or bf16 (the one dtype dispatch of these runs).
+void half_to_f32(DType t, float* d, const uint16_t* s, int64_t n);
+void f32_to_half(DType t, uint16_t* d, const float* s, int64_t n);
 
 /// f16/bf16 Unary/Binary (elementwise_half.cpp); false: not taken.
 bool unary_half(const ir::Unary& op);

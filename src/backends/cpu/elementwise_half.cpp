@@ -16,36 +16,30 @@ namespace {
 
 constexpr int64_t kBlock = 512;
 
-using ToF32 = void (*)(float*, const uint16_t*, int64_t);
-using FromF32 = void (*)(uint16_t*, const float*, int64_t);
-
-ToF32 to_f32_of(DType t) { return t == DType::f16 ? f16_to_f32 : bf16_to_f32; }
-FromF32 from_f32_of(DType t) { return t == DType::f16 ? f32_to_f16 : f32_to_bf16; }
-
-// Widens m elements of s (stride ss) into f; a stride-0 operand widens one element and returns
-// stride 0 for it, else 1.
-int64_t load_block(float* f, const uint16_t* s, int64_t m, int64_t ss, ToF32 cvt) {
+// Widens m elements of s (stride ss, dtype t) into f; a stride-0 operand widens one element and
+// returns stride 0 for it, else 1.
+int64_t load_block(float* f, const uint16_t* s, int64_t m, int64_t ss, DType t) {
   if (ss == 0) {
-    cvt(f, s, 1);
+    half_to_f32(t, f, s, 1);
     return 0;
   }
   if (ss == 1) {
-    cvt(f, s, m);
+    half_to_f32(t, f, s, m);
     return 1;
   }
   alignas(32) uint16_t h[kBlock];
   for (int64_t i = 0; i < m; ++i) h[i] = s[i * ss];
-  cvt(f, h, m);
+  half_to_f32(t, f, h, m);
   return 1;
 }
 
-void store_block(uint16_t* d, const float* f, int64_t m, int64_t sd, FromF32 cvt) {
+void store_block(uint16_t* d, const float* f, int64_t m, int64_t sd, DType t) {
   if (sd == 1) {
-    cvt(d, f, m);
+    f32_to_half(t, d, f, m);
     return;
   }
   alignas(32) uint16_t h[kBlock];
-  cvt(h, f, m);
+  f32_to_half(t, h, f, m);
   for (int64_t i = 0; i < m; ++i) d[i * sd] = h[i];
 }
 
@@ -57,18 +51,16 @@ bool unary_half(const ir::Unary& op) {
   if (!unary_f32_supported(op.op)) return false;
   uint16_t* d = ref::ptr<uint16_t>(op.dst);
   const uint16_t* s = ref::ptr<uint16_t>(op.src);
-  const ToF32 to = to_f32_of(t);
-  const FromF32 from = from_f32_of(t);
   parallel_rows<2>(
       op.dst.shape(), {&op.dst.strides(), &op.src.strides()}, kGrainElementwise,
       [&](const std::array<int64_t, 2>& o, int64_t n, const std::array<int64_t, 2>& st) {
         alignas(32) float f[kBlock];
         for (int64_t b = 0; b < n; b += kBlock) {
           const int64_t m = std::min(kBlock, n - b);
-          const int64_t fs = load_block(f, s + o[1] + b * st[1], m, st[1], to);
+          const int64_t fs = load_block(f, s + o[1] + b * st[1], m, st[1], t);
           if (fs == 0) std::fill(f + 1, f + m, f[0]);
           unary_f32_run(op.op, op.p0, f, f, m);
-          store_block(d + o[0] + b * st[0], f, m, st[0], from);
+          store_block(d + o[0] + b * st[0], f, m, st[0], t);
         }
       });
   return true;
@@ -84,8 +76,6 @@ bool binary_half(const ir::Binary& op) {
   const int64_t doff = op.dst.offset();
   const uint16_t* a = ref::ptr<uint16_t>(op.a);
   const uint16_t* b = ref::ptr<uint16_t>(op.b);
-  const ToF32 to = to_f32_of(t);
-  const FromF32 from = from_f32_of(t);
   parallel_rows<3>(
       op.dst.shape(), {&op.dst.strides(), &op.a.strides(), &op.b.strides()}, kGrainElementwise,
       [&](const std::array<int64_t, 3>& o, int64_t n, const std::array<int64_t, 3>& st) {
@@ -93,8 +83,8 @@ bool binary_half(const ir::Binary& op) {
         alignas(32) bool bd[kBlock];
         for (int64_t k = 0; k < n; k += kBlock) {
           const int64_t m = std::min(kBlock, n - k);
-          const int64_t sa = load_block(fa, a + o[1] + k * st[1], m, st[1], to);
-          const int64_t sb = load_block(fb, b + o[2] + k * st[2], m, st[2], to);
+          const int64_t sa = load_block(fa, a + o[1] + k * st[1], m, st[1], t);
+          const int64_t sb = load_block(fb, b + o[2] + k * st[2], m, st[2], t);
           const int64_t di = doff + o[0] + k * st[0];
           if (cmp) {
             bool* dp = static_cast<bool*>(d) + di;
@@ -106,7 +96,7 @@ bool binary_half(const ir::Binary& op) {
             }
           } else {
             binary_f32_run(op.op, fd, fa, fb, m, sa, sb);
-            store_block(static_cast<uint16_t*>(d) + di, fd, m, st[0], from);
+            store_block(static_cast<uint16_t*>(d) + di, fd, m, st[0], t);
           }
         }
       });
