@@ -53,8 +53,6 @@ Tensor gemm_operand(const Tensor& t, char& trans, int64_t& ld) {
   return c;
 }
 
-bool fits_int(int64_t v) { return v <= int64_t(0x7fffffff); }
-
 // dst = a @ b for T = float or double; dst row-major per batch or computed into a temporary.
 template <typename T>
 void blas_matmul(const Tensor& a, const Tensor& b, const Tensor& d) {
@@ -74,8 +72,7 @@ void blas_matmul(const Tensor& a, const Tensor& b, const Tensor& d) {
     if constexpr (std::is_same_v<T, float>) {
       gemm::sgemm(ta, tb, M, N, K, pa + i * sa, lda, pb + i * sb, ldb, pd + i * sd, ldc);
     } else {
-      if (!gemm::dgemm(ta, tb, M, N, K, pa + i * sa, lda, pb + i * sb, ldb, pd + i * sd, ldc))
-        EMBER_FAIL("matmul", "no f64 GEMM library for M=", M, " N=", N, " K=", K);
+      gemm::dgemm(ta, tb, M, N, K, pa + i * sa, lda, pb + i * sb, ldb, pd + i * sd, ldc);
     }
   };
   // Many small GEMMs: one per thread over the batch (each single-threaded: both libraries run
@@ -111,9 +108,11 @@ bool sgemm_matmul(const ir::Matmul& op) {
   const int64_t M = d.size(1), N = d.size(2), K = a.size(2);
   if (dt == DType::f64) {
     // Without the library, or past its 32-bit sizes and leading dimensions, the reference kernel.
-    if (!gemm::have_openblas()) return false;
-    for (int64_t v : {M, N, K, a.stride(1), a.stride(2), b.stride(1), b.stride(2), d.stride(1)})
-      if (!fits_int(v)) return false;
+    // Every stride that can become a leading dimension is checked here, before any work (packed
+    // operands and temporaries get leading dimensions K or N, checked too).
+    if (!gemm::dgemm_supported(
+            {M, N, K, a.stride(1), a.stride(2), b.stride(1), b.stride(2), d.stride(1)}))
+      return false;
   }
   if (d.numel() == 0) return true;
   if (K == 0) {

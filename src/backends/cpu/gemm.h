@@ -10,11 +10,12 @@
 //    (EMBER_NUM_THREADS / ember::set_num_threads) before each call. f32 above 128^3
 //    multiply-adds, and all f64.
 //  - oneDNN's dnnl_sgemm: f32 small/batched GEMMs, and every f32 GEMM when OpenBLAS is absent.
-//  - No f64 library without OpenBLAS: dgemm() returns false and the caller falls back.
+//  - No f64 library without OpenBLAS: dgemm_supported() is false and the caller falls back.
 // Env EMBER_GEMM=onednn|openblas forces one library for f32 (A/B measurements; read once);
 // onednn also leaves f64 to the reference kernel, as when OpenBLAS is absent.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 
 namespace ember::cpu::gemm {
 
@@ -32,8 +33,11 @@ int openblas_threads();
 /// Threaded unless called from inside a parallel_for task (then single-threaded).
 void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
            const float* b, int64_t ldb, float* c, int64_t ldc);
-/// False (nothing done) when no f64 library is available.
-bool dgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+/// Whether dgemm() can run: OpenBLAS is present and every size and leading dimension given fits
+/// its 32-bit int. Checked once by the caller before any work (dgemm() assumes it).
+bool dgemm_supported(std::initializer_list<int64_t> sizes);
+/// Requires dgemm_supported() for m, n, k, lda, ldb, ldc.
+void dgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
            const double* b, int64_t ldb, double* c, int64_t ldc);
 
 }  // namespace ember::cpu::gemm

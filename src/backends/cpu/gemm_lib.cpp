@@ -91,8 +91,9 @@ bool force_openblas() {
   return v;
 }
 
-bool fits_int(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
-  for (int64_t v : {m, n, k, lda, ldb, ldc})
+// CBLAS takes 32-bit sizes and leading dimensions.
+bool fits_int(std::initializer_list<int64_t> sizes) {
+  for (int64_t v : sizes)
     if (v > INT_MAX) return false;
   return true;
 }
@@ -130,7 +131,7 @@ Library sgemm_library(int64_t m, int64_t n, int64_t k) {
 
 void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
            const float* b, int64_t ldb, float* c, int64_t ldc) {
-  if (sgemm_library(m, n, k) == Library::openblas && fits_int(m, n, k, lda, ldb, ldc)) {
+  if (sgemm_library(m, n, k) == Library::openblas && fits_int({m, n, k, lda, ldb, ldc})) {
     sync_threads(*openblas());
     openblas()->sgemm(101, cblas_trans(ta), cblas_trans(tb), int(m), int(n), int(k), 1.0f, a,
                       int(lda), b, int(ldb), 0.0f, c, int(ldc));
@@ -142,13 +143,13 @@ void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, in
                " K=", k);
 }
 
-bool dgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+bool dgemm_supported(std::initializer_list<int64_t> sizes) { return openblas() && fits_int(sizes); }
+
+void dgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
            const double* b, int64_t ldb, double* c, int64_t ldc) {
-  if (!openblas() || !fits_int(m, n, k, lda, ldb, ldc)) return false;
   sync_threads(*openblas());
   openblas()->dgemm(101, cblas_trans(ta), cblas_trans(tb), int(m), int(n), int(k), 1.0, a, int(lda),
                     b, int(ldb), 0.0, c, int(ldc));
-  return true;
 }
 
 }  // namespace ember::cpu::gemm
