@@ -167,10 +167,18 @@ TEST(MatmulTest, ErrorsNameTheOpAndShapes) {
             "[matmul] shapes [2, 3] and [4, 5] cannot be multiplied (3 != 4)");
   EXPECT_EQ(message_of([] { matmul(ones({3}), ones({4})); }),
             "[matmul] shapes [3] and [4] cannot be multiplied (3 != 4)");
-  EXPECT_NE(message_of([] {
+  // Batch dims that do not broadcast: both full shapes are named, not only the batch dims.
+  EXPECT_EQ(message_of([] {
               matmul(ones({2, 2, 3}), ones({3, 3, 2}));
-            }).find("[matmul]"),
-            std::string::npos);  // batch 2 vs 3 does not broadcast
+            }),
+            "[matmul] shapes [2, 2, 3] and [3, 3, 2] cannot be multiplied: batch dims [2] and [3] "
+            "do not broadcast (2 != 3)");
+  EXPECT_EQ(
+      message_of([] {
+        matmul(ones({4, 2, 5, 3}), ones({3, 3, 2}));
+      }),
+      "[matmul] shapes [4, 2, 5, 3] and [3, 3, 2] cannot be multiplied: batch dims [4, 2] and "
+      "[3] do not broadcast (2 != 3)");
   EXPECT_NE(message_of([] { matmul(scalar_tensor(1.f), ones({3})); }).find("at least 1 dim"),
             std::string::npos);
   EXPECT_NE(message_of([] {

@@ -2,6 +2,8 @@
 // [B, K, N]); mm, bmm, dot, outer and linear are written on top of it.
 #include "ember/ops/linalg.h"
 
+#include <algorithm>
+
 #include "autodiff/rules.h"
 #include "ember/ops/elementwise.h"
 #include "tensor/internal.h"
@@ -61,6 +63,14 @@ Tensor matmul_impl(const char* op, Tensor a, Tensor b) {
   if (A.dim() > 2 || B.dim() > 2) {
     const Shape ba(A.shape().begin(), A.shape().end() - 2);
     const Shape bb(B.shape().begin(), B.shape().end() - 2);
+    // Checked here so that the error names both full shapes, not only the batch dims.
+    for (size_t i = 1; i <= std::min(ba.size(), bb.size()); ++i) {
+      const int64_t x = ba[ba.size() - i], y = bb[bb.size() - i];
+      if (x != y && x != 1 && y != 1)
+        EMBER_FAIL(op, "shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()),
+                   " cannot be multiplied: batch dims ", shape_str(ba), " and ", shape_str(bb),
+                   " do not broadcast (", x, " != ", y, ")");
+    }
     batch = broadcast_shapes(ba, bb, op);
   }
   Shape final_shape = batch;
