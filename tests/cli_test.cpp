@@ -36,10 +36,11 @@ struct Result {
   std::string output;
 };
 
-// Runs `ember <args>` with stdout and stderr captured together.
-Result run_ember(const std::string& args) {
+// Runs `ember <args>` with stdout and stderr captured together; `env`: "NAME=value ..." set for
+// the command only.
+Result run_ember(const std::string& args, const std::string& env = "") {
   Result r;
-  const std::string cmd = std::string(kCli) + " " + args + " 2>&1";
+  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + kCli + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   char buf[4096];
@@ -125,6 +126,34 @@ TEST(CliTest, UsageErrorsExitWithTwo) {
     EXPECT_EQ(bad.status, 1) << bad.output;
     EXPECT_NE(bad.output.find("--epochs must be >= 1"), std::string::npos) << bad.output;
   }
+}
+
+TEST(CliTest, UnknownOptionIsNamed) {
+  REQUIRE_CLI();
+  // CLI11 reported the missing command or dataset instead ("A subcommand is required").
+  for (const char* args : {"--frob", "train --frob", "train fashion-mnist --frob", "eval --frob"}) {
+    Result r = run_ember(args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.output;
+    EXPECT_EQ(r.output.rfind("error: ", 0), 0u) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("not expected: --frob"), std::string::npos) << args << ": " << r.output;
+  }
+}
+
+TEST(CliTest, BadEmberDeviceIsAnErrorOnItsOwnLine) {
+  REQUIRE_CLI();
+  Result r = run_ember("devices", "EMBER_DEVICE=bogus");
+  EXPECT_EQ(r.status, 1) << r.output;
+  // The devices are still listed, then the error on a line of its own that names the variable.
+  EXPECT_EQ(r.output.rfind("cpu\n", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("\nerror: EMBER_DEVICE=bogus does not name a usable device: "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("'bogus'"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("default device:"), std::string::npos) << r.output;
+  // A good value is listed as the default.
+  Result ok = run_ember("devices", "EMBER_DEVICE=ref");
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  EXPECT_NE(ok.output.find("\ndefault device: ref\n"), std::string::npos) << ok.output;
 }
 
 TEST(CliTest, MissingOrCorruptCheckpointIsAnError) {

@@ -1,6 +1,9 @@
 // `ember devices`: every device that can run now, with its capabilities.
+#include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <stdexcept>
+#include <string>
 
 #include "commands.h"
 #include "ember/device.h"
@@ -26,7 +29,18 @@ void add_devices_command(CLI::App& app) {
         std::cout << "vulkan: not available: " << e.what() << "\n";
       }
     }
-    std::cout << "default device: " << Device::default_device().str() << "\n";
+    // Resolved before its heading is printed: a bad EMBER_DEVICE is an error on a line of its own
+    // (it was printed after "default device: "), naming the variable it came from.
+    std::string def;
+    try {
+      def = Device::default_device().str();
+    } catch (const std::exception& e) {
+      const char* env = std::getenv("EMBER_DEVICE");
+      if (!env) throw;
+      throw std::runtime_error(std::string("EMBER_DEVICE=") + env +
+                               " does not name a usable device: " + e.what());
+    }
+    std::cout << "default device: " << def << "\n";
   });
 }
 

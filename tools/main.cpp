@@ -3,6 +3,8 @@
 // 130 when training was interrupted (Ctrl-C; continue with --resume).
 #include <exception>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "ember/error.h"
@@ -28,7 +30,13 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0 || e.get_name() == "RuntimeError") return app.exit(e);
-    std::cerr << "error: " << e.what() << "\nRun with --help for more information.\n";
+    // CLI11 reports a missing command or argument before an unknown one ("ember --frob" said "A
+    // subcommand is required"): name the arguments nobody took first, they are the likelier slip.
+    std::vector<std::string> extras = app.remaining();
+    for (const CLI::App* sub : app.get_subcommands({}))
+      for (const std::string& x : sub->remaining()) extras.push_back(x);
+    const std::string msg = extras.empty() ? e.what() : CLI::ExtrasError(extras).what();
+    std::cerr << "error: " << msg << "\nRun with --help for more information.\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
