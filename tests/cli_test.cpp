@@ -156,6 +156,47 @@ TEST(CliTest, BadEmberDeviceIsAnErrorOnItsOwnLine) {
   EXPECT_NE(ok.output.find("\ndefault device: ref\n"), std::string::npos) << ok.output;
 }
 
+TEST(CliTest, TestOnlyFlagIsHiddenFromHelpButAccepted) {
+  REQUIRE_CLI();
+  Result h = run_ember("train --help");
+  EXPECT_EQ(h.status, 0) << h.output;
+  EXPECT_NE(h.output.find("--limit-test"), std::string::npos) << h.output;
+  EXPECT_EQ(h.output.find("--interrupt-after"), std::string::npos) << h.output;
+  // Still parsed: the run gets as far as checking --epochs.
+  Result r = run_ember("train fashion-mnist --interrupt-after 3 --epochs 0");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("--epochs must be >= 1"), std::string::npos) << r.output;
+}
+
+TEST(CliTest, IntegersOutOfRangeAreUsageErrorsNamingTheFlag) {
+  REQUIRE_CLI();
+  // CLI11 clamped these to INT64_MAX / UINT64_MAX or wrapped -1 to 2^64 - 1.
+  for (const char* args :
+       {"--epochs 99999999999999999999", "--epochs -99999999999999999999",
+        "--seed 99999999999999999999", "--seed 18446744073709551616", "--seed -1",
+        "--batch-size 9223372036854775808", "--limit-train 1e3", "--epochs 3x"}) {
+    Result r = run_ember(std::string("train fashion-mnist ") + args);
+    const std::string flag = std::string(args).substr(0, std::string(args).find(' '));
+    EXPECT_EQ(r.status, 2) << args << ": " << r.output;
+    EXPECT_EQ(r.output.rfind("error: " + flag + ": value ", 0), 0u) << args << ": " << r.output;
+  }
+  Result e = run_ember("eval --checkpoint x --batch-size 99999999999999999999");
+  EXPECT_EQ(e.status, 2) << e.output;
+  EXPECT_NE(e.output.find("--batch-size: value 99999999999999999999 is out of range"),
+            std::string::npos)
+      << e.output;
+  // The ends of the ranges are accepted (the run then stops at --epochs 0), read as decimal.
+  for (const char* args : {"--seed 18446744073709551615", "--seed 0", "--workers 010"}) {
+    Result r = run_ember(std::string("train fashion-mnist --epochs 0 ") + args);
+    EXPECT_EQ(r.status, 1) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("--epochs must be >= 1"), std::string::npos) << args << r.output;
+  }
+  Result low = run_ember("train fashion-mnist --epochs -9223372036854775808");
+  EXPECT_EQ(low.status, 1) << low.output;
+  EXPECT_NE(low.output.find("--epochs must be >= 1, got -9223372036854775808"), std::string::npos)
+      << low.output;
+}
+
 TEST(CliTest, MissingOrCorruptCheckpointIsAnError) {
   REQUIRE_CLI();
   TempDir dir;

@@ -79,7 +79,8 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--dataset", a->dataset, "mnist or fashion-mnist (default: the recorded one)")
       ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
   cmd->add_option("--device", a->device, "cpu, ref, ...")->capture_default_str();
-  cmd->add_option("--batch-size", a->batch_size, "Evaluation batch size")->capture_default_str();
+  add_int_option(cmd, "--batch-size", a->batch_size, "Evaluation batch size")
+      ->capture_default_str();
   cmd->callback([a] {
     EMBER_CHECK(a->batch_size >= 1, "eval", "--batch-size must be >= 1, got ", a->batch_size);
     const Device device = Device::parse(a->device);

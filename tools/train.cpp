@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <limits>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -25,13 +24,11 @@ namespace ember::tools {
 
 namespace {
 
-// --epochs absent: the dataset's default (default_epochs); 0 and negatives are errors.
-constexpr int64_t kEpochsNotGiven = std::numeric_limits<int64_t>::min();
-
 struct TrainArgs {
   std::string dataset;
   std::string model = "cnn";
-  int64_t epochs = kEpochsNotGiven;
+  int64_t epochs = 0;
+  bool epochs_given = false;  // else the dataset's default (default_epochs); 0 and negatives fail
   int64_t batch_size = 64;
   double lr = 1e-3;
   std::string device = "cpu";
@@ -68,7 +65,7 @@ data::DatasetPtr<data::Example> first_n(const std::shared_ptr<data::TensorDatase
 int64_t default_epochs(const std::string& dataset) { return dataset == "mnist" ? 10 : 3; }
 
 int run_train(TrainArgs a) {
-  if (a.epochs == kEpochsNotGiven) a.epochs = default_epochs(a.dataset);
+  if (!a.epochs_given) a.epochs = default_epochs(a.dataset);
   const auto t0 = std::chrono::steady_clock::now();
   EMBER_CHECK(a.epochs >= 1, "train", "--epochs must be >= 1, got ", a.epochs);
   EMBER_CHECK(a.batch_size >= 1, "train", "--batch-size must be >= 1, got ", a.batch_size);
@@ -191,9 +188,10 @@ void add_train_command(CLI::App& app) {
                   "cnn (conv32-conv64-pool-fc128-fc10) or mlp (784-256-128-10)")
       ->check(CLI::IsMember({"cnn", "mlp"}))
       ->capture_default_str();
-  cmd->add_option("--epochs", a->epochs,
-                  "Epochs to train in total (default: 3 for fashion-mnist, 10 for mnist)");
-  cmd->add_option("--batch-size", a->batch_size, "Training batch size")->capture_default_str();
+  CLI::Option* epochs =
+      add_int_option(cmd, "--epochs", a->epochs,
+                     "Epochs to train in total (default: 3 for fashion-mnist, 10 for mnist)");
+  add_int_option(cmd, "--batch-size", a->batch_size, "Training batch size")->capture_default_str();
   cmd->add_option("--lr", a->lr, "Adam learning rate")->capture_default_str();
   cmd->add_option("--device", a->device, "cpu, ref, ... (see `ember devices`)")
       ->capture_default_str();
@@ -201,17 +199,20 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--resume", a->resume, "Continue from the newest checkpoint in the output folder");
   cmd->add_option("--data", a->data_dir,
                   "Dataset folder (default /usr/share/datasets/fashion-mnist or data/mnist)");
-  cmd->add_option("--workers", a->workers, "DataLoader worker threads")->capture_default_str();
-  cmd->add_option("--seed", a->seed, "Seed of the initial weights and the shuffling")
+  add_int_option(cmd, "--workers", a->workers, "DataLoader worker threads")->capture_default_str();
+  add_int_option(cmd, "--seed", a->seed, "Seed of the initial weights and the shuffling")
       ->capture_default_str();
-  cmd->add_option("--limit-train", a->limit_train, "Train on the first N images only (0: all)")
+  add_int_option(cmd, "--limit-train", a->limit_train, "Train on the first N images only (0: all)")
       ->capture_default_str();
-  cmd->add_option("--limit-test", a->limit_test,
-                  "Evaluate on the first N test images only (0: all)")
+  add_int_option(cmd, "--limit-test", a->limit_test,
+                 "Evaluate on the first N test images only (0: all)")
       ->capture_default_str();
-  cmd->add_option("--interrupt-after", a->interrupt_after,
-                  "Testing: act as if Ctrl-C was pressed after N batches");
-  cmd->callback([a] {
+  // For tests only: not shown by --help (the empty group hides it).
+  add_int_option(cmd, "--interrupt-after", a->interrupt_after,
+                 "Testing: act as if Ctrl-C was pressed after N batches")
+      ->group("");
+  cmd->callback([a, epochs] {
+    a->epochs_given = epochs->count() > 0;
     const int rc = run_train(*a);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });
