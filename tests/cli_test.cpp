@@ -197,6 +197,29 @@ TEST(CliTest, IntegersOutOfRangeAreUsageErrorsNamingTheFlag) {
       << low.output;
 }
 
+TEST(CliTest, EvalAndPredictRefuseAnotherDatasetThanTheRecordedOne) {
+  REQUIRE_CLI();
+  TempDir dir;
+  // Metadata of a model `ember train` saved on fashion-mnist (the refusal comes before the
+  // weights are loaded, so placeholders do).
+  ember::record::save_safetensors(dir / "model.safetensors",
+                                  [] {
+                                    ember::nn::StateDict d;
+                                    d.set("w", ember::zeros({2}));
+                                    return d;
+                                  }(),
+                                  {{"ember.dataset", "fashion-mnist"}, {"ember.model", "mlp"}});
+  const std::string ck = " --checkpoint " + (dir / "model.safetensors") + " --dataset mnist";
+  for (const std::string cmd : {"eval" + ck, "predict" + ck + " " + (dir / "x.png")}) {
+    Result r = run_ember(cmd);
+    EXPECT_EQ(r.status, 1) << cmd << ": " << r.output;
+    EXPECT_EQ(r.output.rfind("error: [load] --dataset mnist: ", 0), 0u) << cmd << ": " << r.output;
+    EXPECT_NE(r.output.find("holds a model trained on fashion-mnist (omit --dataset to use it)"),
+              std::string::npos)
+        << cmd << ": " << r.output;
+  }
+}
+
 TEST(CliTest, MissingOrCorruptCheckpointIsAnError) {
   REQUIRE_CLI();
   TempDir dir;
@@ -260,6 +283,10 @@ TEST(CliTest, ShortMlpRunWritesSummaryAndLearns) {
   acc.setf(std::ios::fixed);
   acc.precision(4);
   acc << s["test_accuracy"].get<double>();
+  EXPECT_NE(r.output.find("test accuracy: " + acc.str()), std::string::npos) << r.output;
+  // --dataset naming the recorded dataset is accepted (another one: EvalAndPredictRefuse...).
+  r = run_ember("eval --dataset fashion-mnist --checkpoint " + (dir / "run/model.safetensors"));
+  ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("test accuracy: " + acc.str()), std::string::npos) << r.output;
 }
 

@@ -54,6 +54,13 @@ Trained load_trained(const std::string& path, const std::string& dataset, const 
   if (t.model_name.empty()) t.model_name = model_from_keys(keys);
   EMBER_CHECK(t.model_name == "cnn" || t.model_name == "mlp", "load", path,
               ": not a model trained by `ember train` (no cnn or mlp weights in it)");
+  // --dataset only fills in a dataset the file does not record. Another dataset than the recorded
+  // one is refused, as train --resume refuses another dataset's run: mnist and fashion-mnist have
+  // the same image size and 10 classes, so the model would run and print meaningless figures (or
+  // the other dataset's class names).
+  if (!dataset.empty() && !t.dataset.empty() && dataset != t.dataset)
+    EMBER_FAIL("load", "--dataset ", dataset, ": ", path, " holds a model trained on ", t.dataset,
+               " (omit --dataset to use it)");
   if (!dataset.empty()) t.dataset = dataset;
   EMBER_CHECK(!t.dataset.empty(), "load", path, ": the dataset is not recorded; pass --dataset");
   Device::set_default_device(device);
@@ -76,7 +83,9 @@ void add_eval_command(CLI::App& app) {
                   "A checkpoint (DIR/checkpoints/*.safetensors) or DIR/model.safetensors")
       ->required();
   cmd->add_option("--data", a->data_dir, "Dataset folder (default: the dataset's)");
-  cmd->add_option("--dataset", a->dataset, "mnist or fashion-mnist (default: the recorded one)")
+  cmd->add_option("--dataset", a->dataset,
+                  "mnist or fashion-mnist, for a model file that does not record its dataset "
+                  "(another dataset than the recorded one is an error)")
       ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
   cmd->add_option("--device", a->device, "cpu, ref, ...")->capture_default_str();
   add_int_option(cmd, "--batch-size", a->batch_size, "Evaluation batch size")
@@ -114,7 +123,9 @@ void add_predict_command(CLI::App& app) {
                   "A checkpoint (DIR/checkpoints/*.safetensors) or DIR/model.safetensors")
       ->required();
   cmd->add_option("image", a->image, "The image file")->required();
-  cmd->add_option("--dataset", a->dataset, "mnist or fashion-mnist (default: the recorded one)")
+  cmd->add_option("--dataset", a->dataset,
+                  "mnist or fashion-mnist, for a model file that does not record its dataset "
+                  "(another dataset than the recorded one is an error)")
       ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
   cmd->add_option("--device", a->device, "cpu, ref, ...")->capture_default_str();
   cmd->callback([a] {
