@@ -5,8 +5,9 @@
 //    is rounded once to the dtype - the same accumulation type (f32) and single rounding as the
 //    reference kernel, so only the summation order differs. The whole operands are converted:
 //    converting panels of M (or M and N) and multiplying them separately changed 71 (146) of the
-//    1024^2 f16 results of a 1024^3 product on OpenBLAS 0.3.21 (one thread; ties broken by a
-//    different f32 sum), so blocking would not keep the results identical.
+//    1024^2 f16 results of a 1024^3 product on OpenBLAS 0.3.21 (one thread): OpenBLAS summed some
+//    elements in another order, so their f32 sums, and then their roundings, differed. Blocking
+//    would not keep the results identical (CpuGemm.HalfIsTheWholeF32ProductRoundedOnce).
 // Integer and bool matmuls fall back to the reference kernel.
 #include <algorithm>
 
