@@ -4,11 +4,13 @@
 // and BatchNorm running stats, NCHW and channels_last, all in one process (issue 5).
 //   bench_resnet50 [--batch 8] [--size 224] [--iters 6] [--warmup 2] [--threads 2]
 //                  [--json FILE] [--profile] [--profile-rounds 2] [--only ember]
+//                  [--cl-nchw-weights]
 // Random init with a fixed seed; the BatchNorm running stats are calibrated by one training-mode
 // forward (cumulative average: running stats = that batch's statistics) so every layer sees
 // normalized activations. The logits of every variant are checked against Ember NCHW's (max abs
 // difference / max abs logit < 1e-3; exit 1 otherwise). Timing: interleaved rounds (each round
-// runs every variant once, in rotating order), best and median per variant, img/s = batch / time.
+// runs every variant once, in rotating order), best and median per variant, img/s = batch / time,
+// and images per process-CPU-second (steadier on a shared machine: other processes don't count).
 // --profile: per layer type (conv 1x1 / 3x3 / 7x7 stem, batch_norm, relu, maxpool, add, avgpool,
 // linear) wall time per forward, for every variant (the same timers wrap the LibTorch layers),
 // and how many 4-d layer outputs are channels-last (shows whether the layout propagates).
@@ -20,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -59,10 +62,8 @@ Profile* g_prof = nullptr;
 void count_layout(const ember::Tensor& y) {
   if (y.dim() != 4) return;
   ++g_prof->outputs;
-#if EMBER_BENCH_HAVE_MEMORY_FORMAT
   g_prof->channels_last_outputs +=
       y.is_contiguous(ember::MemoryFormat::channels_last) && !y.is_contiguous();
-#endif
 }
 #ifdef EMBER_BENCH_HAVE_TORCH
 void count_layout(const torch::Tensor& y) {
@@ -165,7 +166,6 @@ class ResNet50 : public nn::UnaryModule {
     y = timed(kAvgPool, [&] { return avgpool->forward(y); });
     return timed(kLinear, [&] { return fc->forward(y.flatten(1)); });
   }
-#if EMBER_BENCH_HAVE_MEMORY_FORMAT
   /// Every 4-d conv weight laid out channels-last (the forward uses the members).
   void conv_weights_channels_last() {
     auto cl = [](const std::shared_ptr<nn::Conv2d>& c) {
@@ -179,7 +179,6 @@ class ResNet50 : public nn::UnaryModule {
           if (c) cl(c);
       }
   }
-#endif
 
   std::shared_ptr<nn::Conv2d> conv1;
   std::shared_ptr<nn::BatchNorm2d> bn1;
@@ -351,10 +350,11 @@ struct Variant {
   std::string name, framework, format;
   std::function<std::vector<float>()> logits;  // one forward, host logits
   std::function<void()> run;                   // one forward, result dropped
-  std::vector<double> times;
+  std::vector<double> times, cpu_times;        // wall and process CPU seconds per forward
   double best() const { return *std::min_element(times.begin(), times.end()); }
-  double median() const {
-    std::vector<double> t = times;
+  double median() const { return median_of(times); }
+  double cpu_median() const { return median_of(cpu_times); }
+  static double median_of(std::vector<double> t) {
     std::sort(t.begin(), t.end());
     return t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
   }
@@ -373,7 +373,7 @@ int main(int argc, char** argv) {
   CLI::App app{"ResNet-50 inference: Ember (NCHW, channels-last) vs LibTorch in one process"};
   int batch = 8, size = 224, iters = 6, warmup = 2, threads = 2, profile_rounds = 2;
   std::string json_path, only;
-  bool profile = false;
+  bool profile = false, cl_nchw_weights = false;
   app.add_option("--batch", batch, "images per forward")->check(CLI::PositiveNumber);
   app.add_option("--size", size, "image height and width")->check(CLI::Range(32, 1024));
   app.add_option("--iters", iters, "timed rounds (each runs every variant once)")
@@ -383,6 +383,8 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "write the results as JSON to FILE");
   app.add_option("--only", only, "time only the variants whose name contains this (\"ember\")");
   app.add_flag("--profile", profile, "time each layer type after the timed rounds");
+  app.add_flag("--cl-nchw-weights", cl_nchw_weights,
+               "also time ember's channels-last input with NCHW conv weights");
   app.add_option("--profile-rounds", profile_rounds, "profiled forwards per variant")
       ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
@@ -402,44 +404,42 @@ int main(int argc, char** argv) {
     model->eval();
 
     std::vector<Variant> v;
-    v.push_back({"ember nchw",
-                 "ember",
-                 "nchw",
-                 [&] { return host_values(model->forward(x)); },
-                 [&] { model->forward(x); },
-                 {}});
-#if EMBER_BENCH_HAVE_MEMORY_FORMAT
+    auto add = [&](const char* name, const char* framework, const char* format,
+                   std::function<std::vector<float>()> logits, std::function<void()> run) {
+      Variant var;
+      var.name = name;
+      var.framework = framework;
+      var.format = format;
+      var.logits = std::move(logits);
+      var.run = std::move(run);
+      v.push_back(std::move(var));
+    };
+    add(
+        "ember nchw", "ember", "nchw", [&] { return host_values(model->forward(x)); },
+        [&] { model->forward(x); });
     auto model_cl = std::make_shared<ResNet50>();
     model_cl->load_state_dict(model->state_dict());
     model_cl->conv_weights_channels_last();
     model_cl->eval();
     Tensor x_cl = x.contiguous(MemoryFormat::channels_last);
-    v.push_back({"ember channels_last",
-                 "ember",
-                 "channels_last",
-                 [&] { return host_values(model_cl->forward(x_cl)); },
-                 [&] { model_cl->forward(x_cl); },
-                 {}});
-#else
-    std::printf("(Ember has no MemoryFormat yet: ember channels_last not run)\n");
-#endif
+    add(
+        "ember channels_last", "ember", "channels_last",
+        [&] { return host_values(model_cl->forward(x_cl)); }, [&] { model_cl->forward(x_cl); });
+    // A/B of the weights' layout: the channels-last input through NCHW-laid conv weights.
+    if (cl_nchw_weights)
+      add(
+          "ember cl, nchw weights", "ember", "channels_last_nchw_weights",
+          [&] { return host_values(model->forward(x_cl)); }, [&] { model->forward(x_cl); });
 #ifdef EMBER_BENCH_HAVE_TORCH
     torch::set_num_threads(threads);
     torch::NoGradGuard torch_no_grad;
     TorchResNet50 tm = torch_copy(*model, false), tm_cl = torch_copy(*model, true);
     torch::Tensor tx = to_torch(x), tx_cl = tx.contiguous(at::MemoryFormat::ChannelsLast);
-    v.push_back({"libtorch nchw",
-                 "libtorch",
-                 "nchw",
-                 [&] { return host_values(tm(tx)); },
-                 [&] { tm(tx); },
-                 {}});
-    v.push_back({"libtorch channels_last",
-                 "libtorch",
-                 "channels_last",
-                 [&] { return host_values(tm_cl(tx_cl)); },
-                 [&] { tm_cl(tx_cl); },
-                 {}});
+    add(
+        "libtorch nchw", "libtorch", "nchw", [&] { return host_values(tm(tx)); }, [&] { tm(tx); });
+    add(
+        "libtorch channels_last", "libtorch", "channels_last",
+        [&] { return host_values(tm_cl(tx_cl)); }, [&] { tm_cl(tx_cl); });
 #endif
 
     std::printf("ResNet-50 inference, batch %d, %dx%d, f32, %d threads, %d warmup, %d rounds\n",
@@ -487,8 +487,10 @@ int main(int argc, char** argv) {
       for (size_t j = 0; j < v.size(); ++j) {
         Variant& var = v[(j + size_t(r)) % v.size()];
         const auto t0 = Clock::now();
+        const std::clock_t c0 = std::clock();
         var.run();
         var.times.push_back(since(t0));
+        var.cpu_times.push_back(double(std::clock() - c0) / CLOCKS_PER_SEC);
       }
 
     nlohmann::json out = {{"benchmark", "resnet50"},      {"batch", batch}, {"size", size},
@@ -498,23 +500,28 @@ int main(int argc, char** argv) {
 #ifdef EMBER_BENCH_HAVE_TORCH
     out["libtorch_version"] = TORCH_VERSION;
 #endif
-    std::printf("%-24s %10s %10s %10s %10s\n", "variant", "best ms", "median ms", "best img/s",
-                "med img/s");
+    std::printf("%-24s %10s %10s %10s %10s %10s\n", "variant", "best ms", "median ms", "best img/s",
+                "med img/s", "img/CPU-s");
     for (auto& var : v) {
-      std::printf("%-24s %10.1f %10.1f %10.2f %10.2f\n", var.name.c_str(), 1e3 * var.best(),
-                  1e3 * var.median(), batch / var.best(), batch / var.median());
+      std::printf("%-24s %10.1f %10.1f %10.2f %10.2f %10.2f\n", var.name.c_str(), 1e3 * var.best(),
+                  1e3 * var.median(), batch / var.best(), batch / var.median(),
+                  batch / var.cpu_median());
       out["variants"][var.name] = {{"best_ms", 1e3 * var.best()},
                                    {"median_ms", 1e3 * var.median()},
                                    {"best_img_s", batch / var.best()},
                                    {"median_img_s", batch / var.median()},
-                                   {"times_ms", var.times}};
+                                   {"img_per_cpu_s", batch / var.cpu_median()},
+                                   {"times_ms", var.times},
+                                   {"cpu_times_s", var.cpu_times}};
     }
 #ifdef EMBER_BENCH_HAVE_TORCH
     auto ratio = [&](const char* name, const Variant* e, const Variant* t) {
       if (!e || !t) return;
-      const double best = t->best() / e->best(), med = t->median() / e->median();
-      std::printf("ratio %-34s %.3f (best)  %.3f (median)\n", name, best, med);
-      out["ratios"][name] = {{"best", best}, {"median", med}};
+      const double best = t->best() / e->best(), med = t->median() / e->median(),
+                   cpu = t->cpu_median() / e->cpu_median();
+      std::printf("ratio %-34s %.3f (best)  %.3f (median)  %.3f (CPU time)\n", name, best, med,
+                  cpu);
+      out["ratios"][name] = {{"best", best}, {"median", med}, {"cpu_time", cpu}};
     };
     auto find = [&](const std::string& framework, const std::string& format) -> const Variant* {
       for (const auto& var : v)
