@@ -23,8 +23,12 @@
 namespace ember::cpu {
 
 bool has_avx2() {
+#if defined(__x86_64__)
   static const bool v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return v;
+#else
+  return false;
+#endif
 }
 
 namespace {

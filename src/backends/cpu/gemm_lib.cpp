@@ -50,10 +50,8 @@ const OpenBlas* load_openblas() {
   const char* env = std::getenv("EMBER_OPENBLAS_LIB");
   const char* paths[] = {
     env,
-#if defined(__x86_64__)
-    "/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0",
-#elif defined(__aarch64__)
-    "/usr/lib/aarch64-linux-gnu/openblas-openmp/libopenblas.so.0",
+#if defined(EMBER_LIBRARY_ARCH)  // the target's Debian multiarch triplet (from CMake)
+    "/usr/lib/" EMBER_LIBRARY_ARCH "/openblas-openmp/libopenblas.so.0",
 #endif
     nullptr
   };

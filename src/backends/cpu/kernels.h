@@ -52,4 +52,8 @@ bool has_avx2();
 }  // namespace ember::cpu
 
 // Marks a function as the AVX2+FMA clone of a kernel (chosen at run time with has_avx2()).
+#if defined(__x86_64__)
 #define EMBER_CPU_AVX2 __attribute__((target("avx2,fma")))
+#else
+#define EMBER_CPU_AVX2  // not x86: has_avx2() is false and these clones are never called
+#endif
