@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "ember/ember.h"
+#include "ember/record/safetensors.h"
 #include "test_util.h"
 
 using namespace ember;
@@ -170,3 +171,34 @@ TEST(MemoryFormat, ResidualBlockStaysChannelsLast) {
 }
 
 }  // namespace
+
+// Module::to(channels_last) converts the conv weight (4-d) but not the 1-d bias; the forward,
+// an SGD step and a safetensors round trip give the same values as the NCHW module.
+TEST(MemoryFormat, ModuleToChannelsLast) {
+  manual_seed(21);
+  auto a = std::make_shared<nn::Conv2d>(3, 4, 3);
+  auto b = std::make_shared<nn::Conv2d>(3, 4, 3);
+  b->load_state_dict(a->state_dict());
+  b->to(CL);
+  EXPECT_EQ(b->weight.memory_format(), CL);
+  EXPECT_EQ(b->bias.strides(), (Strides{1}));
+  EXPECT_TRUE(b->weight.requires_grad());
+  const Tensor x = randn({2, 3, 6, 6});
+  expect_close(b->forward(x.contiguous(CL)), a->forward(x));
+  for (auto* m : {a.get(), b.get()}) {
+    optim::SGD opt(m->parameters(), optim::SGDOptions(0.1));
+    Tensor in = m == b.get() ? x.contiguous(CL) : x;
+    (m->forward(in) * m->forward(in)).sum().backward();
+    opt.step();
+  }
+  EXPECT_EQ(b->weight.memory_format(), CL);
+  expect_close(b->weight, a->weight);
+  test::TempDir dir("memfmt");
+  record::save_module(dir / "b.safetensors", *b);
+  auto c = std::make_shared<nn::Conv2d>(3, 4, 3);
+  EXPECT_EQ(record::load_into(*c, dir / "b.safetensors"), "");
+  EXPECT_EQ(c->weight.to_vector<float>(), b->weight.to_vector<float>());
+  b->to(MemoryFormat::contiguous);
+  EXPECT_TRUE(b->weight.is_contiguous());
+  test::expect_error([&] { b->to(MemoryFormat::preserve); }, {"[Module.to]", "preserve"});
+}

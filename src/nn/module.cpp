@@ -146,6 +146,22 @@ void Module::to(DType dtype) {
   for (const auto& c : children_) c.second->to(dtype);
 }
 
+void Module::to(MemoryFormat f) {
+  if (f == MemoryFormat::preserve)
+    EMBER_FAIL("Module.to",
+               "memory format preserve names no layout; use contiguous, "
+               "channels_last or channels_last_3d");
+  NoGradGuard no_grad;
+  const int64_t rank = f == MemoryFormat::channels_last ? 4 : 5;
+  auto convert = [&](Tensor& t) {
+    if (!t.defined() || t.is_contiguous(f)) return;
+    if (f == MemoryFormat::contiguous || t.dim() == rank) replace_in_place(t, t.contiguous(f));
+  };
+  for (auto& p : params_) convert(p.second);
+  for (auto& b : buffers_) convert(b.second);
+  for (const auto& c : children_) c.second->to(f);
+}
+
 void Module::zero_grad() {
   for (Tensor& p : parameters()) p.set_grad(Tensor());
 }

@@ -68,6 +68,10 @@ class Module : public std::enable_shared_from_this<Module> {
   /// Moves / casts every parameter and buffer in place (floating tensors only for dtype).
   void to(const Device& device);
   void to(DType dtype);
+  /// Lays out every 4-d (channels_last) or 5-d (channels_last_3d) parameter and buffer in
+  /// `format`, in place, as torch's module.to(memory_format=...); contiguous lays out all
+  /// of them row-major. Other ranks are left as they are; preserve throws ember::Error.
+  void to(MemoryFormat format);
   /// Clears the .grad of every parameter.
   void zero_grad();
 

@@ -190,8 +190,13 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
     mu = rm;
     var = rv;
   }
-  Tensor y = (x - mu) * rsqrt(var + eps);
-  return cast(affine(y, w, b), input.dtype());
+  // As torch's cpu kernel: per-channel scale and shift first, so the activation is read twice
+  // (x * scale, + shift) instead of four times; y = x * scale + (b - mu * scale).
+  Tensor scale = rsqrt(detail::upcast(var) + eps);
+  if (w.defined()) scale = scale * detail::upcast(w);
+  Tensor shift = -(detail::upcast(mu) * scale);
+  if (b.defined()) shift = shift + detail::upcast(b);
+  return cast(x * scale + shift, input.dtype());
 }
 
 Tensor instance_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
@@ -231,8 +236,13 @@ Tensor instance_norm(const Tensor& input, const Tensor& running_mean, const Tens
     mu = rm;
     var = rv;
   }
-  Tensor y = (x - mu) * rsqrt(var + eps);
-  return cast(affine(y, w, b), input.dtype());
+  // As torch's cpu kernel: per-channel scale and shift first, so the activation is read twice
+  // (x * scale, + shift) instead of four times; y = x * scale + (b - mu * scale).
+  Tensor scale = rsqrt(detail::upcast(var) + eps);
+  if (w.defined()) scale = scale * detail::upcast(w);
+  Tensor shift = -(detail::upcast(mu) * scale);
+  if (b.defined()) shift = shift + detail::upcast(b);
+  return cast(x * scale + shift, input.dtype());
 }
 
 Tensor rms_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
