@@ -1,6 +1,7 @@
 // cpu backend micro-benchmarks against the machine's peers in the same run: elementwise ops
 // against a triad bandwidth probe, the elementwise chain exp(relu(x*2+1)), softmax and layer_norm
-// over [4096, 4096], conv2d 3x3 64->64 on 56x56 and the distinct conv shapes of ResNet-50, and
+// over [4096, 4096], conv2d 3x3 64->64 on 56x56 and the distinct conv shapes of ResNet-50,
+// max_pool2d on ResNet's stem (NCHW and channels-last), and
 // sgemm N = 256..4096 against oneDNN (dnnl_sgemm and the cached dnnl::matmul primitive), OpenBLAS
 // (the pthread build, and the OpenMP build Ember's matmul calls) and BLIS called directly
 // (OpenBLAS/BLIS are dlopen'ed when installed: libopenblas-dev, libopenblas-openmp-dev,
@@ -29,6 +30,7 @@
 #include "ember/nn/functional/activation.h"
 #include "ember/nn/functional/conv.h"
 #include "ember/nn/functional/norm.h"
+#include "ember/nn/functional/pool.h"
 
 #ifdef EMBER_BENCH_HAVE_TORCH
 #include <torch/torch.h>
@@ -316,6 +318,19 @@ void conv_ember(benchmark::State& st, ConvShape c) {
   note(st, 0, conv_flops(c));
 }
 
+// max_pool2d 3x3 stride 2 pad 1 on ResNet's stem activation [8, 64, 112, 112]; Arg 1: the
+// input is channels-last. Bytes: read the input, write the output once.
+constexpr double kStemPoolBytes = 4.0 * 8 * 64 * (112 * 112 + 56 * 56);
+void BM_max_pool_stem(benchmark::State& st) {
+  Tensor x = input({8, 64, 112, 112});
+  if (st.range(0)) x = x.contiguous(MemoryFormat::channels_last);
+  for (auto _ : st) {
+    Tensor y = F::max_pool2d(x, {3}, {2}, {1});
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  note(st, kStemPoolBytes, 0);
+}
+
 #ifdef EMBER_BENCH_HAVE_TORCH
 // ---- LibTorch on the same inputs (its own intra-op threads set to Ember's count) ----
 torch::Tensor tin(std::vector<int64_t> s) {
@@ -359,6 +374,11 @@ void BM_torch_layer_norm(benchmark::State& st) {
 void BM_torch_conv2d(benchmark::State& st) {
   const auto x = tin({1, 64, 56, 56}), w = tin({64, 64, 3, 3});
   torch_bench(st, 0, 2.0 * 64 * 64 * 9 * 56 * 56, [&] { return torch::conv2d(x, w, {}, 1, 1); });
+}
+void BM_torch_max_pool_stem(benchmark::State& st) {
+  auto x = tin({8, 64, 112, 112});
+  if (st.range(0)) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+  torch_bench(st, kStemPoolBytes, 0, [&] { return torch::max_pool2d(x, 3, 2, 1); });
 }
 void BM_torch_matmul(benchmark::State& st) {
   const int64_t n = st.range(0);
@@ -471,6 +491,7 @@ BENCHMARK(BM_chain)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_softmax)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_layer_norm)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_conv2d)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_max_pool_stem)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_matmul)
     ->RangeMultiplier(2)
     ->Range(256, 4096)
@@ -521,6 +542,7 @@ BENCHMARK(BM_torch_chain)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_torch_softmax)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_torch_layer_norm)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_torch_conv2d)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_torch_max_pool_stem)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_torch_matmul)
     ->RangeMultiplier(2)
     ->Range(256, 4096)
@@ -653,6 +675,9 @@ int main(int argc, char** argv) {
           "BM_matmul" + sn);
   }
   ratio("bmm 256x64x64: ember over torch", "BM_bmm_small", "BM_torch_bmm_small");
+  ratio("max_pool2d stem NCHW: ember over torch", "BM_max_pool_stem/0", "BM_torch_max_pool_stem/0");
+  ratio("max_pool2d stem channels-last: ember over torch", "BM_max_pool_stem/1",
+        "BM_torch_max_pool_stem/1");
   for (const ConvShape& c : resnet50_convs())
     ratio("r50 conv " + conv_name(c) + ": ember over torch",
           "BM_r50conv/" + conv_name(c) + "/ember", "BM_r50conv/" + conv_name(c) + "/torch");

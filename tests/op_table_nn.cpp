@@ -280,5 +280,40 @@ const int kAttention = [] {
   return 0;
 }();
 
+// Pooling without indices (the cases the cpu backend runs through oneDNN, and those it declines
+// to the composite): ceil_mode, padding, dilation, stride != kernel, count_include_pad both ways.
+const int kPooling = [] {
+  auto pool = [](const std::string& name, Shape shape, std::function<Tensor(const Tensor&)> f) {
+    reg("nn." + name, x_of(std::move(shape)), [f](const Inputs& in) { return Outs{f(in[0])}; });
+  };
+  pool("max_pool1d/k3_s2_p1_dil2_ceil", {2, 3, 12},
+       [](const Tensor& x) { return F::max_pool1d(x, {3}, {2}, {1}, {2}, true); });
+  pool("max_pool2d/stem_k3_s2_p1", {2, 4, 12, 11},
+       [](const Tensor& x) { return F::max_pool2d(x, {3}, {2}, {1}); });
+  pool("max_pool2d/k3x2_s1x2_p1_dil2x1_ceil", {1, 3, 9, 10},
+       [](const Tensor& x) { return F::max_pool2d(x, {3, 2}, {1, 2}, {1}, {2, 1}, true); });
+  pool("max_pool2d/padding_only_window", {1, 2, 2, 5},
+       [](const Tensor& x) { return F::max_pool2d(x, {2, 1}, {1}, {1, 0}, {3, 1}); });
+  pool("max_pool3d/k3_s2_p1_ceil", {1, 2, 6, 5, 7},
+       [](const Tensor& x) { return F::max_pool3d(x, {3}, {2}, {1}, {1}, true); });
+  pool("avg_pool1d/k4_s3_p2", {2, 3, 11},
+       [](const Tensor& x) { return F::avg_pool1d(x, {4}, {3}, {2}); });
+  pool("avg_pool2d/k3_s2_p1_incl", {2, 3, 9, 8},
+       [](const Tensor& x) { return F::avg_pool2d(x, {3}, {2}, {1}); });
+  pool("avg_pool2d/k3_s2_p1_excl", {2, 3, 9, 8},
+       [](const Tensor& x) { return F::avg_pool2d(x, {3}, {2}, {1}, false, false); });
+  pool("avg_pool2d/k3_s2_p1_ceil_incl_clipped", {1, 3, 8, 8},
+       [](const Tensor& x) { return F::avg_pool2d(x, {3}, {2}, {1}, true, true); });
+  pool("avg_pool2d/k3_s2_p1_ceil_excl", {1, 3, 8, 8},
+       [](const Tensor& x) { return F::avg_pool2d(x, {3}, {2}, {1}, true, false); });
+  pool("avg_pool2d/k2x3_s3x1_p1_divisor", {1, 2, 8, 7},
+       [](const Tensor& x) { return F::avg_pool2d(x, {2, 3}, {3, 1}, {1}, false, true, 4); });
+  pool("avg_pool3d/k3_s2_p1_incl", {1, 2, 5, 7, 6},
+       [](const Tensor& x) { return F::avg_pool3d(x, {3}, {2}, {1}); });
+  pool("avg_pool3d/k2_s1_p1_ceil_excl", {1, 2, 4, 5, 3},
+       [](const Tensor& x) { return F::avg_pool3d(x, {2}, {1}, {1}, true, false); });
+  return 0;
+}();
+
 }  // namespace
 }  // namespace ember::testing

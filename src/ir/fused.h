@@ -77,6 +77,41 @@ struct ConvBackwardWeights {
   int64_t groups = 1;
 };
 
-using Fused = std::variant<Softmax, Norm, Conv, ConvBackwardData, ConvBackwardWeights>;
+/// Max or average pooling, as torch.nn.functional.{max,avg}_pool{1,2,3}d without the batching
+/// sugar, for windows the frontend checked against torch's rules: src [N, C, *S], dst [N, C, *O]
+/// with O_d = (S_d + pad_begin_d + pad_end_d - dilation_d (K_d - 1) - 1) / stride_d + 1.
+/// Tap k of output o reads s = o * stride - pad_begin + k * dilation; taps with s outside
+/// [0, S) are padding:
+///   max: dst[n, c, o] = the maximum over the in-bounds taps (padding never wins: torch pads
+///        with -inf). A NaN tap makes it NaN. The frontend offers max only when every window
+///        has an in-bounds tap;
+///   avg: dst[n, c, o] = sum of the in-bounds taps / divisor, divisor = prod K when
+///        count_include_pad, else the number of in-bounds taps (dilation is 1). The frontend
+///        offers count_include_pad only when no window reaches past S + pad_begin (torch clips
+///        its divisor there), so prod K is torch's divisor.
+/// One dtype for src and dst; a backend may take only f32. 1 <= number of spatial dims <= 3.
+struct Pool {
+  bool is_max = true;
+  Tensor src, dst;
+  std::vector<int64_t> kernel, stride, pad_begin, pad_end, dilation;
+  bool count_include_pad = true;
+};
+
+/// Gradient of Pool with respect to src, for the geometry of `Pool` (same fields):
+///   max: grad_src[n, c, s] = sum of grad_dst[n, c, o] over the outputs o whose first maximal
+///        in-bounds tap (in window order: the last spatial dim fastest) reads s; src is the
+///        forward's input;
+///   avg: grad_src[n, c, s] = sum over (o, k) reading s of grad_dst[n, c, o] / divisor(o)
+///        (src is unused and may be undefined).
+/// grad_dst [N, C, *O], grad_src [N, C, *S]; one floating dtype.
+struct PoolBackward {
+  bool is_max = true;
+  Tensor src, grad_dst, grad_src;
+  std::vector<int64_t> kernel, stride, pad_begin, pad_end, dilation;
+  bool count_include_pad = true;
+};
+
+using Fused = std::variant<Softmax, Norm, Conv, ConvBackwardData, ConvBackwardWeights, Pool,
+                           PoolBackward>;
 
 }  // namespace ember::ir

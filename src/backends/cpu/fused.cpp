@@ -212,6 +212,8 @@ struct FusedCpu {
   bool operator()(const ir::Conv& o) const { return conv_dnnl(o); }
   bool operator()(const ir::ConvBackwardData& o) const { return conv_dnnl_backward_data(o); }
   bool operator()(const ir::ConvBackwardWeights& o) const { return conv_dnnl_backward_weights(o); }
+  bool operator()(const ir::Pool& o) const { return pool_dnnl(o); }
+  bool operator()(const ir::PoolBackward& o) const { return pool_dnnl_backward(o); }
 };
 
 }  // namespace

@@ -25,6 +25,13 @@ bool conv_dnnl_backward_weights(const ir::ConvBackwardWeights& op);
 int64_t conv_backward_runs();
 /// Test hook: off makes the backward passes decline (the frontend's composite gradients run).
 void set_conv_backward_enabled(bool on);
+/// pool.cpp: oneDNN max / avg pooling forward and backward (f32); false: not taken.
+bool pool_dnnl(const ir::Pool& op);
+bool pool_dnnl_backward(const ir::PoolBackward& op);
+/// How many oneDNN pooling passes (forward or backward) have run (for tests).
+int64_t pool_dnnl_runs();
+/// Test hook: off makes pool_dnnl / pool_dnnl_backward decline (the composite runs).
+void set_pool_dnnl_enabled(bool on);
 
 /// sliced.cpp: the reference kernel on independent slices in parallel (false: too small, nothing
 /// to split, or an output overlaps an input).

@@ -1,13 +1,16 @@
 // Pooling: max/avg as im2col + a reduction over the kernel axis; adaptive pools lower to
-// ir::AdaptivePool. Composite except for the ir primitives (src/ir/ops.h).
+// ir::AdaptivePool. Composite except for the ir primitives (src/ir/ops.h) and the optional fused
+// ir::Pool / ir::PoolBackward (src/ir/fused.h), offered first where its semantics are torch's.
 #include "ember/nn/functional/pool.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "autodiff/rules.h"
 #include "ember/ops/indexing.h"
 #include "ember/ops/reduce.h"
 #include "nn/functional/spatial.h"
+#include "runtime/backend.h"
 
 namespace ember::nn::functional {
 
@@ -31,6 +34,11 @@ const char* pool_name(Kind kind, int64_t nd) {
 Tensor keep_format(const Tensor& y, const Tensor& x) {
   const MemoryFormat f = x.memory_format();
   return f == MemoryFormat::contiguous || y.dim() != x.dim() ? y : y.contiguous(f);
+}
+
+// The layout keep_format gives a batched result: x's, except contiguous for unbatched input.
+MemoryFormat format_of(const Tensor& x, bool unbatched) {
+  return unbatched ? MemoryFormat::contiguous : x.memory_format();
 }
 
 struct Window {
@@ -93,6 +101,106 @@ Shape out_shape(const Tensor& x, const Window& w, bool unbatched) {
   return s;
 }
 
+// Divisor per window (torch's avg_pool kernels): the window clipped to the padded input, or
+// to the input when !count_include_pad; separable over dims.
+std::vector<double> avg_divisors(const Window& w, bool count_include_pad,
+                                 std::optional<int64_t> divisor_override) {
+  const size_t nd = w.kernel.size();
+  std::vector<double> div(size_t(w.l));
+  std::vector<int64_t> oo(nd);
+  for (int64_t li = 0; li < w.l; ++li) {
+    for (int64_t r = li, d = int64_t(nd) - 1; d >= 0; --d) {
+      oo[size_t(d)] = r % w.out[size_t(d)];
+      r /= w.out[size_t(d)];
+    }
+    int64_t pool = 1, count = 1;
+    for (size_t d = 0; d < nd; ++d) {
+      const int64_t start = oo[d] * w.stride[d] - w.pad[d];
+      const int64_t end = std::min(start + w.kernel[d], w.in[d] + w.pad[d]);
+      pool *= end - start;
+      count *= std::max<int64_t>(std::min(end, w.in[d]) - std::max<int64_t>(start, 0), 0);
+    }
+    int64_t dv = divisor_override ? *divisor_override : count_include_pad ? pool : count;
+    div[size_t(li)] = dv == 0 ? 1.0 : double(dv);  // empty windows give 0 (sum is 0)
+  }
+  return div;
+}
+
+// The composite gradient of a pooling (the adjoint of im2col + max / sum over the kernel axis):
+// max routes each output's gradient to its first maximal tap, avg spreads grad / divisor.
+Tensor pool_grad(bool is_max, const Window& w, bool count_include_pad, const Tensor& x,
+                 const Tensor& g, const Shape& xs) {
+  const int64_t n = xs[0], c = xs[1];
+  Tensor gl = g.reshape({n, c, 1, w.l});
+  Tensor cols;
+  if (is_max) {
+    Tensor xc = detail::im2col(x, w.kernel, w.stride, w.pad, w.dilation, w.out,
+                               -std::numeric_limits<double>::infinity());
+    Tensor taps = std::get<1>(max(xc.view({n, c, w.k, w.l}), 2));
+    cols = scatter(zeros({n, c, w.k, w.l}, TensorOptions(g.dtype(), g.device())), 2,
+                   taps.unsqueeze(2), gl);
+  } else {
+    Tensor div =
+        from_vector<double>(avg_divisors(w, count_include_pad, std::nullopt), {w.l}, g.device());
+    cols = (gl / ember::detail::cast(div, g.dtype())).expand({n, c, w.k, w.l});
+  }
+  return detail::col2im(cols.reshape({n, c * w.k, w.l}), c, w.in, w.kernel, w.stride, w.pad,
+                        w.dilation, w.out);
+}
+
+// The backward of a fused pooling: offered to the backend as ir::PoolBackward, else the
+// composite gradient above. Runs with grad mode off (no double backward through it).
+void record_pool_backward(const ir::Pool& fop, const Window& w) {
+  const autograd::SavedTensor sx =
+      fop.is_max ? autograd::SavedTensor(fop.src) : autograd::SavedTensor();
+  const Shape xs = fop.src.shape();
+  const MemoryFormat xf = fop.src.memory_format();
+  ir::Pool geo = fop;
+  geo.src = geo.dst = Tensor();
+  autograd::record1(
+      fop.is_max ? "MaxPoolBackward" : "AvgPoolBackward", {fop.src}, fop.dst, [=](const Tensor& g) {
+        const Tensor x = geo.is_max ? sx.get("pool") : Tensor();
+        Tensor dx = ember::detail::make_tensor(xs, g.dtype(), g.device(), xf);
+        if (!backend_for(g.device())
+                 .execute_fused(ir::PoolBackward{geo.is_max, x, g, dx, geo.kernel, geo.stride,
+                                                 geo.pad_begin, geo.pad_end, geo.dilation,
+                                                 geo.count_include_pad}))
+          dx = pool_grad(geo.is_max, w, geo.count_include_pad, x, g, xs);
+        return std::vector<Tensor>{dx};
+      });
+}
+
+// The backend's fused pooling (ir::Pool) when its semantics are torch's here and the backend
+// takes it, with its backward recorded; else an undefined tensor (the caller runs the
+// composite). x is batched; the result [N, C, *out] is laid out in `fmt`.
+Tensor fused_pool(const Tensor& x, const Window& w, bool is_max, bool count_include_pad,
+                  MemoryFormat fmt) {
+  const size_t nd = w.kernel.size();
+  std::vector<int64_t> pad_end(nd);
+  for (size_t d = 0; d < nd; ++d) {
+    const int64_t s = w.stride[d], p = w.pad[d], k = w.kernel[d], dil = w.dilation[d];
+    // The padding after the input that the last window reaches (ceil_mode may add one window).
+    const int64_t reach = (w.out[d] - 1) * s + dil * (k - 1) + 1 - w.in[d] - p;
+    pad_end[d] = std::max<int64_t>(reach, 0);
+    // torch clips an avg window's divisor to the padded input; ir::Pool counts the whole kernel.
+    if (!is_max && count_include_pad && reach > p) return Tensor();
+    // A max window of padding only gives -inf in torch; ir::Pool needs an in-bounds tap.
+    if (is_max)
+      for (int64_t o = 0; o < w.out[d]; ++o) {
+        const int64_t start = o * s - p, k0 = start >= 0 ? 0 : (-start + dil - 1) / dil;
+        if (k0 >= k || start + k0 * dil >= w.in[d]) return Tensor();
+      }
+  }
+  Shape ds{x.size(0), x.size(1)};
+  ds.insert(ds.end(), w.out.begin(), w.out.end());
+  Tensor y = ember::detail::make_tensor(ds, x.dtype(), x.device(), fmt);
+  const ir::Pool fop{is_max, x,       y,          w.kernel,         w.stride,
+                     w.pad,  pad_end, w.dilation, count_include_pad};
+  if (!backend_for(x.device()).execute_fused(fop)) return Tensor();
+  if (autograd::needs_grad({&x})) record_pool_backward(fop, w);
+  return y;
+}
+
 std::tuple<Tensor, Tensor> max_pool(const Tensor& input, int64_t nd,
                                     const std::vector<int64_t>& kernel_size,
                                     const std::vector<int64_t>& stride,
@@ -106,6 +214,10 @@ std::tuple<Tensor, Tensor> max_pool(const Tensor& input, int64_t nd,
       prepare(input, nd, op, true, kernel_size, stride, padding, dilation, ceil_mode, w, unbatched);
   const int64_t n = x.size(0), c = x.size(1);
   const Shape os = out_shape(x, w, unbatched);
+  if (!with_indices) {
+    const Tensor y = fused_pool(x, w, true, false, format_of(x, unbatched));
+    if (y.defined()) return {unbatched ? y.squeeze(0) : y, Tensor()};
+  }
   // -inf (cast to the dtype's lowest for integers) never beats an in-bounds value.
   Tensor cols = detail::im2col(x, w.kernel, w.stride, w.pad, w.dilation, w.out,
                                -std::numeric_limits<double>::infinity());
@@ -158,25 +270,11 @@ Tensor avg_pool(const Tensor& input, int64_t nd, const std::vector<int64_t>& ker
   EMBER_CHECK(!divisor_override || *divisor_override != 0, op, "divisor_override must be non-zero");
   const int64_t n = x.size(0), c = x.size(1);
   const Shape os = out_shape(x, w, unbatched);
-  // Divisor per window (torch's avg_pool kernels): the window clipped to the padded input, or
-  // to the input when !count_include_pad; separable over dims.
-  std::vector<double> div(size_t(w.l));
-  std::vector<int64_t> oo(static_cast<size_t>(nd));
-  for (int64_t li = 0; li < w.l; ++li) {
-    for (int64_t r = li, d = nd - 1; d >= 0; --d) {
-      oo[size_t(d)] = r % w.out[size_t(d)];
-      r /= w.out[size_t(d)];
-    }
-    int64_t pool = 1, count = 1;
-    for (size_t d = 0; d < size_t(nd); ++d) {
-      const int64_t start = oo[d] * w.stride[d] - w.pad[d];
-      const int64_t end = std::min(start + w.kernel[d], w.in[d] + w.pad[d]);
-      pool *= end - start;
-      count *= std::max<int64_t>(std::min(end, w.in[d]) - std::max<int64_t>(start, 0), 0);
-    }
-    int64_t dv = divisor_override ? *divisor_override : count_include_pad ? pool : count;
-    div[size_t(li)] = dv == 0 ? 1.0 : double(dv);  // empty windows give 0 (sum is 0)
+  if (!divisor_override) {
+    const Tensor y = fused_pool(x, w, false, count_include_pad, format_of(x, unbatched));
+    if (y.defined()) return unbatched ? y.squeeze(0) : y;
   }
+  const std::vector<double> div = avg_divisors(w, count_include_pad, divisor_override);
   // Sum and divide in f32 for f16/bf16 so the result is rounded once, as torch.
   const DType ct = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
   Tensor cols = detail::im2col(x, w.kernel, w.stride, w.pad, w.dilation, w.out, 0);
@@ -205,6 +303,13 @@ std::tuple<Tensor, Tensor> adaptive(const Tensor& input, int64_t nd, bool is_max
   detail::check_min(o, 0, op, "output_size");
   Shape s{x.size(0), x.size(1)};
   s.insert(s.end(), o.begin(), o.end());
+  if (!is_max && std::all_of(o.begin(), o.end(), [](int64_t v) { return v == 1; })) {
+    // Global average pooling is a mean over the spatial dims (the backend's fast reduction).
+    std::vector<int64_t> dims;
+    for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+    Tensor y = keep_format(mean(x, dims, true), x);
+    return {unbatched ? y.squeeze(0) : y, Tensor()};
+  }
   Tensor y = ember::detail::make_tensor(s, x.dtype(), x.device());
   // Max's backward scatters to the argmax, so the indices are also computed when x needs grad.
   const bool want_idx = is_max && (with_indices || autograd::needs_grad({&x}));
