@@ -110,7 +110,8 @@ dnnl::reorder reorder(const memory::desc& from, const memory::desc& to) {
   return dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to));
 }
 
-template <typename Op, typename Make>
+// make(true) (blocked) for a plain tensor when oneDNN has it, else make(false) (as it is).
+template <typename Make>
 std::unique_ptr<Entry> try_blocked(const Tensor& src, Make make) {
   if (src.memory_format() == MemoryFormat::contiguous) {
     try {
@@ -125,7 +126,7 @@ std::unique_ptr<Entry> try_blocked(const Tensor& src, Make make) {
 // Tensors: src, dst.
 template <typename Op>
 std::unique_ptr<Entry> make_forward(const Tensor& src, const Tensor& dst, const Op& op) {
-  return try_blocked<Op>(src, [&](bool blocked) {
+  return try_blocked(src, [&](bool blocked) {
     const Geo<Op> g(op);
     auto e = std::make_unique<Entry>();
     e->user_src = desc_of(src);
@@ -143,11 +144,10 @@ std::unique_ptr<Entry> make_forward(const Tensor& src, const Tensor& dst, const 
   });
 }
 
-// Tensors: src (max: the forward's input; avg: laid out as grad_src), grad_dst, grad_src.
+// Tensors: grad_dst, grad_src (max: the forward's input is laid out as grad_src).
 template <typename Op>
-std::unique_ptr<Entry> make_backward(const Tensor& src, const Tensor& gy, const Tensor& gx,
-                                     const Op& op) {
-  return try_blocked<Op>(gx, [&](bool blocked) {
+std::unique_ptr<Entry> make_backward(const Tensor& gy, const Tensor& gx, const Op& op) {
+  return try_blocked(gx, [&](bool blocked) {
     const Geo<Op> g(op);
     auto e = std::make_unique<Entry>();
     e->user_src = desc_of(gx);
@@ -168,7 +168,6 @@ std::unique_ptr<Entry> make_backward(const Tensor& src, const Tensor& gy, const 
     if (op.is_max) e->src_in = reorder(e->user_src, e->prim_src);
     e->src_out = reorder(e->prim_src, e->user_src);
     e->dst_in = reorder(e->user_dst, e->prim_dst);
-    (void)src;  // same layout as gx (the caller made it so)
     return e;
   });
 }
@@ -284,7 +283,7 @@ bool pool_dnnl_backward(const ir::PoolBackward& op) {
   const Tensor gy = dense(op.grad_dst, f);
   const Tensor x = op.is_max ? dense(op.src, f) : gx;  // avg: only the layout is used
   if (op.is_max && !above_neg_inf(x)) return false;
-  Entry* e = cached(key_of(true, {&x, &gy, &gx}, op), [&] { return make_backward(x, gy, gx, op); });
+  Entry* e = cached(key_of(true, {&x, &gy, &gx}, op), [&] { return make_backward(gy, gx, op); });
   if (!e) return false;
   try {
     dnnl::stream s(engine());
