@@ -458,3 +458,42 @@ TEST(CpuKernelTest, BatchedSmallMatmulMatchesReference) {
 
 }  // namespace
 }  // namespace ember
+
+namespace ember {
+namespace {
+
+// Channels-last convolutions through oneDNN on NHWC as it is and on its blocked layout (the two
+// ways the timed choice picks from) both match the NCHW convolution, forward and both backward
+// passes, and keep the channels-last layout of the input and its gradient.
+TEST(CpuFusedTest, ChannelsLastConvBothLayoutsMatchNchw) {
+  namespace F = nn::functional;
+  const Device cpu = Device::cpu();
+  manual_seed(17);
+  const Tensor x0 = randn({2, 8, 10, 9}, {cpu}), w0 = randn({16, 8, 3, 3}, {cpu}) * 0.2f;
+  const Tensor b0 = randn({16}, {cpu});
+  auto run = [&](bool cl, std::vector<Tensor>& grads) {
+    Tensor x = (cl ? x0.contiguous(MemoryFormat::channels_last) : x0.clone()).requires_grad_();
+    Tensor w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+    Tensor y = F::conv2d(x, w, b, {1, 2}, {1, 0});
+    (y * y).sum().backward();
+    grads = {x.grad(), w.grad(), b.grad()};
+    return y.detach();
+  };
+  std::vector<Tensor> want_g;
+  const Tensor want = run(false, want_g);
+  for (int mode : {1, 2, 0}) {
+    cpu::set_conv_channels_last_mode(mode);
+    const int64_t backward_before = cpu::conv_backward_runs();
+    std::vector<Tensor> g;
+    const Tensor y = run(true, g);
+    EXPECT_EQ(cpu::conv_backward_runs() - backward_before, 2) << mode;  // data and weights
+    EXPECT_EQ(y.memory_format(), MemoryFormat::channels_last) << mode;
+    EXPECT_EQ(g[0].memory_format(), MemoryFormat::channels_last) << mode;
+    EXPECT_EQ(compare(want, y, 16), "") << mode;
+    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(compare(want_g[i], g[i], 64), "") << mode << " " << i;
+  }
+  cpu::set_conv_channels_last_mode(0);
+}
+
+}  // namespace
+}  // namespace ember
