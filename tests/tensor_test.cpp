@@ -91,6 +91,43 @@ TEST(TensorTest, InPlaceThroughOverlappingViews) {
   EXPECT_EQ(vals(m), (std::vector<float>{5, 0, 5, 0}));
 }
 
+// add_/sub_/mul_/div_ write straight into a dense float tensor on a host device (no temporary),
+// and fall back to compute-then-copy when the operand overlaps it shifted, when autograd records
+// the op, or for a strided destination: every way gives the out-of-place values.
+TEST(TensorTest, InPlaceArithmeticWritesIntoSelf) {
+  for (const Device& dev : {Device::cpu(), Device::ref()}) {
+    SCOPED_TRACE(dev.str());
+    const Tensor a0 = arange(12, {DType::f32, dev}).reshape({3, 4}) - 5.f;
+    const Tensor b = arange(4, {DType::f32, dev}) + 1.f;
+    Tensor a = a0.clone();
+    const int64_t version = a.impl()->storage->version;
+    void* data = a.raw_data();
+    a.add_(b, 2).mul_(b).sub_(1.5).div_(b);
+    EXPECT_EQ(a.raw_data(), data);
+    EXPECT_EQ(a.impl()->storage->version, version + 4);  // one write per op
+    EXPECT_EQ(vals(a), vals((((a0 + b * 2) * b) - 1.5) / b));
+    Tensor s = a0.clone();
+    s.add_(s);  // the operand is self element for element
+    EXPECT_EQ(vals(s), vals(a0 * 2.f));
+    Tensor sh = arange(6, {DType::f32, dev});  // operand overlapping self shifted by one
+    sh.slice(0, 1, 6).add_(sh.slice(0, 0, 5));
+    EXPECT_EQ(vals(sh), (std::vector<float>{0, 1, 3, 5, 7, 9}));
+    Tensor st = a0.clone();
+    st.t().mul_(b.reshape({4, 1}));  // strided (transposed) destination
+    EXPECT_EQ(vals(st), vals(a0 * b));
+    Tensor cl = randn({2, 3, 4, 5}, {dev}).contiguous(MemoryFormat::channels_last);
+    const Tensor cl0 = cl.clone();
+    cl.add_(cl0);
+    EXPECT_EQ(cl.memory_format(), MemoryFormat::channels_last);
+    EXPECT_EQ(vals(cl), vals(cl0 * 2.f));
+    Tensor leaf = a0.clone().requires_grad_();
+    Tensor y = leaf * 1.f;
+    y.mul_(b);
+    y.sum().backward();
+    EXPECT_EQ(vals(leaf.grad()), vals(b.expand({3, 4})));
+  }
+}
+
 TEST(TensorTest, ConversionsAndDevices) {
   Tensor x = tensor<float>({-1.7f, 2.5f, 300.f});
   EXPECT_EQ(x.to(DType::i32).to_vector<int>(), (std::vector<int>{-1, 2, 300}));

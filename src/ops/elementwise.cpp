@@ -386,20 +386,58 @@ Tensor& assign(Tensor& self, const Tensor& r, const char* op) {
 Tensor original(const Tensor& self, const Tensor* other = nullptr) {
   return autograd::needs_grad({&self, other}) ? self.clone() : self;
 }
+
+// self = self op o written straight into self, with no temporary, when that is the same as the
+// general path: a host device, no autograd history to record, a floating self whose dtype is the
+// op's compute dtype, o broadcasting to self, self dense (plain or channels-last: no element
+// written twice) and o not overlapping self except element for element. False: not done.
+bool binary_inplace(BinaryOp op, Tensor& self, const Tensor& o) {
+  if (!self.device().is_host() || o.device() != self.device() || !is_floating(self.dtype()) ||
+      autograd::needs_grad({&self, &o}))
+    return false;
+  const auto& base = self.impl()->view_base;
+  if (base && Tensor(base).requires_grad()) return false;
+  if (!self.is_contiguous() && self.memory_format() == MemoryFormat::contiguous) return false;
+  const DType rt = detail::result_type(self, o);
+  if (detail::binary_compute_dtype(op, rt, self, o) != self.dtype() ||
+      broadcast_shapes(self.shape(), o.shape(), ir::name(op)) != self.shape())
+    return false;
+  if (o.is_alias_of(self) &&
+      (o.shape() != self.shape() || o.strides() != self.strides() || o.offset() != self.offset()))
+    return false;
+  run(ir::Binary{op, self, detail::cast(o, self.dtype()).expand(self.shape()), self});
+  return true;
+}
+Tensor& inplace(BinaryOp op, Tensor& self, const Tensor& o, const char* name) {
+  detail::check_defined(self, name);
+  detail::check_same_device(self, o, name);
+  if (binary_inplace(op, self, o)) return self;
+  return assign(
+      self, binary(op, op == BinaryOp::add || op == BinaryOp::sub ? self : original(self, &o), o),
+      name);
+}
+Tensor& inplace(BinaryOp op, Tensor& self, const Scalar& v, const char* name) {
+  detail::check_defined(self, name);
+  return inplace(op, self, detail::scalar_to_tensor(v, detail::result_type(self, v), self.device()),
+                 name);
+}
+Tensor scaled(const Tensor& o, const Scalar& alpha) {
+  return alpha.to_double() == 1 && !alpha.is_float() ? o : binary(BinaryOp::mul, o, alpha);
+}
 }  // namespace
 
 Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
-  return assign(*this, add(*this, o, alpha), "add_");
+  return inplace(BinaryOp::add, *this, scaled(o, alpha), "add_");
 }
-Tensor& Tensor::add_(const Scalar& o) { return assign(*this, add(*this, o), "add_"); }
+Tensor& Tensor::add_(const Scalar& o) { return inplace(BinaryOp::add, *this, o, "add_"); }
 Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
-  return assign(*this, sub(*this, o, alpha), "sub_");
+  return inplace(BinaryOp::sub, *this, scaled(o, alpha), "sub_");
 }
-Tensor& Tensor::sub_(const Scalar& o) { return assign(*this, sub(*this, o), "sub_"); }
-Tensor& Tensor::mul_(const Tensor& o) { return assign(*this, mul(original(*this, &o), o), "mul_"); }
-Tensor& Tensor::mul_(const Scalar& o) { return assign(*this, mul(original(*this), o), "mul_"); }
-Tensor& Tensor::div_(const Tensor& o) { return assign(*this, div(original(*this, &o), o), "div_"); }
-Tensor& Tensor::div_(const Scalar& o) { return assign(*this, div(original(*this), o), "div_"); }
+Tensor& Tensor::sub_(const Scalar& o) { return inplace(BinaryOp::sub, *this, o, "sub_"); }
+Tensor& Tensor::mul_(const Tensor& o) { return inplace(BinaryOp::mul, *this, o, "mul_"); }
+Tensor& Tensor::mul_(const Scalar& o) { return inplace(BinaryOp::mul, *this, o, "mul_"); }
+Tensor& Tensor::div_(const Tensor& o) { return inplace(BinaryOp::div, *this, o, "div_"); }
+Tensor& Tensor::div_(const Scalar& o) { return inplace(BinaryOp::div, *this, o, "div_"); }
 Tensor& Tensor::clamp_(const Scalar& lo, const Scalar& hi) {
   return assign(*this, clamp(original(*this), lo, hi), "clamp_");
 }
