@@ -95,7 +95,8 @@ for g in "${groups[@]}"; do
   rc=$?
   secs=$(($(date +%s) - t0))
   passed=$(grep -oE '\[  PASSED  \] [0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
-  failed=$(grep -oE '\[  FAILED  \] [0-9]+ test' "$log" | grep -oE '[0-9]+' || echo 0)
+  # --gtest_brief prints one "[  FAILED  ] Suite.Test (N ms)" line per failed test.
+  failed=$(grep -cE '^\[  FAILED  \] [A-Za-z0-9_/]+\.[A-Za-z0-9_/]+' "$log")
   skipped=$(grep -oE '\[  SKIPPED \] [0-9]+ test' "$log" | grep -oE '[0-9]+' || echo 0)
   if [ $rc = 0 ]; then res=PASS; else res=FAIL; fail=1; grep -E '^\[  FAILED  \]' "$log" | head -20; fi
   summary+=("$res  $name: ${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} skipped, ${secs} s (log: $log)")
