@@ -322,6 +322,35 @@ TEST(CpuElementwiseTest, HalfUnaryComputedInF32MatchesReference) {
   }
 }
 
+// floor / ceil / trunc / round (half to even) through the vector loops: ref's bytes, with ties
+// (+-0.5, 1.5, 2.5), -0, NaN, infinities and values past 2^23 / 2^52 (already integers).
+TEST(CpuElementwiseTest, RoundingMatchesReferenceBitForBit) {
+  auto v = randoms(263 * 307, 51, -40, 40);
+  const double inf = std::numeric_limits<double>::infinity();
+  const double sp[] = {0.5,
+                       -0.5,
+                       1.5,
+                       2.5,
+                       -2.5,
+                       -0.0,
+                       std::nan(""),
+                       inf,
+                       -inf,
+                       8388609.5,
+                       4503599627370497.0,
+                       -0.49999997,
+                       1e-40};
+  for (size_t i = 0; i < 13; ++i)
+    for (size_t k = i; k < v.size(); k += 613) v[k] = sp[i];
+  for (size_t k = 7; k < v.size(); k += 3) v[k] = std::round(v[k] * 2) / 2;  // many ties
+  const Tensor base = from_vector<double>(v, {263, 307}, kRef);
+  for (DType t : {DType::f32, DType::f64})
+    for (const auto& [name, view] : views(base.to(t)))
+      for (UnaryOp op : {UnaryOp::floor, UnaryOp::ceil, UnaryOp::trunc, UnaryOp::round})
+        EXPECT_EQ(bytes_of(run_unary(op, view, kRef)), bytes_of(run_unary(op, view, kCpu)))
+            << ir::name(op) << " " << dtype_name(t) << " " << name;
+}
+
 Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Device& dev, DType out) {
   const Tensor x = a.to(dev), y = b.to(dev);
   Tensor d = empty(x.shape(), {out, dev});
@@ -423,6 +452,34 @@ TEST(CpuElementwiseTest, FloatPredicatesMatchReference) {
         EXPECT_EQ(bytes_of(run(kRef)), bytes_of(run(kCpu)))
             << ir::name(op) << " " << dtype_name(t) << " " << name;
       }
+}
+
+// Logical ops (nonzero and NaN are true) on f32, i32 and bool, and comparisons on bool, through
+// the vector loops: the bytes of ref's results.
+TEST(CpuElementwiseTest, LogicalAndBoolBinaryMatchReference) {
+  auto v = randoms(263 * 307, 41, -2, 2), w = randoms(263 * 307, 42, -2, 2);
+  for (size_t k = 0; k < v.size(); k += 5) v[k] = 0.0;
+  for (size_t k = 2; k < w.size(); k += 7) w[k] = 0.0;
+  for (size_t k = 3; k < v.size(); k += 101) v[k] = std::nan("");
+  const Shape shape{263, 307};
+  const Tensor a = from_vector<double>(v, shape, kRef), b = from_vector<double>(w, shape, kRef);
+  const BinaryOp logical[] = {BinaryOp::logical_and, BinaryOp::logical_or, BinaryOp::logical_xor};
+  for (DType t : {DType::f32, DType::i32, DType::b8}) {
+    const Tensor x = a.to(t), y = b.to(t);
+    std::vector<BinaryOp> ops(std::begin(logical), std::end(logical));
+    if (t == DType::b8)
+      for (BinaryOp op : {BinaryOp::eq, BinaryOp::ne, BinaryOp::lt, BinaryOp::ge})
+        ops.push_back(op);
+    for (BinaryOp op : ops) {
+      for (const auto& [name, p] : std::vector<std::pair<std::string, std::pair<Tensor, Tensor>>>{
+               {"contiguous", {x, y}},
+               {"transposed", {x.t(), y.t()}},
+               {"row bcast", {x, y.slice(0, 0, 1).expand(shape)}}})
+        EXPECT_EQ(bytes_of(run_binary(op, p.first, p.second, kRef, DType::b8)),
+                  bytes_of(run_binary(op, p.first, p.second, kCpu, DType::b8)))
+            << ir::name(op) << " " << dtype_name(t) << " " << name;
+    }
+  }
 }
 
 TEST(CpuElementwiseTest, IntegerBinaryMatchesReference) {

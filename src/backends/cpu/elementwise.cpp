@@ -146,6 +146,31 @@ struct Reciprocal {
     return T(1) / x;
   }
 };
+// Rounding as ref (round: half to even, the default rounding mode's nearbyint).
+struct Floor {
+  template <typename T>
+  T operator()(T x) const {
+    return std::floor(x);
+  }
+};
+struct Ceil {
+  template <typename T>
+  T operator()(T x) const {
+    return std::ceil(x);
+  }
+};
+struct Trunc {
+  template <typename T>
+  T operator()(T x) const {
+    return std::trunc(x);
+  }
+};
+struct Round {
+  template <typename T>
+  T operator()(T x) const {
+    return std::nearbyint(x);
+  }
+};
 struct Sqrt {
   template <typename T>
   T operator()(T x) const {
@@ -326,6 +351,25 @@ struct Ne {
     return a != b;
   }
 };
+// Logical ops: nonzero (NaN included) is true, as ref.
+struct LogicalAnd {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return (a != T(0)) & (b != T(0));
+  }
+};
+struct LogicalOr {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return (a != T(0)) | (b != T(0));
+  }
+};
+struct LogicalXor {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return (a != T(0)) != (b != T(0));
+  }
+};
 struct Lt {
   template <typename T>
   bool operator()(T a, T b) const {
@@ -419,6 +463,18 @@ bool with_unary_functor(UnaryOp op, double p0, G&& g) {
       case UnaryOp::sqrt:
         g(Sqrt{});
         return true;
+      case UnaryOp::floor:
+        g(Floor{});
+        return true;
+      case UnaryOp::ceil:
+        g(Ceil{});
+        return true;
+      case UnaryOp::trunc:
+        g(Trunc{});
+        return true;
+      case UnaryOp::round:
+        g(Round{});
+        return true;
       case UnaryOp::rsqrt:
         g(Rsqrt{});
         return true;
@@ -504,6 +560,15 @@ bool with_binary_functor(BinaryOp op, G&& g) {
     case BinaryOp::ge:
       g(Ge{}, std::true_type{});
       return true;
+    case BinaryOp::logical_and:
+      g(LogicalAnd{}, std::true_type{});
+      return true;
+    case BinaryOp::logical_or:
+      g(LogicalOr{}, std::true_type{});
+      return true;
+    case BinaryOp::logical_xor:
+      g(LogicalXor{}, std::true_type{});
+      return true;
     case BinaryOp::maximum:
       g(Maximum{}, std::false_type{});
       return true;
@@ -538,6 +603,33 @@ bool with_binary_functor(BinaryOp op, G&& g) {
     }
   }
   return false;
+}
+
+// Calls g(functor) with the functor of a comparison or logical `op` on bool; false: none.
+template <typename G>
+bool with_bool_functor(BinaryOp op, G&& g) {
+  switch (op) {
+    case BinaryOp::eq:
+      return g(Eq{}), true;
+    case BinaryOp::ne:
+      return g(Ne{}), true;
+    case BinaryOp::lt:
+      return g(Lt{}), true;
+    case BinaryOp::le:
+      return g(Le{}), true;
+    case BinaryOp::gt:
+      return g(Gt{}), true;
+    case BinaryOp::ge:
+      return g(Ge{}), true;
+    case BinaryOp::logical_and:
+      return g(LogicalAnd{}), true;
+    case BinaryOp::logical_or:
+      return g(LogicalOr{}), true;
+    case BinaryOp::logical_xor:
+      return g(LogicalXor{}), true;
+    default:
+      return false;
+  }
 }
 
 template <typename T>
@@ -627,6 +719,9 @@ bool binary(const ir::Binary& op) {
   if (t == DType::f64 && binary_typed<double>(op)) return true;
   if (t == DType::i64 && binary_typed<int64_t>(op)) return true;
   if (t == DType::i32 && binary_typed<int32_t>(op)) return true;
+  // bool: comparisons and logical ops (their functors return bool).
+  if (t == DType::b8 && with_bool_functor(op.op, [&](auto f) { run_binary<bool, bool>(op, f); }))
+    return true;
   if ((t == DType::f16 || t == DType::bf16) && binary_half(op)) return true;
   return parallel_slices<3>({op.dst, op.a, op.b}, kGrainElementwise,
                             [&](const std::array<Tensor, 3>& v) {
