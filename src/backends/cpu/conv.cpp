@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backends/cpu/allocator.h"
+#include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/kernels.h"
 #include "backends/ref/dispatch.h"
 
@@ -29,16 +29,15 @@ namespace ember::cpu {
 namespace {
 
 using dnnl::memory;
+using dnnl_util::dims_of;
+using dnnl_util::engine;
+using dnnl_util::Scratch;
+using dnnl_util::strided_desc;
 using Dims = memory::dims;
 const auto kF32 = memory::data_type::f32;
 
 std::atomic<int64_t> g_backward_runs{0};
 std::atomic<bool> g_backward_enabled{true};
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
 
 enum class Kind : int64_t { forward, backward_data, backward_weights };
 
@@ -56,25 +55,6 @@ struct Entry {
   dnnl::primitive prim;
   std::vector<Bind> binds;  // in the order the tensors are passed to execute()
 };
-
-// A buffer from the caching allocator for one of oneDNN's own layouts, for one call.
-struct Scratch {
-  void* p = nullptr;
-  int64_t n = 0;
-  explicit Scratch(int64_t bytes)
-      : p(bytes ? host_allocator().allocate(bytes) : nullptr), n(bytes) {}
-  ~Scratch() {
-    if (p) host_allocator().deallocate(p, n);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-};
-
-Dims dims_of(const Tensor& t) { return Dims(t.shape().begin(), t.shape().end()); }
-
-memory::desc user_desc(const Tensor& t) {
-  return memory::desc(dims_of(t), kF32, Dims(t.strides().begin(), t.strides().end()));
-}
 
 // Weights [C_out, C_in/g, *K] viewed as [g, C_out/g, C_in/g, *K] when grouped.
 Dims weight_dims(const Tensor& w, int64_t g) {
@@ -154,10 +134,10 @@ std::unique_ptr<Entry> make_forward(const std::vector<const Tensor*>& t, const G
       engine());
   auto e = std::make_unique<Entry>();
   e->prim = dnnl::convolution_forward(pd);
-  e->binds.push_back(bind(DNNL_ARG_SRC, false, user_desc(x), pd.src_desc()));
+  e->binds.push_back(bind(DNNL_ARG_SRC, false, strided_desc(x), pd.src_desc()));
   e->binds.push_back(bind(DNNL_ARG_WEIGHTS, false, weight_desc(w, g.groups), pd.weights_desc()));
   if (has_b) e->binds.push_back(bind(DNNL_ARG_BIAS, false, bmd, pd.bias_desc()));
-  e->binds.push_back(bind(DNNL_ARG_DST, true, user_desc(y), pd.dst_desc()));
+  e->binds.push_back(bind(DNNL_ARG_DST, true, strided_desc(y), pd.dst_desc()));
   return e;
 }
 
@@ -176,9 +156,9 @@ std::unique_ptr<Entry> make_backward_data(const std::vector<const Tensor*>& t, c
       engine(), hint);
   auto e = std::make_unique<Entry>();
   e->prim = dnnl::convolution_backward_data(pd);
-  e->binds.push_back(bind(DNNL_ARG_DIFF_DST, false, user_desc(gy), pd.diff_dst_desc()));
+  e->binds.push_back(bind(DNNL_ARG_DIFF_DST, false, strided_desc(gy), pd.diff_dst_desc()));
   e->binds.push_back(bind(DNNL_ARG_WEIGHTS, false, weight_desc(w, g.groups), pd.weights_desc()));
-  e->binds.push_back(bind(DNNL_ARG_DIFF_SRC, true, user_desc(gx), pd.diff_src_desc()));
+  e->binds.push_back(bind(DNNL_ARG_DIFF_SRC, true, strided_desc(gx), pd.diff_src_desc()));
   return e;
 }
 
@@ -202,8 +182,8 @@ std::unique_ptr<Entry> make_backward_weights(const std::vector<const Tensor*>& t
   const dnnl::convolution_backward_weights::primitive_desc pd(desc, engine(), hint);
   auto e = std::make_unique<Entry>();
   e->prim = dnnl::convolution_backward_weights(pd);
-  e->binds.push_back(bind(DNNL_ARG_SRC, false, user_desc(x), pd.src_desc()));
-  e->binds.push_back(bind(DNNL_ARG_DIFF_DST, false, user_desc(gy), pd.diff_dst_desc()));
+  e->binds.push_back(bind(DNNL_ARG_SRC, false, strided_desc(x), pd.src_desc()));
+  e->binds.push_back(bind(DNNL_ARG_DIFF_DST, false, strided_desc(gy), pd.diff_dst_desc()));
   e->binds.push_back(
       bind(DNNL_ARG_DIFF_WEIGHTS, true, weight_desc(gw, g.groups), pd.diff_weights_desc()));
   if (has_b) e->binds.push_back(bind(DNNL_ARG_DIFF_BIAS, true, bmd, pd.diff_bias_desc()));

@@ -21,7 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backends/cpu/allocator.h"
+#include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/ref/dispatch.h"
@@ -31,34 +31,14 @@ namespace ember::cpu {
 namespace {
 
 using dnnl::memory;
+using dnnl_util::dims_of;
+using dnnl_util::engine;
+using dnnl_util::Scratch;
+using dnnl_util::strided_desc;
 using Dims = memory::dims;
 
 std::atomic<int64_t> g_runs{0};
 std::atomic<bool> g_enabled{true};
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-// A buffer from the caching allocator for one call (oneDNN's workspace, a recomputed dst).
-struct Scratch {
-  void* p = nullptr;
-  int64_t n = 0;
-  explicit Scratch(int64_t bytes)
-      : p(bytes ? host_allocator().allocate(bytes) : nullptr), n(bytes) {}
-  ~Scratch() {
-    if (p) host_allocator().deallocate(p, n);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-};
-
-Dims dims_of(const Tensor& t) { return Dims(t.shape().begin(), t.shape().end()); }
-memory::desc desc_of(const Tensor& t) {
-  return memory::desc(dims_of(t), memory::data_type::f32,
-                      Dims(t.strides().begin(), t.strides().end()));
-}
 
 // The tensor dense in `f` (its own memory format unless given): as it is, or a copy.
 Tensor dense(const Tensor& t, MemoryFormat f) { return t.is_contiguous(f) ? t : t.contiguous(f); }
@@ -97,7 +77,7 @@ struct Entry {
 // The layout the primitives run on for a src-side tensor: its own when channels-last (NHWC /
 // NDHWC: no reorder), else blocked by 8 channels.
 memory::desc prim_src_desc(const Tensor& t, bool blocked) {
-  if (!blocked) return desc_of(t);
+  if (!blocked) return strided_desc(t);
   using tag = memory::format_tag;
   const tag tg = t.dim() == 3 ? tag::nCw8c : t.dim() == 4 ? tag::nChw8c : tag::nCdhw8c;
   return memory::desc(dims_of(t), memory::data_type::f32, tg);
@@ -129,8 +109,8 @@ std::unique_ptr<Entry> make_forward(const Tensor& src, const Tensor& dst, const 
   return try_blocked(src, [&](bool blocked) {
     const Geo<Op> g(op);
     auto e = std::make_unique<Entry>();
-    e->user_src = desc_of(src);
-    e->user_dst = desc_of(dst);
+    e->user_src = strided_desc(src);
+    e->user_dst = strided_desc(dst);
     e->prim_src = prim_src_desc(src, blocked);
     const dnnl::pooling_v2_forward::primitive_desc pd(
         g.forward(dnnl::prop_kind::forward_inference, e->prim_src,
@@ -150,8 +130,8 @@ std::unique_ptr<Entry> make_backward(const Tensor& gy, const Tensor& gx, const O
   return try_blocked(gx, [&](bool blocked) {
     const Geo<Op> g(op);
     auto e = std::make_unique<Entry>();
-    e->user_src = desc_of(gx);
-    e->user_dst = desc_of(gy);
+    e->user_src = strided_desc(gx);
+    e->user_dst = strided_desc(gy);
     e->prim_src = prim_src_desc(gx, blocked);
     const dnnl::pooling_v2_forward::primitive_desc hint(
         g.forward(dnnl::prop_kind::forward_training, e->prim_src,
