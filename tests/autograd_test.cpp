@@ -1,6 +1,8 @@
 // Autodiff core: recording, the engine, views and in-place ops, guards, errors, checkpointing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "ember/autograd.h"
@@ -80,6 +82,30 @@ TEST(AutogradTest, InPlaceOnViewsRebasesHistory) {
   z.select(0, 0).fill_(5);  // no gradient flows through the overwritten element
   (z * z).sum().backward();
   EXPECT_EQ(v(w.grad()), (std::vector<double>{0, 4, 6}));
+}
+
+// Found by a new-user review: a write through a slice of an op's result that is a view of the
+// op's scratch (matmul) was lost from the gradient, and a write through a view of a
+// channels-last tensor routed its gradient in NCHW order. As torch 1.13.
+TEST(AutogradTest, InPlaceThroughViewsOfOpResultsAndChannelsLast) {
+  for (const Device& dev : {Device::cpu(), Device::ref()}) {
+    SCOPED_TRACE(dev.str());
+    Tensor a = randn({3, 4}, {dev}).requires_grad_();
+    Tensor m = matmul(a, ones({4, 4}, {dev}));
+    m.slice(1, 0, 2).mul_(0);
+    EXPECT_EQ(m.grad_fn_name(), "AsStridedBackward");  // m views matmul's [1, 3, 4] product
+    m.sum().backward();
+    EXPECT_EQ(v(a.grad()), std::vector<double>(12, 2.0));  // torch: all 2
+
+    Tensor x = randn({1, 2, 3, 3}, {dev}).contiguous(MemoryFormat::channels_last).requires_grad_();
+    Tensor y = x * 1.f;
+    y.select(1, 0).mul_(0);
+    y.sum().backward();
+    std::vector<double> want(18, 1.0);
+    std::fill(want.begin(), want.begin() + 9, 0.0);  // channel 0 zeroed, channel 1 kept
+    EXPECT_EQ(v(x.grad()), want);
+    EXPECT_EQ(x.grad().memory_format(), MemoryFormat::channels_last);
+  }
 }
 
 TEST(AutogradTest, ErrorsAreReadable) {

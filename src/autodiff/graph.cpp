@@ -115,9 +115,19 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
+namespace {
+void record_view_of(const Tensor& base, const Tensor& view);
+}  // namespace
+
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined() || !t.impl()->autograd) return {};
   AutogradMeta& m = *t.impl()->autograd;
+  // A view whose base was written in place after its history was recorded: rebuild it.
+  if (m.grad_fn && m.view_version >= 0 && m.view_version != t.impl()->storage->version &&
+      t.impl()->view_base) {
+    const Tensor base(t.impl()->view_base);
+    if (base.requires_grad() && base.is_contiguous(base.memory_format())) record_view_of(base, t);
+  }
   if (m.grad_fn) return {m.grad_fn, m.output_nr};
   if (!m.requires_grad) return {};
   auto acc = m.accumulator.lock();
@@ -144,9 +154,15 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
     const Tensor& out = outputs[i];
     node->outputs.push_back({out.shape(), out.dtype(), out.device()});
     if (!is_floating(out.dtype())) continue;  // integer outputs (indices) carry no gradient
+    // An op's result that is a view of the op's own scratch (matmul's [1, M, N] product viewed
+    // as [M, N]) is its own base for in-place writes: else a write through a slice of it would
+    // rebase the history of the scratch, which has none, and be lost from the gradient.
+    if (out.impl()->view_base && !Tensor(out.impl()->view_base).requires_grad())
+      out.impl()->view_base.reset();
     AutogradMeta& m = meta(out);
     m.grad_fn = node;
     m.output_nr = i;
+    m.view_version = out.impl()->view_base ? out.impl()->storage->version : -1;
   }
 }
 
@@ -196,25 +212,44 @@ void record_copy(const Tensor& dst, const Tensor& src, const Tensor&) {
   auto region = [vshape, vstrides, voff](const Tensor& g) {
     return detail::make_view(g, vshape, vstrides, g.offset() + voff);
   };
+  // Gradients of the base are laid out as the base (plain or channels-last), so that region()
+  // finds the view's elements in them at the view's strides.
+  const MemoryFormat bfmt = base.memory_format();
+  if (!base.is_contiguous(bfmt))
+    EMBER_FAIL("copy_", "in-place write through a view of a tensor that is not dense (shape ",
+               shape_str(base.shape()), ", strides ", shape_str(base.strides()),
+               ") is not supported with autograd");
   Tensor old_base = detail::make_view(base, base.shape(), base.strides(), base.offset());
   if (base.impl()->autograd)
     old_base.impl()->autograd = std::make_shared<AutogradMeta>(*base.impl()->autograd);
   record("CopySlices", {old_base, src}, {base},
-         [region, src_shape, src_dtype](const std::vector<Tensor>& gs) {
-           Tensor g = gs[0].contiguous().clone();
+         [region, src_shape, src_dtype, bfmt](const std::vector<Tensor>& gs) {
+           const Tensor& g0 = gs[0];
+           Tensor g = empty(g0.shape(), {g0.dtype(), g0.device()}, bfmt).copy_(g0);
            Tensor gsrc = reduce_to(region(g).clone(), src_shape, src_dtype);
            region(g).fill_(0);
            return std::vector<Tensor>{g, gsrc};
          });
   // The view itself now reads from the new base.
-  const Shape bshape = base.shape();
-  const DType bdtype = base.dtype();
-  record1("AsStridedBackward", {base}, dst, [region, bshape, bdtype](const Tensor& g) {
-    Tensor gb = zeros(bshape, {bdtype, g.device()});
-    region(gb).copy_(g);
-    return std::vector<Tensor>{gb};
-  });
+  record_view_of(base, dst);
 }
+
+namespace {
+// view's history: the region of base (dense in its memory format) that view reads.
+void record_view_of(const Tensor& base, const Tensor& view) {
+  const Shape vshape = view.shape(), bshape = base.shape();
+  const Strides vstrides = view.strides();
+  const int64_t voff = view.offset() - base.offset();
+  const DType bdtype = base.dtype();
+  const MemoryFormat bfmt = base.memory_format();
+  record1("AsStridedBackward", {base}, view,
+          [vshape, vstrides, voff, bshape, bdtype, bfmt](const Tensor& g) {
+            Tensor gb = empty(bshape, {bdtype, g.device()}, bfmt).zero_();
+            detail::make_view(gb, vshape, vstrides, gb.offset() + voff).copy_(g);
+            return std::vector<Tensor>{gb};
+          });
+}
+}  // namespace
 
 }  // namespace autograd
 }  // namespace ember

@@ -12,6 +12,10 @@ struct AutogradMeta {
   std::shared_ptr<autograd::Node> grad_fn;
   uint32_t output_nr = 0;
   std::weak_ptr<autograd::Node> accumulator;  // the leaf's AccumulateGrad, while a graph uses it
+  /// For a view with history: its storage's version when grad_fn was set. A different version
+  /// later means the base was written in place since, so the view's history is rebuilt from
+  /// the base's (as torch regenerates a view's grad_fn).
+  int64_t view_version = -1;
 };
 
 }  // namespace ember

@@ -66,7 +66,9 @@ bool Tensor::is_leaf() const {
 
 std::string Tensor::grad_fn_name() const {
   detail::check_defined(*this, "grad_fn_name");
-  return impl_->autograd && impl_->autograd->grad_fn ? impl_->autograd->grad_fn->name : "";
+  if (!impl_->autograd || !impl_->autograd->grad_fn) return "";
+  autograd::gradient_edge(*this);  // a view rebuilds its history if its base was written since
+  return impl_->autograd->grad_fn->name;
 }
 
 namespace autograd {
