@@ -54,6 +54,10 @@ TEST(MemoryFormat, IsContiguousAndMemoryFormat) {
   const Tensor one = zeros({2, 1, 4, 5});
   EXPECT_TRUE(one.is_contiguous(CL));
   EXPECT_EQ(one.memory_format(), MemoryFormat::contiguous);
+  // Empty tensors are contiguous whatever their strides (as torch).
+  const Tensor empty_cl = empty({0, 3, 4, 5}, {}, CL);
+  EXPECT_TRUE(empty_cl.is_contiguous());
+  EXPECT_EQ(empty_cl.memory_format(), MemoryFormat::contiguous);
   // A slice of a channels-last tensor along W is not dense.
   EXPECT_FALSE(nhwc.slice(3, 0, 4, 2).is_contiguous(CL));
   EXPECT_EQ(nhwc.slice(3, 0, 4, 2).memory_format(), MemoryFormat::contiguous);

@@ -123,6 +123,17 @@ TEST(PoolTest, ErrorsNameTheOp) {
       },
       {"[max_pool2d]", "pad should be at most half of kernel size"});
   expect_error([] { F::max_pool2d(zeros({1, 1, 2, 2}), {3}); }, {"[max_pool2d]", "too small"});
+  // Window sizes past a C int overflowed the output size or ran oneDNN for hours.
+  expect_error(
+      [] {
+        F::max_pool2d(zeros({2, 2, 7, 6}), {int64_t(1) << 62}, {1}, {int64_t(1) << 61});
+      },
+      {"[max_pool2d]", "kernel_size must be < 2^31"});
+  expect_error(
+      [] {
+        F::avg_pool2d(zeros({1, 1, 4, 4}), {2}, {int64_t(1) << 31});
+      },
+      {"[avg_pool2d]", "stride must be < 2^31"});
   expect_error(
       [] {
         F::max_pool2d(zeros({1, 1, 4, 4}, DType::b8), {2});

@@ -159,6 +159,7 @@ Device Tensor::device() const {
   return impl_->storage->device;
 }
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // as torch: an empty tensor is contiguous whatever its strides
   const auto& s = shape();
   const auto& st = strides();
   int64_t expect = 1;

@@ -71,6 +71,16 @@ Tensor prepare(const Tensor& input, int64_t nd, const char* op, bool is_max,
   detail::check_min(w.stride, 1, op, "stride");
   detail::check_min(w.pad, 0, op, "padding");
   detail::check_min(w.dilation, 1, op, "dilation");
+  // As torch, the window parameters are C ints (larger ones overflowed the output-size formula
+  // or ran oneDNN for hours).
+  for (const auto& [v, name] :
+       {std::pair<const std::vector<int64_t>*, const char*>{&w.kernel, "kernel_size"},
+        {&w.stride, "stride"},
+        {&w.pad, "padding"},
+        {&w.dilation, "dilation"}})
+    for (int64_t x : *v)
+      EMBER_CHECK(x <= std::numeric_limits<int32_t>::max(), op, name, " must be < 2^31, got ",
+                  list_str(*v));
   w.in = detail::spatial(x);
   w.out.resize(static_cast<size_t>(nd));
   for (size_t i = 0; i < size_t(nd); ++i) {
