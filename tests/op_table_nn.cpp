@@ -290,10 +290,12 @@ const int kPooling = [] {
        [](const Tensor& x) { return F::max_pool1d(x, {3}, {2}, {1}, {2}, true); });
   pool("max_pool2d/stem_k3_s2_p1", {2, 4, 12, 11},
        [](const Tensor& x) { return F::max_pool2d(x, {3}, {2}, {1}); });
-  pool("max_pool2d/k3x2_s1x2_p1_dil2x1_ceil", {1, 3, 9, 10},
-       [](const Tensor& x) { return F::max_pool2d(x, {3, 2}, {1, 2}, {1}, {2, 1}, true); });
-  pool("max_pool2d/padding_only_window", {1, 2, 2, 5},
-       [](const Tensor& x) { return F::max_pool2d(x, {2, 1}, {1}, {1, 0}, {3, 1}); });
+  pool("max_pool2d/k3x2_s1x2_p1_dil2x1_ceil", {1, 3, 9, 10}, [](const Tensor& x) {
+    return F::max_pool2d(x, {3, 2}, {1, 2}, {1}, {2, 1}, true);
+  });
+  pool("max_pool2d/padding_only_window", {1, 2, 2, 5}, [](const Tensor& x) {
+    return F::max_pool2d(x, {2, 1}, {1}, {1, 0}, {3, 1});
+  });
   pool("max_pool3d/k3_s2_p1_ceil", {1, 2, 6, 5, 7},
        [](const Tensor& x) { return F::max_pool3d(x, {3}, {2}, {1}, {1}, true); });
   pool("avg_pool1d/k4_s3_p2", {2, 3, 11},
@@ -306,8 +308,9 @@ const int kPooling = [] {
        [](const Tensor& x) { return F::avg_pool2d(x, {3}, {2}, {1}, true, true); });
   pool("avg_pool2d/k3_s2_p1_ceil_excl", {1, 3, 8, 8},
        [](const Tensor& x) { return F::avg_pool2d(x, {3}, {2}, {1}, true, false); });
-  pool("avg_pool2d/k2x3_s3x1_p1_divisor", {1, 2, 8, 7},
-       [](const Tensor& x) { return F::avg_pool2d(x, {2, 3}, {3, 1}, {1}, false, true, 4); });
+  pool("avg_pool2d/k2x3_s3x1_p1_divisor", {1, 2, 8, 7}, [](const Tensor& x) {
+    return F::avg_pool2d(x, {2, 3}, {3, 1}, {1}, false, true, 4);
+  });
   pool("avg_pool3d/k3_s2_p1_incl", {1, 2, 5, 7, 6},
        [](const Tensor& x) { return F::avg_pool3d(x, {3}, {2}, {1}); });
   pool("avg_pool3d/k2_s1_p1_ceil_excl", {1, 2, 4, 5, 3},

@@ -111,7 +111,7 @@ struct PoolBackward {
   bool count_include_pad = true;
 };
 
-using Fused = std::variant<Softmax, Norm, Conv, ConvBackwardData, ConvBackwardWeights, Pool,
-                           PoolBackward>;
+using Fused =
+    std::variant<Softmax, Norm, Conv, ConvBackwardData, ConvBackwardWeights, Pool, PoolBackward>;
 
 }  // namespace ember::ir
