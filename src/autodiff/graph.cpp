@@ -116,7 +116,31 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
 }
 
 namespace {
-void record_view_of(const Tensor& base, const Tensor& view);
+// Where a view's elements lie in a tensor laid out as its base (a gradient of the base, which
+// is dense in the base's memory format).
+struct Region {
+  Shape shape;
+  Strides strides;
+  int64_t offset;
+  Region(const Tensor& view, const Tensor& base)
+      : shape(view.shape()), strides(view.strides()), offset(view.offset() - base.offset()) {}
+  Tensor operator()(const Tensor& g) const {
+    return detail::make_view(g, shape, strides, g.offset() + offset);
+  }
+};
+
+// view's history: the region of base that view reads.
+void record_view_of(const Tensor& base, const Tensor& view) {
+  const Region region(view, base);
+  const Shape bshape = base.shape();
+  const DType bdtype = base.dtype();
+  const MemoryFormat bfmt = base.memory_format();
+  record1("AsStridedBackward", {base}, view, [region, bshape, bdtype, bfmt](const Tensor& g) {
+    Tensor gb = empty(bshape, {bdtype, g.device()}, bfmt).zero_();
+    region(gb).copy_(g);
+    return std::vector<Tensor>{gb};
+  });
+}
 }  // namespace
 
 Edge gradient_edge(const Tensor& t) {
@@ -206,12 +230,7 @@ void record_copy(const Tensor& dst, const Tensor& src, const Tensor&) {
     return;
   }
   // A view was written: the base's new value is (old base outside the region, src inside).
-  const Shape vshape = dst.shape();
-  const Strides vstrides = dst.strides();
-  const int64_t voff = dst.offset() - base.offset();
-  auto region = [vshape, vstrides, voff](const Tensor& g) {
-    return detail::make_view(g, vshape, vstrides, g.offset() + voff);
-  };
+  const Region region(dst, base);
   // Gradients of the base are laid out as the base (plain or channels-last), so that region()
   // finds the view's elements in them at the view's strides.
   const MemoryFormat bfmt = base.memory_format();
@@ -233,23 +252,6 @@ void record_copy(const Tensor& dst, const Tensor& src, const Tensor&) {
   // The view itself now reads from the new base.
   record_view_of(base, dst);
 }
-
-namespace {
-// view's history: the region of base (dense in its memory format) that view reads.
-void record_view_of(const Tensor& base, const Tensor& view) {
-  const Shape vshape = view.shape(), bshape = base.shape();
-  const Strides vstrides = view.strides();
-  const int64_t voff = view.offset() - base.offset();
-  const DType bdtype = base.dtype();
-  const MemoryFormat bfmt = base.memory_format();
-  record1("AsStridedBackward", {base}, view,
-          [vshape, vstrides, voff, bshape, bdtype, bfmt](const Tensor& g) {
-            Tensor gb = empty(bshape, {bdtype, g.device()}, bfmt).zero_();
-            detail::make_view(gb, vshape, vstrides, gb.offset() + voff).copy_(g);
-            return std::vector<Tensor>{gb};
-          });
-}
-}  // namespace
 
 }  // namespace autograd
 }  // namespace ember
