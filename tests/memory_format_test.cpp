@@ -206,3 +206,71 @@ TEST(MemoryFormat, ModuleToChannelsLast) {
   EXPECT_TRUE(b->weight.is_contiguous());
   test::expect_error([&] { b->to(MemoryFormat::preserve); }, {"[Module.to]", "preserve"});
 }
+
+// Which results keep a channels-last input's layout, as torch 1.13 (checked there with
+// is_contiguous(memory_format=...)).
+TEST(MemoryFormat, CopiesCatInterpolatePadGroupNormKeepChannelsLastAsTorch) {
+  const MemoryFormat CL3 = MemoryFormat::channels_last_3d;
+  for (const Device dev : devices()) {
+    SCOPED_TRACE(dev.str());
+    const Tensor x = randn({2, 4, 5, 6}, {dev});
+    const Tensor xc = x.contiguous(CL);
+    auto is_cl = [&](const Tensor& t) { return t.memory_format() == CL; };
+    // clone and the *_like factories: memory_format=preserve.
+    const Tensor c = xc.clone();
+    EXPECT_TRUE(is_cl(c));
+    expect_close(c, x);
+    EXPECT_FALSE(c.is_alias_of(xc));
+    EXPECT_TRUE(xc.contiguous().is_contiguous());
+    for (const Tensor& t : {empty_like(xc), zeros_like(xc), ones_like(xc), full_like(xc, 2),
+                            rand_like(xc), randn_like(xc)})
+      EXPECT_TRUE(is_cl(t));
+    EXPECT_EQ(zeros_like(xc).to_vector<float>(), std::vector<float>(240, 0.f));
+    EXPECT_EQ(full_like(xc, 2).to_vector<float>(), std::vector<float>(240, 2.f));
+    EXPECT_TRUE(empty_like(x).is_contiguous());
+    // A strided slice of a channels-last tensor: clone keeps its dim order (torch's
+    // infer_dense_strides), cat does not (its strides are not channels-last-like).
+    const Tensor slice = xc.slice(2, 0, 5, 2);
+    EXPECT_TRUE(is_cl(slice.clone()));
+    EXPECT_TRUE(cat({slice, slice}, 1).is_contiguous());
+    // cat: channels-last when every input is.
+    for (int64_t d : {0, 1, 2, 3}) {
+      const Tensor y = cat({xc, xc}, d);
+      EXPECT_TRUE(is_cl(y));
+      expect_close(y, cat({x, x}, d));
+    }
+    EXPECT_TRUE(cat({xc, x}, 1).is_contiguous());
+    EXPECT_TRUE(cat({x, xc}, 1).is_contiguous());
+    // interpolate: channels-last except bicubic.
+    for (const char* mode : {"nearest", "nearest-exact", "bilinear", "area"}) {
+      SCOPED_TRACE(mode);
+      const Tensor y = F::interpolate(xc, {7, 8}, {}, mode);
+      EXPECT_TRUE(is_cl(y));
+      expect_close(y, F::interpolate(x, {7, 8}, {}, mode));
+    }
+    EXPECT_TRUE(F::interpolate(xc, {7, 8}, {}, "bicubic").is_contiguous());
+    // pad: constant keeps it, the others give contiguous.
+    const Tensor pc = pad(xc, {1, 1, 2, 0});
+    EXPECT_TRUE(is_cl(pc));
+    expect_close(pc, pad(x, {1, 1, 2, 0}));
+    for (const char* mode : {"reflect", "replicate", "circular"}) {
+      SCOPED_TRACE(mode);
+      const Tensor y = pad(xc, {1, 1, 1, 1}, mode);
+      EXPECT_TRUE(y.is_contiguous());
+      expect_close(y, pad(x, {1, 1, 1, 1}, mode));
+    }
+    // group_norm keeps it.
+    const Tensor g = F::group_norm(xc, 2, ones({4}, {dev}), zeros({4}, {dev}));
+    EXPECT_TRUE(is_cl(g));
+    expect_close(g, F::group_norm(x, 2, ones({4}, {dev}), zeros({4}, {dev})), 1e-4);
+    // 5-d: the same with channels_last_3d, except area (adaptive_avg_pool3d) is contiguous.
+    const Tensor v = randn({2, 3, 2, 4, 5}, {dev}).contiguous(CL3);
+    EXPECT_EQ(v.clone().memory_format(), CL3);
+    EXPECT_EQ(cat({v, v}, 1).memory_format(), CL3);
+    EXPECT_EQ(F::interpolate(v, {3, 5, 7}, {}, "trilinear").memory_format(), CL3);
+    EXPECT_EQ(F::interpolate(v, {3, 5, 7}).memory_format(), CL3);
+    EXPECT_TRUE(F::interpolate(v, {3, 5, 7}, {}, "area").is_contiguous());
+    EXPECT_EQ(pad(v, {1, 1, 1, 1, 1, 1}).memory_format(), CL3);
+    EXPECT_EQ(F::group_norm(v, 3).memory_format(), CL3);
+  }
+}

@@ -659,3 +659,29 @@ TEST(NnModulesTest, ConvNetBackward) {
     EXPECT_EQ(p.second.grad().shape(), p.second.shape()) << p.first;
   }
 }
+
+// A module used twice (torch's Sequential(a, a)): parameters() and named_parameters() list its
+// parameters once, state_dict under both paths, and an optimizer steps them once.
+TEST(NnModulesTest, SharedModuleParametersAreListedOnceAsTorch) {
+  auto a = std::make_shared<Linear>(1, 1, false);
+  {
+    NoGradGuard no_grad;
+    a->weight.fill_(2);
+  }
+  auto net =
+      std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<UnaryModule>>{a, a});
+  ASSERT_EQ(net->parameters().size(), 1u);
+  EXPECT_EQ(net->named_parameters()[0].first, "0.weight");
+  EXPECT_EQ(net->named_modules().size(), 2u);  // "" and "0"
+  const StateDict sd = net->state_dict();
+  ASSERT_EQ(sd.items().size(), 2u);
+  EXPECT_EQ(sd.items()[0].first, "0.weight");
+  EXPECT_EQ(sd.items()[1].first, "1.weight");
+  EXPECT_EQ(net->load_state_dict(sd), "");
+  optim::SGD opt(net->parameters(), optim::SGDOptions(0.1));
+  // y = w * (w * x): dy/dw = 2 w x = 4 at w = 2, x = 1.
+  sum(net->forward(ones({1, 1}))).backward();
+  EXPECT_FLOAT_EQ(a->weight.grad().item<float>(), 4.f);
+  opt.step();
+  EXPECT_FLOAT_EQ(a->weight.item<float>(), 1.6f);
+}

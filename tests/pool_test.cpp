@@ -237,3 +237,66 @@ TEST(InterpolateTest, ErrorsNameTheOp) {
   expect_error([&] { F::interpolate(x.to(DType::i32), {4}, {}, "bilinear"); },
                {"[interpolate]", "floating-point"});
 }
+
+// ---- max pooling with -inf and NaN windows, as torch 1.13 on cpu (values from torch) ----
+
+TEST(PoolTest, MaxPoolAllMinusInfWindowSendsItsGradientToItsFirstElement) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const Device dev : {Device::cpu(), Device::ref()}) {
+    SCOPED_TRACE(dev.str());
+    for (bool with_indices : {true, false}) {
+      Tensor x = tensor<float>({-inf, -inf, 1, -inf, -inf, 2, 3, 4, 5}, {1, 1, 3, 3})
+                     .to(dev)
+                     .requires_grad_();
+      Tensor y, idx;
+      if (with_indices) {
+        std::tie(y, idx) = F::max_pool2d_with_indices(x, {2}, {2}, {1});
+        EXPECT_EQ(ints(idx), (std::vector<int64_t>{0, 2, 6, 8}));
+      } else {
+        y = F::max_pool2d(x, {2}, {2}, {1});
+      }
+      EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{-inf, 1, 3, 5}));
+      y.backward(tensor<float>({1, 2, 3, 4}, {1, 1, 2, 2}).to(dev));
+      expect_near(x.grad(), {1, 0, 2, 0, 0, 0, 3, 0, 4});
+    }
+    Tensor a = full({1, 1, 2, 2}, -inf, TensorOptions(DType::f32, dev)).requires_grad_();
+    auto [ya, ia] = F::max_pool2d_with_indices(a, {2}, {1}, {1});
+    EXPECT_EQ(ints(ia), (std::vector<int64_t>{0, 0, 1, 0, 0, 1, 2, 2, 3}));
+    ya.backward(arange(1, 10, 1, TensorOptions(DType::f32, dev)).reshape({1, 1, 3, 3}));
+    expect_near(a.grad(), {12, 9, 15, 9});
+    Tensor b = full({1, 1, 4}, -inf, TensorOptions(DType::f32, dev)).requires_grad_();
+    Tensor yb = F::max_pool1d(b, {3}, {2}, {1});
+    yb.backward(tensor<float>({1, 2}, {1, 1, 2}).to(dev));
+    expect_near(b.grad(), {1, 2, 0, 0});
+  }
+}
+
+TEST(PoolTest, MaxPoolReportsTheLastNaNOfAWindowAsTorch) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const Device dev : {Device::cpu(), Device::ref()}) {
+    SCOPED_TRACE(dev.str());
+    const Tensor x2 = tensor<float>({nan, 1, nan, 2, 3, nan, 4, 5}, {1, 1, 2, 4}).to(dev);
+    auto [y2, i2] = F::max_pool2d_with_indices(x2, {2});
+    EXPECT_TRUE(std::isnan(y2.to_vector<float>()[0]) && std::isnan(y2.to_vector<float>()[1]));
+    EXPECT_EQ(ints(i2), (std::vector<int64_t>{5, 2}));
+    EXPECT_EQ(ints(std::get<1>(F::adaptive_max_pool2d_with_indices(x2, {1}))),
+              (std::vector<int64_t>{5}));
+    EXPECT_EQ(ints(std::get<1>(F::adaptive_max_pool2d_with_indices(x2, {1, 2}))),
+              (std::vector<int64_t>{5, 2}));
+    for (bool adaptive : {false, true}) {
+      Tensor x1 = tensor<float>({1, nan, 3, nan, 2}, {1, 1, 5}).to(dev).requires_grad_();
+      auto [y1, i1] = adaptive ? F::adaptive_max_pool1d_with_indices(x1, {1})
+                               : F::max_pool1d_with_indices(x1, {5});
+      EXPECT_EQ(ints(i1), (std::vector<int64_t>{3}));
+      y1.backward(ones_like(y1));
+      expect_near(x1.grad(), {0, 0, 0, 1, 0});
+    }
+    Tensor x0 = tensor<float>({1, nan, 3, nan, 2}, {1, 1, 5}).to(dev).requires_grad_();
+    F::max_pool1d(x0, {5}).backward(ones({1, 1, 1}).to(dev));  // no indices asked for
+    expect_near(x0.grad(), {0, 0, 0, 1, 0});
+    const Tensor x3 = tensor<float>({nan, 1, nan, 2, 3, nan, 4, 5}, {1, 1, 2, 2, 2}).to(dev);
+    EXPECT_EQ(ints(std::get<1>(F::max_pool3d_with_indices(x3, {2}))), (std::vector<int64_t>{5}));
+    EXPECT_EQ(ints(std::get<1>(F::adaptive_max_pool3d_with_indices(x3, {1}))),
+              (std::vector<int64_t>{5}));
+  }
+}

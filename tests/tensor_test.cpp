@@ -6,6 +6,7 @@
 
 #include "ember/ember.h"
 #include "op_table.h"
+#include "test_util.h"
 
 using namespace ember;
 
@@ -79,11 +80,14 @@ TEST(TensorTest, ViewsShareStorageAndWriteThrough) {
 }
 
 TEST(TensorTest, InPlaceThroughOverlappingViews) {
+  // A source partly overlapping the destination is refused, as torch (clone it first).
   Tensor x = arange(9, DType::f32).reshape({3, 3});
-  x.copy_(x.t());  // source aliases destination: must behave as if copied first
+  EXPECT_THROW(x.copy_(x.t()), Error);
+  x.copy_(x.t().clone());
   EXPECT_EQ(vals(x), (std::vector<float>{0, 3, 6, 1, 4, 7, 2, 5, 8}));
   Tensor y = arange(4, DType::i32);
-  y.slice(0, 1, 4).copy_(y.slice(0, 0, 3));
+  EXPECT_THROW(y.slice(0, 1, 4).copy_(y.slice(0, 0, 3)), Error);
+  y.slice(0, 1, 4).copy_(y.slice(0, 0, 3).clone());
   EXPECT_EQ(y.to_vector<int>(), (std::vector<int>{0, 0, 1, 2}));
   EXPECT_THROW(y.add_(0.5), Error);  // float result into an int tensor
   Tensor m = zeros({2, 2});
@@ -92,8 +96,8 @@ TEST(TensorTest, InPlaceThroughOverlappingViews) {
 }
 
 // add_/sub_/mul_/div_ write straight into a dense float tensor on a host device (no temporary),
-// and fall back to compute-then-copy when the operand overlaps it shifted, when autograd records
-// the op, or for a strided destination: every way gives the out-of-place values.
+// and fall back to compute-then-copy when autograd records the op or for a strided destination:
+// every way gives the out-of-place values. An operand overlapping self shifted is refused (torch).
 TEST(TensorTest, InPlaceArithmeticWritesIntoSelf) {
   for (const Device& dev : {Device::cpu(), Device::ref()}) {
     SCOPED_TRACE(dev.str());
@@ -110,7 +114,8 @@ TEST(TensorTest, InPlaceArithmeticWritesIntoSelf) {
     s.add_(s);  // the operand is self element for element
     EXPECT_EQ(vals(s), vals(a0 * 2.f));
     Tensor sh = arange(6, {DType::f32, dev});  // operand overlapping self shifted by one
-    sh.slice(0, 1, 6).add_(sh.slice(0, 0, 5));
+    EXPECT_THROW(sh.slice(0, 1, 6).add_(sh.slice(0, 0, 5)), Error);
+    sh.slice(0, 1, 6).add_(sh.slice(0, 0, 5).clone());
     EXPECT_EQ(vals(sh), (std::vector<float>{0, 1, 3, 5, 7, 9}));
     Tensor st = a0.clone();
     st.t().mul_(b.reshape({4, 1}));  // strided (transposed) destination
@@ -201,4 +206,119 @@ TEST(OpTableTest, CompareDetectsWrongValuesShapesAndDtypes) {
   EXPECT_NE(compare(a, a.reshape({2, 1})), "");
   EXPECT_EQ(compare(tensor<float>({NAN}), tensor<float>({NAN})), "");
   EXPECT_NE(compare(tensor<float>({NAN}), tensor<float>({0.f})), "");
+}
+
+// ---- in-place writes and memory overlap, as torch 1.13 (values from torch) ----
+
+TEST(TensorTest, InPlaceIntoExpandedTensorIsRefusedAsTorch) {
+  auto expanded = [] { return zeros({1, 3}).expand({2, 3}); };
+  const std::string msg =
+      "unsupported operation: more than one element of the written-to tensor refers to a single "
+      "memory location";
+  test::expect_error([&] { expanded().add_(1); }, {"[add_] " + msg});
+  test::expect_error([&] { expanded().add_(ones({2, 3})); }, {"[add_] " + msg});
+  test::expect_error([&] { expanded().sub_(1); }, {"[sub_] " + msg});
+  test::expect_error([&] { expanded().mul_(2); }, {"[mul_] " + msg});
+  test::expect_error([&] { expanded().div_(ones({3})); }, {"[div_] " + msg});
+  test::expect_error([&] { expanded().copy_(ones({2, 3})); }, {"[copy_] " + msg});
+  test::expect_error([&] { expanded().clamp_(0, 1); }, {"[clamp_] " + msg});
+  test::expect_error([&] { expanded().uniform_(); }, {"[uniform_] " + msg});
+  test::expect_error([&] { expanded().normal_(); }, {"[normal_] " + msg});
+  test::expect_error(
+      [&] {
+        Tensor e = expanded();
+        slice_assign_(e, 1, 0, 2, 1, ones({2}));
+      },
+      {"[slice_assign_] " + msg});
+  test::expect_error([&] { zeros({}).expand({3}).add_(1); }, {"[add_] " + msg});
+  // torch allows these: fill_/zero_ (one value), masked_fill_ (each memory location is filled
+  // when any of its elements' mask is true), a size-1 or empty expansion, a copy onto itself.
+  Tensor e = expanded();
+  e.fill_(2);
+  EXPECT_EQ(vals(e), std::vector<float>(6, 2.f));
+  e.zero_();
+  EXPECT_EQ(vals(e), std::vector<float>(6, 0.f));
+  e.masked_fill_(tensor<bool>({true, false, false, false, true, false}, {2, 3}), 1);
+  EXPECT_EQ(vals(e), (std::vector<float>{1, 1, 0, 1, 1, 0}));
+  Tensor e2 = zeros({3, 1}).expand({3, 2});
+  e2.masked_fill_(tensor<bool>({true, false, false, false, false, true}, {3, 2}), 1);
+  EXPECT_EQ(vals(e2), (std::vector<float>{1, 1, 0, 0, 1, 1}));
+  EXPECT_EQ(vals(zeros({1, 3}).expand({1, 3}).add_(1)), (std::vector<float>{1, 1, 1}));
+  EXPECT_EQ(zeros({1, 3}).expand({0, 3}).add_(1).numel(), 0);
+  Tensor self = expanded();
+  self.copy_(self);
+  EXPECT_EQ(vals(self), std::vector<float>(6, 0.f));
+}
+
+TEST(TensorTest, InPlaceWithAnOperandPartlyOverlappingItIsRefusedAsTorch) {
+  const std::string msg =
+      "unsupported operation: some elements of the input tensor and the written-to tensor refer "
+      "to a single memory location";
+  Tensor x = arange(5, DType::f32);
+  test::expect_error([&] { x.slice(0, 1, 5).add_(x.slice(0, 0, 4)); }, {"[add_] " + msg});
+  test::expect_error([&] { x.slice(0, 0, 4).add_(x.slice(0, 1, 5)); }, {"[add_] " + msg});
+  test::expect_error([&] { x.slice(0, 1, 5).add_(x.slice(0, 0, 4), 2); }, {"[add_] " + msg});
+  test::expect_error([&] { x.slice(0, 1, 5).copy_(x.slice(0, 0, 4)); }, {"[copy_] " + msg});
+  test::expect_error([&] { x.slice(0, 0, 3).mul_(x.slice(0, 2, 5)); }, {"[mul_] " + msg});
+  test::expect_error([&] { slice_assign_(x, 0, 1, 5, 1, x.slice(0, 0, 4)); },
+                     {"[slice_assign_] " + msg});
+  Tensor m = arange(4, DType::f32).reshape({2, 2});
+  test::expect_error([&] { m.add_(m.t()); }, {"[add_] " + msg});
+  test::expect_error([&] { m.add_(m[0]); }, {"[add_] " + msg});  // broadcast: still partial
+  Tensor b = tensor<bool>({true, false, true, false});
+  test::expect_error([&] { b.slice(0, 1, 4).masked_fill_(b.slice(0, 0, 3), false); },
+                     {"[masked_fill_] " + msg});
+  EXPECT_EQ(vals(x), (std::vector<float>{0, 1, 2, 3, 4}));  // nothing was written
+  // Allowed as in torch: the very same elements, disjoint parts, and operands torch cannot
+  // decide about (neither is dense).
+  x.add_(x);
+  EXPECT_EQ(vals(x), (std::vector<float>{0, 2, 4, 6, 8}));
+  x.view({5}).add_(x);
+  EXPECT_EQ(vals(x), (std::vector<float>{0, 4, 8, 12, 16}));
+  m[1].add_(m[0]);
+  EXPECT_EQ(vals(m), (std::vector<float>{0, 1, 2, 4}));
+  Tensor w = arange(6, DType::f32).reshape({2, 3});
+  w.slice(1, 0, 2).add_(w.slice(1, 1, 3));
+  EXPECT_EQ(vals(w), (std::vector<float>{1, 3, 2, 7, 9, 5}));
+}
+
+TEST(TensorTest, InPlaceIntoOverlappingUnfoldWindowsWritesElementByElementAsTorch) {
+  // torch loops over the elements, so an element in two windows is updated twice.
+  Tensor x = arange(4, DType::f32);
+  x.unfold(0, 2, 1).add_(1);
+  EXPECT_EQ(vals(x), (std::vector<float>{1, 3, 4, 4}));
+  x = arange(4, DType::f32);
+  x.unfold(0, 2, 1).mul_(2);
+  EXPECT_EQ(vals(x), (std::vector<float>{0, 4, 8, 6}));
+  x = arange(10, DType::f32);
+  x.unfold(0, 4, 2).add_(ones({4}));
+  EXPECT_EQ(vals(x), (std::vector<float>{1, 2, 4, 5, 6, 7, 8, 9, 9, 10}));
+  x = arange(6, DType::f32);
+  x.unfold(0, 3, 1).clamp_(0, 1);
+  EXPECT_EQ(vals(x), (std::vector<float>{0, 1, 1, 1, 1, 1}));
+  // copy_: the last write in torch's loop order wins.
+  x = arange(4, DType::f32);
+  x.unfold(0, 2, 1).copy_(arange(6, DType::f32).reshape({3, 2}));
+  EXPECT_EQ(vals(x), (std::vector<float>{0, 2, 4, 5}));
+  x = zeros({7});
+  x.unfold(0, 3, 2).t().copy_(arange(1, 10, 1, DType::f32).reshape({3, 3}));
+  EXPECT_EQ(vals(x), (std::vector<float>{1, 4, 2, 5, 3, 6, 9}));
+  x = zeros({4});
+  x.unfold(0, 2, 1).t().copy_(arange(1, 7, 1, DType::f32).reshape({2, 3}));
+  EXPECT_EQ(vals(x), (std::vector<float>{1, 2, 3, 6}));
+  x = zeros({4});
+  x.unfold(0, 2, 1).copy_(arange(1, 7, 1, DType::f32).reshape({2, 3}).t());
+  EXPECT_EQ(vals(x), (std::vector<float>{1, 4, 5, 6}));
+  x = arange(4, DType::f32);
+  x.unfold(0, 2, 1).fill_(7);
+  EXPECT_EQ(vals(x), std::vector<float>(4, 7.f));
+  // The gradient through the windows read after the write adds up per element (torch's
+  // AsStridedBackward): d sum(u * w) / da.
+  Tensor a = arange(4, DType::f32).requires_grad_();
+  Tensor xa = a * 1;
+  Tensor u = xa.unfold(0, 2, 1);
+  u.add_(1);
+  EXPECT_EQ(vals(u), (std::vector<float>{1, 3, 3, 4, 4, 4}));
+  sum(u * tensor<float>({1, 2, 3, 4, 5, 6}, {3, 2})).backward();
+  EXPECT_EQ(vals(a.grad()), (std::vector<float>{1, 5, 9, 6}));
 }

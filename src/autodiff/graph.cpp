@@ -7,6 +7,7 @@
 #include "ember/ops/elementwise.h"
 #include "ember/ops/reduce.h"
 #include "tensor/internal.h"
+#include "tensor/overlap.h"
 
 namespace ember {
 
@@ -137,7 +138,9 @@ void record_view_of(const Tensor& base, const Tensor& view) {
   const MemoryFormat bfmt = base.memory_format();
   record1("AsStridedBackward", {base}, view, [region, bshape, bdtype, bfmt](const Tensor& g) {
     Tensor gb = empty(bshape, {bdtype, g.device()}, bfmt).zero_();
-    region(gb).copy_(g);
+    const Tensor r = region(gb);
+    // A view whose elements share memory (unfold windows): their gradients add up.
+    detail::overlaps_itself(r) ? detail::add_into(r, g) : void(Tensor(r).copy_(g));
     return std::vector<Tensor>{gb};
   });
 }

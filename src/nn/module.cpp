@@ -1,5 +1,6 @@
 #include "ember/nn/module.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "ember/autograd.h"
@@ -72,13 +73,43 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> m) {
   children_.emplace_back(name, std::move(m));
 }
 
-std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
-  std::vector<std::pair<std::string, Tensor>> out = params_;
+namespace {
+using Named = std::vector<std::pair<std::string, Tensor>>;
+// The first of the entries that are the same tensor (a module shared by two parents), as
+// torch's named_parameters/named_buffers (remove_duplicate=True).
+// Every entry `own` gives (a module's parameters or its defined buffers) by path, depth first;
+// a shared module's under each of its paths (state_dict keeps them all, as torch's). `own` is a
+// lambda of a Module member, which may read the private lists.
+template <typename Own>
+Named all_named(const Module& m, const Own& own, bool recurse, const std::string& prefix = "") {
+  Named out;
+  for (const auto& p : own(m))
+    if (p.second.defined()) out.emplace_back(prefix + p.first, p.second);
   if (recurse)
-    for (const auto& c : children_)
-      for (auto& p : c.second->named_parameters(true))
-        out.emplace_back(c.first + "." + p.first, p.second);
+    for (const auto& c : m.named_children())
+      for (auto& p : all_named(*c.second, own, true, prefix + c.first + "."))
+        out.push_back(std::move(p));
   return out;
+}
+
+Named first_of_each(Named all) {
+  Named out;
+  std::vector<const TensorImpl*> seen;
+  for (auto& e : all) {
+    const TensorImpl* id = e.second.impl();
+    if (std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
+    seen.push_back(id);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+}  // namespace
+
+#define EMBER_PARAMS [](const Module& m) -> const Named& { return m.params_; }
+#define EMBER_BUFFERS [](const Module& m) -> const Named& { return m.buffers_; }
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
+  return first_of_each(all_named(*this, EMBER_PARAMS, recurse));
 }
 
 std::vector<Tensor> Module::parameters(bool recurse) const {
@@ -88,14 +119,7 @@ std::vector<Tensor> Module::parameters(bool recurse) const {
 }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
-  std::vector<std::pair<std::string, Tensor>> out;
-  for (const auto& b : buffers_)
-    if (b.second.defined()) out.push_back(b);
-  if (recurse)
-    for (const auto& c : children_)
-      for (auto& p : c.second->named_buffers(true))
-        out.emplace_back(c.first + "." + p.first, p.second);
-  return out;
+  return first_of_each(all_named(*this, EMBER_BUFFERS, recurse));
 }
 
 std::vector<Tensor> Module::buffers(bool recurse) const {
@@ -115,11 +139,17 @@ std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_child
 }
 
 std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modules() {
-  std::vector<std::pair<std::string, std::shared_ptr<Module>>> out;
-  out.emplace_back("", shared_from_this());
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> all, out;
+  all.emplace_back("", shared_from_this());
   for (const auto& c : children_)
     for (auto& m : c.second->named_modules())
-      out.emplace_back(m.first.empty() ? c.first : c.first + "." + m.first, m.second);
+      all.emplace_back(m.first.empty() ? c.first : c.first + "." + m.first, m.second);
+  // A module reached twice (shared) is listed once, at its first path, as torch's.
+  for (auto& m : all) {
+    bool seen = false;
+    for (const auto& o : out) seen = seen || o.second == m.second;
+    if (!seen) out.push_back(std::move(m));
+  }
   return out;
 }
 
@@ -168,14 +198,14 @@ void Module::zero_grad() {
 
 StateDict Module::state_dict() const {
   StateDict d;
-  for (auto& p : named_parameters()) d.set(p.first, p.second.detach());
-  for (auto& b : named_buffers()) d.set(b.first, b.second.detach());
+  for (auto& p : all_named(*this, EMBER_PARAMS, true)) d.set(p.first, p.second.detach());
+  for (auto& b : all_named(*this, EMBER_BUFFERS, true)) d.set(b.first, b.second.detach());
   return d;
 }
 
 std::string Module::load_state_dict(const StateDict& dict, bool strict) {
-  std::vector<std::pair<std::string, Tensor>> mine = named_parameters();
-  for (auto& b : named_buffers()) mine.push_back(b);
+  std::vector<std::pair<std::string, Tensor>> mine = all_named(*this, EMBER_PARAMS, true);
+  for (auto& b : all_named(*this, EMBER_BUFFERS, true)) mine.push_back(b);
   std::vector<std::string> missing, unexpected, misshaped;
   for (const auto& m : mine) {
     if (!dict.contains(m.first)) {
@@ -215,6 +245,9 @@ std::string Module::load_state_dict(const StateDict& dict, bool strict) {
       m.second.copy_(dict.at(m.first).to(m.second.device()).to(m.second.dtype()));
   return report;
 }
+
+#undef EMBER_PARAMS
+#undef EMBER_BUFFERS
 
 std::string Module::str() const {
   std::ostringstream os;

@@ -5,6 +5,7 @@
 
 #include "autodiff/rules.h"
 #include "tensor/internal.h"
+#include "tensor/overlap.h"
 
 namespace ember {
 
@@ -408,12 +409,27 @@ bool binary_inplace(BinaryOp op, Tensor& self, const Tensor& o) {
   run(ir::Binary{op, self, detail::cast(o, self.dtype()).expand(self.shape()), self});
   return true;
 }
-Tensor& inplace(BinaryOp op, Tensor& self, const Tensor& o, const char* name) {
+Tensor scaled(const Tensor& o, const Scalar& alpha) {
+  return alpha.to_double() == 1 && !alpha.is_float() ? o : binary(BinaryOp::mul, o, alpha);
+}
+// self = self op (o * alpha), with torch's checks on where self and o lie (src/tensor/overlap.h);
+// a self whose elements share memory (unfold windows) is updated part after part, as torch's
+// element-by-element loop (an element in two windows is added to twice).
+Tensor& inplace(BinaryOp op, Tensor& self, const Tensor& o, const char* name,
+                const Scalar& alpha = 1) {
   detail::check_defined(self, name);
   detail::check_same_device(self, o, name);
-  if (binary_inplace(op, self, o)) return self;
+  detail::check_inplace(self, {&o}, name);
+  if (detail::overlaps_itself(self) &&
+      broadcast_shapes(self.shape(), o.shape(), name) == self.shape() &&
+      detail::write_in_parts(self, {o}, [&](Tensor& part, const std::vector<Tensor>& p) {
+        inplace(op, part, p[0], name, alpha);
+      }))
+    return self;
+  const Tensor os = scaled(o, alpha);
+  if (binary_inplace(op, self, os)) return self;
   return assign(
-      self, binary(op, op == BinaryOp::add || op == BinaryOp::sub ? self : original(self, &o), o),
+      self, binary(op, op == BinaryOp::add || op == BinaryOp::sub ? self : original(self, &os), os),
       name);
 }
 Tensor& inplace(BinaryOp op, Tensor& self, const Scalar& v, const char* name) {
@@ -421,17 +437,14 @@ Tensor& inplace(BinaryOp op, Tensor& self, const Scalar& v, const char* name) {
   return inplace(op, self, detail::scalar_to_tensor(v, detail::result_type(self, v), self.device()),
                  name);
 }
-Tensor scaled(const Tensor& o, const Scalar& alpha) {
-  return alpha.to_double() == 1 && !alpha.is_float() ? o : binary(BinaryOp::mul, o, alpha);
-}
 }  // namespace
 
 Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
-  return inplace(BinaryOp::add, *this, scaled(o, alpha), "add_");
+  return inplace(BinaryOp::add, *this, o, "add_", alpha);
 }
 Tensor& Tensor::add_(const Scalar& o) { return inplace(BinaryOp::add, *this, o, "add_"); }
 Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
-  return inplace(BinaryOp::sub, *this, scaled(o, alpha), "sub_");
+  return inplace(BinaryOp::sub, *this, o, "sub_", alpha);
 }
 Tensor& Tensor::sub_(const Scalar& o) { return inplace(BinaryOp::sub, *this, o, "sub_"); }
 Tensor& Tensor::mul_(const Tensor& o) { return inplace(BinaryOp::mul, *this, o, "mul_"); }
@@ -439,6 +452,11 @@ Tensor& Tensor::mul_(const Scalar& o) { return inplace(BinaryOp::mul, *this, o, 
 Tensor& Tensor::div_(const Tensor& o) { return inplace(BinaryOp::div, *this, o, "div_"); }
 Tensor& Tensor::div_(const Scalar& o) { return inplace(BinaryOp::div, *this, o, "div_"); }
 Tensor& Tensor::clamp_(const Scalar& lo, const Scalar& hi) {
+  check_defined(*this, "clamp_");
+  detail::check_inplace(*this, {}, "clamp_");
+  if (detail::write_in_parts(
+          *this, {}, [&](Tensor& part, const std::vector<Tensor>&) { part.clamp_(lo, hi); }))
+    return *this;
   return assign(*this, clamp(original(*this), lo, hi), "clamp_");
 }
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
@@ -448,6 +466,13 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
   if (s != shape())
     EMBER_FAIL("masked_fill_", "mask shape ", shape_str(mask.shape()),
                " does not broadcast to the tensor's shape ", shape_str(shape()));
+  // As torch, an expanded tensor may be filled (each memory location once for all its
+  // elements: filled when any of their mask values is true).
+  detail::check_inplace(*this, {&mask}, "masked_fill_", /*allow_expanded=*/true);
+  if (detail::write_in_parts(*this, {mask}, [&](Tensor& part, const std::vector<Tensor>& m) {
+        part.masked_fill_(m[0], v);
+      }))
+    return *this;
   Tensor fillv = detail::scalar_to_tensor(v, dtype(), device());
   return copy_(where(mask, fillv, *this).to(dtype()));
 }

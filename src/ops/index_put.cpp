@@ -7,6 +7,7 @@
 #include "ember/ops/elementwise.h"
 #include "ember/ops/indexing.h"
 #include "tensor/internal.h"
+#include "tensor/overlap.h"
 
 namespace ember {
 
@@ -211,6 +212,7 @@ Tensor& slice_assign_(Tensor& x, int64_t dim, int64_t start, int64_t stop, int64
   if (broadcast_shapes(view.shape(), value.shape(), op) != view.shape())
     EMBER_FAIL(op, "value ", shape_str(value.shape()), " cannot be broadcast to the slice ",
                shape_str(view.shape()), " of ", describe(x));
+  detail::check_inplace(view, {&value}, op);
   view.copy_(value);
   return x;
 }

@@ -6,6 +6,7 @@
 
 #include "ember/ops/elementwise.h"
 #include "tensor/internal.h"
+#include "tensor/suggest_format.h"
 
 namespace ember {
 
@@ -48,7 +49,13 @@ Tensor cat(const std::vector<Tensor>& ts, int64_t dim) {
     total += t.size(dim);
   }
   out_shape[size_t(dim)] = total;
-  Tensor out = make_tensor(out_shape, dt, r.device());
+  // As torch: the inputs' layout when they all suggest the same one, else contiguous.
+  MemoryFormat fmt = detail::suggest_format(ts[0]);
+  for (const Tensor& t : ts)
+    if (detail::suggest_format(t) != fmt) fmt = MemoryFormat::contiguous;
+  if (int64_t(out_shape.size()) != (fmt == MemoryFormat::channels_last ? 4 : 5))
+    fmt = MemoryFormat::contiguous;
+  Tensor out = make_tensor(out_shape, dt, r.device(), fmt);
   int64_t off = 0;
   for (const Tensor& t : ts) {
     if (legacy_empty(t)) continue;

@@ -4,6 +4,7 @@
 
 #include "ember/ops/layout.h"
 #include "tensor/internal.h"
+#include "tensor/suggest_format.h"
 
 namespace ember {
 
@@ -73,7 +74,8 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, const std::string& 
       const int64_t l = pad[size_t(2 * i)], r = pad[size_t(2 * i + 1)];
       if (l != 0 || r != 0) y = pad_dim(y, dim_of(i), l, r, mode);
     }
-    return y.is_alias_of(x) ? y.clone() : y;
+    // torch's reflection/replication/circular pads return a contiguous tensor.
+    return (y.is_alias_of(x) ? y.clone() : y).contiguous();
   }
   Shape out_shape = x.shape();
   for (int64_t i = 0; i < k; ++i) {
@@ -84,7 +86,9 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, const std::string& 
                  ") gives a negative size for dim ", d, " of shape ", shape_str(x.shape()));
     out_shape[size_t(d)] = n;
   }
-  Tensor out = full(out_shape, Scalar(value), {x.dtype(), x.device()});
+  // torch's constant_pad_nd lays the result out as the input suggests (channels-last stays so).
+  Tensor out = detail::make_tensor(out_shape, x.dtype(), x.device(), detail::suggest_format(x));
+  out.fill_(Scalar(value));
   // The part of x that survives negative pads, and where it lands in out.
   Tensor src = x, dst = out;
   for (int64_t i = 0; i < k; ++i) {

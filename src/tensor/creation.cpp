@@ -3,6 +3,7 @@
 
 #include "backends/ref/dispatch.h"
 #include "tensor/internal.h"
+#include "tensor/suggest_format.h"
 
 namespace ember {
 
@@ -16,11 +17,18 @@ Tensor full(Shape shape, const Scalar& v, TensorOptions o) {
   t.fill_(v);
   return t;
 }
-Tensor empty_like(const Tensor& t) { return make_tensor(t.shape(), t.dtype(), t.device()); }
-Tensor zeros_like(const Tensor& t) { return full(t.shape(), 0, {t.dtype(), t.device()}); }
-Tensor ones_like(const Tensor& t) { return full(t.shape(), 1, {t.dtype(), t.device()}); }
+// The *_like factories keep a channels-last tensor's layout (torch's memory_format=preserve).
+Tensor empty_like(const Tensor& t) {
+  detail::check_defined(t, "empty_like");
+  return make_tensor(t.shape(), t.dtype(), t.device(), detail::preserve_format(t));
+}
+Tensor zeros_like(const Tensor& t) { return full_like(t, 0); }
+Tensor ones_like(const Tensor& t) { return full_like(t, 1); }
 Tensor full_like(const Tensor& t, const Scalar& v) {
-  return full(t.shape(), v, {t.dtype(), t.device()});
+  detail::check_defined(t, "full_like");
+  Tensor out = make_tensor(t.shape(), t.dtype(), t.device(), detail::preserve_format(t));
+  out.fill_(v);
+  return out;
 }
 Tensor scalar_tensor(const Scalar& v, TensorOptions o) { return full({}, v, o); }
 

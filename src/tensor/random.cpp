@@ -1,5 +1,7 @@
 // Random tensors from the per-device Philox generator.
 #include "tensor/internal.h"
+#include "tensor/overlap.h"
+#include "tensor/suggest_format.h"
 
 namespace ember {
 
@@ -32,6 +34,7 @@ void set_random_state(const Device& device, const RandomState& state) {
 
 Tensor& Tensor::uniform_(double lo, double hi) {
   detail::check_floating(*this, "uniform_");
+  detail::check_inplace(*this, {}, "uniform_");
   if (!(lo <= hi)) EMBER_FAIL("uniform_", "expects from <= to, got from=", lo, " to=", hi);
   draw(*this, ir::RandomDist::uniform, lo, hi);
   return *this;
@@ -39,6 +42,7 @@ Tensor& Tensor::uniform_(double lo, double hi) {
 
 Tensor& Tensor::normal_(double mean, double std) {
   detail::check_floating(*this, "normal_");
+  detail::check_inplace(*this, {}, "normal_");
   if (!(std >= 0)) EMBER_FAIL("normal_", "expects std >= 0, got ", std);
   draw(*this, ir::RandomDist::normal, mean, std);
   return *this;
@@ -92,7 +96,12 @@ Tensor randperm(int64_t n, TensorOptions o) {
   return detail::cast(idx, o.dtype_);
 }
 
-Tensor rand_like(const Tensor& t) { return rand(t.shape(), {t.dtype(), t.device()}); }
-Tensor randn_like(const Tensor& t) { return randn(t.shape(), {t.dtype(), t.device()}); }
+// Laid out as t (torch's memory_format=preserve), with the values rand/randn give its shape.
+Tensor rand_like(const Tensor& t) {
+  return rand(t.shape(), {t.dtype(), t.device()}).contiguous(detail::preserve_format(t));
+}
+Tensor randn_like(const Tensor& t) {
+  return randn(t.shape(), {t.dtype(), t.device()}).contiguous(detail::preserve_format(t));
+}
 
 }  // namespace ember

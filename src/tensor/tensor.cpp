@@ -7,6 +7,8 @@
 #include "autodiff/rules.h"
 #include "backends/ref/dispatch.h"
 #include "tensor/internal.h"
+#include "tensor/overlap.h"
+#include "tensor/suggest_format.h"
 
 namespace ember {
 
@@ -211,16 +213,14 @@ Tensor Tensor::to(DType t) const {
 
 Tensor Tensor::clone() const {
   check_defined(*this, "clone");
-  Tensor out = detail::make_tensor(shape(), dtype(), device());
+  // torch's memory_format=preserve: a channels-last tensor clones channels-last.
+  Tensor out = detail::make_tensor(shape(), dtype(), device(), detail::preserve_format(*this));
   run(ir::Copy{*this, out});
   autograd::rules::convert(*this, out, "CloneBackward");
   return out;
 }
 
-Tensor Tensor::contiguous() const {
-  check_defined(*this, "contiguous");
-  return is_contiguous() ? *this : clone();
-}
+Tensor Tensor::contiguous() const { return contiguous(MemoryFormat::contiguous); }
 
 Tensor& Tensor::fill_(const Scalar& v) {
   check_defined(*this, "fill_");
@@ -239,6 +239,18 @@ Tensor& Tensor::copy_(const Tensor& src) {
   if (b != shape())
     EMBER_FAIL("copy_", "source shape ", shape_str(src.shape()),
                " cannot be broadcast to destination shape ", shape_str(shape()));
+  // As torch: a copy onto the very same elements is left alone; else an expanded destination or
+  // a source partly overlapping it is refused, and a destination whose elements share memory
+  // (unfold windows) is written element after element, the last write winning.
+  const bool same_data = src.is_alias_of(*this) && src.offset() == offset() &&
+                         src.strides() == strides() && src.shape() == shape() &&
+                         src.dtype() == dtype();
+  if (!same_data) {
+    detail::check_inplace(*this, {&src}, "copy_");
+    if (detail::write_in_parts(
+            *this, {src}, [](Tensor& part, const std::vector<Tensor>& o) { part.copy_(o[0]); }))
+      return *this;
+  }
   Tensor s = src.expand(shape());
   if (src.device() != device()) {
     // Cross-device: stage a contiguous host copy of the source, then upload.

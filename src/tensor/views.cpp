@@ -105,7 +105,7 @@ Tensor Tensor::reshape(Shape s) const {
   if (view_strides(shape(), strides(), s, st))
     return track(make_view(*this, s, st, offset()), *this, "ViewBackward",
                  [old = shape()](const Tensor& g) { return g.reshape(old); });
-  return clone().view(s);
+  return contiguous().view(s);
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {

@@ -8,6 +8,7 @@
 #include "autodiff/rules.h"
 #include "ember/nn/functional/pool.h"
 #include "nn/functional/spatial.h"
+#include "tensor/suggest_format.h"
 
 namespace ember::nn::functional {
 
@@ -75,13 +76,18 @@ Tensor interpolate(const Tensor& input, std::vector<int64_t> size, std::vector<d
     EMBER_CHECK(o > 0, op, "input and output sizes should be greater than 0, got input ",
                 shape_str(input.shape()), " and output size ", detail::list_str(out));
   if (m == "area") {
+    // torch's adaptive_avg_pool3d gives a contiguous result for a channels_last_3d input.
     return nd == 1   ? adaptive_avg_pool1d(input, out)
            : nd == 2 ? adaptive_avg_pool2d(input, out)
-                     : adaptive_avg_pool3d(input, out);
+                     : adaptive_avg_pool3d(input, out).contiguous();
   }
   Shape s{input.size(0), input.size(1)};
   s.insert(s.end(), out.begin(), out.end());
-  Tensor y = ember::detail::make_tensor(s, input.dtype(), input.device());
+  // As torch's upsample kernels, a channels-last input gives a channels-last result, except
+  // with bicubic.
+  Tensor y = ember::detail::make_tensor(
+      s, input.dtype(), input.device(),
+      m == "bicubic" ? MemoryFormat::contiguous : ember::detail::suggest_format(input));
   const ir::InterpMode im = m == "nearest"         ? ir::InterpMode::nearest
                             : m == "nearest-exact" ? ir::InterpMode::nearest_exact
                             : m == "bicubic"       ? ir::InterpMode::cubic

@@ -7,6 +7,7 @@
 #include "autodiff/graph.h"
 #include "nn/functional/common.h"
 #include "runtime/backend.h"
+#include "tensor/suggest_format.h"
 
 namespace ember::nn::functional {
 
@@ -153,7 +154,8 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
   Tensor x = detail::upcast(input).reshape({n, num_groups, -1});
   Tensor d = x - mean(x, {2}, true);
   Tensor y = (d * rsqrt(mean(d * d, {2}, true) + eps)).reshape(input.shape());
-  return cast(affine(y, w, b), input.dtype());
+  // As torch, a channels-last input gives a channels-last result.
+  return cast(affine(y, w, b), input.dtype()).contiguous(ember::detail::suggest_format(input));
 }
 
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,

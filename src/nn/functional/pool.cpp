@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "autodiff/rules.h"
+#include "ember/ops/elementwise.h"
 #include "ember/ops/indexing.h"
 #include "ember/ops/reduce.h"
 #include "nn/functional/spatial.h"
@@ -136,6 +137,57 @@ std::vector<double> avg_divisors(const Window& w, bool count_include_pad,
   return div;
 }
 
+// The tap each max window reports, as torch's max-pool loops (`v > max || isnan(v)` over the
+// in-bounds taps, from the first in-bounds one): the last NaN, else the first maximal in-bounds
+// tap; a window whose in-bounds values are all the lowest (-inf) reports its first in-bounds
+// tap, never a padding tap. cols: [N, C, K, L] with padding taps holding the lowest value.
+Tensor max_taps(const Tensor& cols, const Window& w) {
+  NoGradGuard no_grad;
+  Tensor taps = std::get<1>(max(cols, 2));
+  const size_t nd = w.kernel.size();
+  bool reaches_out = false;  // some tap lies in the padding (or past the end, ceil_mode)
+  for (size_t d = 0; d < nd; ++d)
+    reaches_out = reaches_out || w.pad[d] > 0 ||
+                  (w.out[d] - 1) * w.stride[d] + w.dilation[d] * (w.kernel[d] - 1) >= w.in[d];
+  if (reaches_out) {
+    std::vector<uint8_t> pad_tap(size_t(w.k * w.l));
+    std::vector<int64_t> first(size_t(w.l));
+    std::vector<int64_t> kk(nd), oo(nd);
+    for (int64_t li = 0; li < w.l; ++li) {
+      for (int64_t r = li, d = int64_t(nd) - 1; d >= 0; --d) {
+        oo[size_t(d)] = r % w.out[size_t(d)];
+        r /= w.out[size_t(d)];
+      }
+      first[size_t(li)] = -1;
+      for (int64_t ki = 0; ki < w.k; ++ki) {
+        for (int64_t r = ki, d = int64_t(nd) - 1; d >= 0; --d) {
+          kk[size_t(d)] = r % w.kernel[size_t(d)];
+          r /= w.kernel[size_t(d)];
+        }
+        bool inside = true;
+        for (size_t d = 0; d < nd; ++d) {
+          const int64_t p = oo[d] * w.stride[d] - w.pad[d] + kk[d] * w.dilation[d];
+          inside = inside && p >= 0 && p < w.in[d];
+        }
+        pad_tap[size_t(ki * w.l + li)] = !inside;
+        if (inside && first[size_t(li)] < 0) first[size_t(li)] = ki;
+      }
+      if (first[size_t(li)] < 0) first[size_t(li)] = 0;  // no tap inside (dilated windows)
+    }
+    const Device dev = cols.device();
+    const Tensor pad = from_vector<uint8_t>(pad_tap, {w.k, w.l}, dev).to(DType::b8);
+    const Tensor on_pad = gather(pad.expand(cols.shape()), 2, taps.unsqueeze(2)).squeeze(2);
+    taps = where(on_pad, from_vector<int64_t>(first, {w.l}, dev), taps);
+  }
+  if (is_floating(cols.dtype())) {
+    // 1 + the last NaN tap (0 for none).
+    const Tensor tap1 = arange(1, w.k + 1, 1, TensorOptions(DType::i32, cols.device()));
+    const Tensor nan1 = std::get<0>(max(where(isnan(cols), tap1.view({w.k, 1}), Scalar(0)), 2));
+    taps = where(gt(nan1, 0), (nan1 - 1).to(DType::i64), taps);
+  }
+  return taps;
+}
+
 // The composite gradient of a pooling (the adjoint of im2col + max / sum over the kernel axis):
 // max routes each output's gradient to its first maximal tap, avg spreads grad / divisor.
 Tensor pool_grad(bool is_max, const Window& w, bool count_include_pad, const Tensor& x,
@@ -146,7 +198,7 @@ Tensor pool_grad(bool is_max, const Window& w, bool count_include_pad, const Ten
   if (is_max) {
     Tensor xc = detail::im2col(x, w.kernel, w.stride, w.pad, w.dilation, w.out,
                                -std::numeric_limits<double>::infinity());
-    Tensor taps = std::get<1>(max(xc.view({n, c, w.k, w.l}), 2));
+    Tensor taps = max_taps(xc.view({n, c, w.k, w.l}), w);
     cols = scatter(zeros({n, c, w.k, w.l}, TensorOptions(g.dtype(), g.device())), 2,
                    taps.unsqueeze(2), gl);
   } else {
@@ -231,7 +283,10 @@ std::tuple<Tensor, Tensor> max_pool(const Tensor& input, int64_t nd,
   // -inf (cast to the dtype's lowest for integers) never beats an in-bounds value.
   Tensor cols = detail::im2col(x, w.kernel, w.stride, w.pad, w.dilation, w.out,
                                -std::numeric_limits<double>::infinity());
-  auto [values, taps] = max(cols.view({n, c, w.k, w.l}), 2);
+  // The values are gathered at torch's taps, so the gradient goes where torch sends it.
+  const Tensor c4 = cols.view({n, c, w.k, w.l});
+  const Tensor taps = max_taps(c4, w);
+  const Tensor values = gather(c4, 2, taps.unsqueeze(2)).squeeze(2);
   if (!with_indices) return {keep_format(values.reshape(os), x), Tensor()};
   // Tap -> flat input index. A padding tap wins only when every in-bounds value is the lowest;
   // torch then reports the window's first in-bounds element, so padding taps map there.
