@@ -114,7 +114,9 @@ ImageSplits load_image_folder(ImageData d, bool with_train, int64_t workers) {
   std::error_code ec;
   EMBER_CHECK(fs::is_directory(d.dir, ec), "images", "--data ", d.dir,
               ": no such folder (expected one sub-folder of images per class)");
-  d.dir = fs::absolute(d.dir).lexically_normal().string();  // recorded: eval may run elsewhere
+  fs::path abs = fs::absolute(d.dir).lexically_normal();  // recorded: eval may run elsewhere
+  if (abs.filename().empty() && abs.has_relative_path()) abs = abs.parent_path();  // "d/" -> "d"
+  d.dir = abs.string();
   // DIR/train with DIR/test (or DIR/val): the test folder is the validation set.
   const fs::path root = d.dir;
   d.test_folder.clear();
