@@ -262,6 +262,53 @@ TEST(DataTest, RandomHorizontalFlip) {
 
 // ---------------------------------------------------------------- DataLoader
 
+TEST(DataTest, ResizeShorterSideAreaDownBilinearUp) {
+  const TensorOptions u8(DType::u8, Device::cpu());
+  // [1, 2, 4] -> shorter side 1, longer int(1 * 4 / 2) = 2: the mean of each 2x2 block.
+  Tensor a = from_vector<uint8_t>({0, 10, 20, 30, 40, 50, 60, 70}, {1, 2, 4}, Device::cpu());
+  Tensor ra = Resize(1)(a);
+  EXPECT_EQ(ra.shape(), (Shape{1, 1, 2}));
+  EXPECT_EQ(ra.dtype(), DType::u8);
+  EXPECT_EQ(ra.to_vector<int>(), (std::vector<int>{25, 45}));
+  // Rounded half to even: 6.25 -> 6, 2.5 -> 2, 3.5 -> 4.
+  for (const auto& [px, want] : std::vector<std::pair<std::vector<uint8_t>, int>>{
+           {{0, 25, 0, 0}, 6}, {{2, 3, 2, 3}, 2}, {{3, 4, 3, 4}, 4}})
+    EXPECT_EQ(Resize(1)(from_vector<uint8_t>(px, {1, 2, 2}, Device::cpu())).item<uint8_t>(), want);
+  // [1, 1, 2] -> [1, 2, 4]: bilinear, align_corners false (src = (dst + 0.5) / 2 - 0.5, clamped).
+  Tensor b = from_vector<uint8_t>({0, 100}, {1, 1, 2}, Device::cpu());
+  EXPECT_EQ(Resize(2)(b).to_vector<int>(), (std::vector<int>{0, 25, 75, 100, 0, 25, 75, 100}));
+  // Tall images keep their aspect ratio; float images stay float and are not rounded.
+  Tensor f = full({3, 9, 3}, 0.3, TensorOptions(DType::f32, Device::cpu()));
+  Tensor rf = Resize(2)(f);
+  EXPECT_EQ(rf.shape(), (Shape{3, 6, 2}));
+  EXPECT_EQ(rf.dtype(), DType::f32);
+  for (float v : rf.to_vector<float>()) EXPECT_NEAR(v, 0.3f, 1e-6f);
+  // Already the size: returned as it is.
+  Tensor same = zeros({1, 4, 6}, u8);
+  EXPECT_EQ(Resize(4)(same).raw_data(), same.raw_data());
+  expect_error([] { Resize(0); }, {"[Resize]", "size must be >= 1"});
+  expect_error([&] { Resize(2)(zeros({4, 4}, u8)); }, {"[Resize]", "[4, 4]"});
+  expect_error([&] { Resize(2)(zeros({1, 4, 4}, DType::i32)); }, {"[Resize]", "int32"});
+}
+
+TEST(DataTest, CenterCropAsTorchvision) {
+  // Values from torchvision 0.14's F.center_crop on the same tensors.
+  std::vector<uint8_t> v(15);
+  std::iota(v.begin(), v.end(), uint8_t(0));
+  Tensor x = from_vector<uint8_t>(v, {1, 3, 5}, Device::cpu());
+  // top = round(0.5) = 0, left = round(1.5) = 2 (half to even).
+  EXPECT_EQ(CenterCrop(2)(x).to_vector<int>(), (std::vector<int>{2, 3, 7, 8}));
+  // Taller than the image: zero rows after it (the extra one goes to the end), columns cropped.
+  EXPECT_EQ(CenterCrop(4, 3)(x).to_vector<int>(),
+            (std::vector<int>{1, 2, 3, 6, 7, 8, 11, 12, 13, 0, 0, 0}));
+  Tensor one = full({1, 1, 1}, 9, TensorOptions(DType::u8, Device::cpu()));
+  EXPECT_EQ(CenterCrop(3, 2)(one).to_vector<int>(), (std::vector<int>{0, 0, 9, 0, 0, 0}));
+  // Every plane of a [C, H, W] image, any dtype.
+  Tensor f = arange(0, 2 * 4 * 4, 1, TensorOptions(DType::f32, Device::cpu())).reshape({2, 4, 4});
+  EXPECT_EQ(CenterCrop(2)(f).to_vector<float>(), (std::vector<float>{5, 6, 9, 10, 21, 22, 25, 26}));
+  expect_error([] { CenterCrop(0, 2); }, {"[CenterCrop]", "size must be >= 1"});
+}
+
 TEST(DataLoaderTest, BatchesStackInOrder) {
   DataLoader<> loader(counting_dataset(10), {.batch_size = 4});
   EXPECT_EQ(loader.size(), 3);
@@ -595,6 +642,33 @@ TEST(ImageFolderTest, FolderLayoutClassesAndLoader) {
   expect_error([&] { ImageFolder(dir / "missing"); }, {"[ImageFolder]", "not a directory"});
   fs::create_directories(dir.path / "empty_class");
   expect_error([&] { ImageFolder(dir.path.string()); }, {"[ImageFolder]", "empty_class"});
+}
+
+TEST(ImageFolderTest, ReadImageInfoReadsTheHeaderOnly) {
+  TempDir dir;
+  save_png(dir / "rgb.png", pattern(3, 5, 7, 1));
+  save_png(dir / "gray.png", pattern(1, 4, 3, 2));
+  save_jpeg(dir / "rgb.jpg", pattern(3, 9, 6, 3));
+  save_jpeg(dir / "gray.jpg", pattern(1, 8, 16, 4));
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> want = {{"rgb.png", {5, 7, 3}},
+                                                                          {"gray.png", {4, 3, 1}},
+                                                                          {"rgb.jpg", {9, 6, 3}},
+                                                                          {"gray.jpg", {8, 16, 1}}};
+  for (const auto& [f, hwc] : want) {
+    const ImageInfo info = read_image_info(dir / f);
+    EXPECT_EQ((std::vector<int64_t>{info.height, info.width, info.channels}), hwc) << f;
+    EXPECT_EQ(load_image(dir / f).size(0), hwc[2]) << f;  // the channels load_image keeps
+  }
+  write_text(dir / "text.png", "not an image at all");
+  expect_error([&] { read_image_info(dir / "text.png"); },
+               {"[read_image_info]", dir / "text.png", "unsupported"});
+  write_bytes(dir / "bad.png", {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0});
+  expect_error([&] { read_image_info(dir / "bad.png"); },
+               {"[read_image_info]", dir / "bad.png", "corrupt PNG"});
+  write_bytes(dir / "bad.jpg", {0xFF, 0xD8, 0xFF, 0xE0, 0, 2});
+  expect_error([&] { read_image_info(dir / "bad.jpg"); },
+               {"[read_image_info]", dir / "bad.jpg", "corrupt JPEG"});
+  expect_error([&] { read_image_info(dir / "none.png"); }, {"[read_image_info]", "none.png"});
 }
 
 // ---------------------------------------------------------------- CSV

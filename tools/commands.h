@@ -9,7 +9,8 @@
 
 namespace ember::tools {
 void add_devices_command(CLI::App& app);
-/// ember train mnist|fashion-mnist [...]: tools/train.cpp.
+/// ember train mnist|fashion-mnist|images [...] (images: --data DIR, image_data.h):
+/// tools/train.cpp.
 void add_train_command(CLI::App& app);
 /// ember eval --checkpoint FILE: tools/infer.cpp.
 void add_eval_command(CLI::App& app);

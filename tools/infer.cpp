@@ -17,6 +17,7 @@
 #include "ember/record/checkpoint.h"
 #include "ember/record/safetensors.h"
 #include "ember/train/learner.h"
+#include "image_data.h"
 #include "models.h"
 
 namespace ember::tools {
@@ -26,6 +27,7 @@ namespace {
 struct Trained {
   std::shared_ptr<nn::UnaryModule> model;
   std::string model_name, dataset;
+  ImageData images;  // dataset "images": the recorded image folder
 };
 
 // A Learner checkpoint (metadata format ember.checkpoint.v1, "model." tensors, the dataset and
@@ -43,11 +45,18 @@ Trained load_trained(const std::string& path, const std::string& dataset, const 
     if (user.is_object()) {
       t.model_name = user.value("model", "");
       t.dataset = user.value("dataset", "");
+      if (t.dataset == "images")
+        t.images = ImageData::from_json(user.value("data", nlohmann::json()), path);
     }
   } else {
     weights = f.tensors;
     if (f.metadata.count("ember.model")) t.model_name = f.metadata.at("ember.model");
     if (f.metadata.count("ember.dataset")) t.dataset = f.metadata.at("ember.dataset");
+    if (t.dataset == "images")
+      t.images = ImageData::from_json(
+          nlohmann::json::parse(f.metadata.count("ember.data") ? f.metadata.at("ember.data") : "",
+                                nullptr, false),
+          path);
   }
   std::vector<std::string> keys;
   for (const auto& [k, v] : weights.items()) keys.push_back(k);
@@ -64,7 +73,7 @@ Trained load_trained(const std::string& path, const std::string& dataset, const 
   if (!dataset.empty()) t.dataset = dataset;
   EMBER_CHECK(!t.dataset.empty(), "load", path, ": the dataset is not recorded; pass --dataset");
   Device::set_default_device(device);
-  t.model = make_model(t.model_name);
+  t.model = make_model(t.model_name, t.dataset == "images" ? t.images.model_shape() : ModelShape{});
   t.model->load_state_dict(weights, true);
   t.model->eval();
   return t;
@@ -82,7 +91,9 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--checkpoint", a->checkpoint,
                   "A checkpoint (DIR/checkpoints/*.safetensors) or DIR/model.safetensors")
       ->required();
-  cmd->add_option("--data", a->data_dir, "Dataset folder (default: the dataset's)");
+  cmd->add_option("--data", a->data_dir,
+                  "Dataset folder (default: the dataset's; for an image folder, the one it was "
+                  "trained on: its test folder, or the validation images of its split)");
   cmd->add_option("--dataset", a->dataset,
                   "mnist or fashion-mnist, for a model file that does not record its dataset "
                   "(another dataset than the recorded one is an error)")
@@ -94,9 +105,19 @@ void add_eval_command(CLI::App& app) {
     EMBER_CHECK(a->batch_size >= 1, "eval", "--batch-size must be >= 1, got ", a->batch_size);
     const Device device = Device::parse(a->device);
     Trained t = load_trained(a->checkpoint, a->dataset, device);
-    const DatasetSpec spec = dataset_spec(t.dataset);
-    auto test = std::make_shared<data::TensorDataset>(
-        load_split(spec, a->data_dir.empty() ? spec.default_dir : a->data_dir, false));
+    data::DatasetPtr<data::Example> test;
+    std::string what = t.dataset;
+    if (t.dataset == "images") {
+      ImageData d = t.images;
+      if (!a->data_dir.empty()) d.dir = a->data_dir;
+      ImageSplits s = load_image_folder(d, false, 0);
+      test = s.valid;
+      what += " " + s.data.dir;
+    } else {
+      const DatasetSpec spec = dataset_spec(t.dataset);
+      test = std::make_shared<data::TensorDataset>(
+          load_split(spec, a->data_dir.empty() ? spec.default_dir : a->data_dir, false));
+    }
     data::DataLoaderOptions lo;
     lo.batch_size = a->batch_size;
     train::Loader loader(test, lo);
@@ -107,7 +128,7 @@ void add_eval_command(CLI::App& app) {
     train::Learner learner(t.model, opt, train::cross_entropy_loss(), o);
     const auto m = learner.evaluate(loader);
     std::printf("model %s, dataset %s (%lld test images), device %s\n", t.model_name.c_str(),
-                t.dataset.c_str(), static_cast<long long>(test->size()), device.str().c_str());
+                what.c_str(), static_cast<long long>(test->size()), device.str().c_str());
     std::printf("test loss: %.4f\ntest accuracy: %.4f\n", m.at("loss"), m.at("accuracy"));
   });
 }
@@ -118,7 +139,9 @@ void add_predict_command(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
-      "predict", "Classify one image (PNG or JPEG; converted to grayscale and resized to 28x28)");
+      "predict",
+      "Classify one image (PNG or JPEG; converted to grayscale and resized to 28x28 for MNIST, "
+      "read as the training images were for an image folder; prints the class name)");
   cmd->add_option("--checkpoint", a->checkpoint,
                   "A checkpoint (DIR/checkpoints/*.safetensors) or DIR/model.safetensors")
       ->required();
@@ -132,27 +155,35 @@ void add_predict_command(CLI::App& app) {
     namespace F = nn::functional;
     const Device device = Device::parse(a->device);
     Trained t = load_trained(a->checkpoint, a->dataset, device);
-    const DatasetSpec spec = dataset_spec(t.dataset);
-    Tensor img = data::load_image(a->image, 1);  // u8 [1, H, W]
-    const int64_t h = img.shape()[1], w = img.shape()[2];
-    EMBER_CHECK(h > 0 && w > 0, "predict", a->image, ": the image is empty");
-    Tensor x = img.to(DType::f32).unsqueeze(0);  // [1, 1, H, W], 0..255
-    if (h != 28 || w != 28) {
-      // Shrinking averages the covered pixels (area); enlarging interpolates (bilinear).
-      const bool shrink = h >= 28 && w >= 28;
-      x = F::interpolate(x, {28, 28}, {}, shrink ? "area" : "bilinear");
+    std::vector<std::string> classes;
+    Tensor x;
+    if (t.dataset == "images") {
+      x = image_input(a->image, t.images).to(device);
+      classes = t.images.classes;
+    } else {
+      const DatasetSpec spec = dataset_spec(t.dataset);
+      classes = spec.classes;
+      Tensor img = data::load_image(a->image, 1);  // u8 [1, H, W]
+      const int64_t h = img.shape()[1], w = img.shape()[2];
+      EMBER_CHECK(h > 0 && w > 0, "predict", a->image, ": the image is empty");
+      x = img.to(DType::f32).unsqueeze(0);  // [1, 1, H, W], 0..255
+      if (h != 28 || w != 28) {
+        // Shrinking averages the covered pixels (area); enlarging interpolates (bilinear).
+        const bool shrink = h >= 28 && w >= 28;
+        x = F::interpolate(x, {28, 28}, {}, shrink ? "area" : "bilinear");
+      }
+      x = ((x * (1.0 / 255.0) - spec.mean) * (1.0 / spec.std)).to(device);
     }
-    x = ((x * (1.0 / 255.0) - spec.mean) * (1.0 / spec.std)).to(device);
     NoGradGuard ng;
     Tensor p = F::softmax(t.model->forward(x), 1).to(Device::cpu()).contiguous();
     const std::vector<float> probs = p.to_vector<float>();
     size_t best = 0;
     for (size_t i = 1; i < probs.size(); ++i)
       if (probs[i] > probs[best]) best = i;
-    std::printf("class: %zu (%s), probability %.4f\n", best, spec.classes.at(best).c_str(),
+    std::printf("class: %zu (%s), probability %.4f\n", best, classes.at(best).c_str(),
                 double(probs[best]));
     for (size_t i = 0; i < probs.size(); ++i)
-      std::printf("  %zu %-12s %.4f\n", i, spec.classes.at(i).c_str(), double(probs[i]));
+      std::printf("  %zu %-12s %.4f\n", i, classes.at(i).c_str(), double(probs[i]));
   });
 }
 

@@ -11,11 +11,12 @@ namespace ember::tools {
 
 namespace F = nn::functional;
 
-Cnn::Cnn() : nn::UnaryModule("Cnn") {
-  conv1 = register_module("conv1", std::make_shared<nn::Conv2d>(1, 32, 3));
+Cnn::Cnn(const ModelShape& s) : nn::UnaryModule("Cnn") {
+  const int64_t pooled = (s.image_size - 4) / 2;  // 28 -> 26 -> 24 -> 12
+  conv1 = register_module("conv1", std::make_shared<nn::Conv2d>(s.channels, 32, 3));
   conv2 = register_module("conv2", std::make_shared<nn::Conv2d>(32, 64, 3));
-  fc1 = register_module("fc1", std::make_shared<nn::Linear>(64 * 12 * 12, 128));
-  fc2 = register_module("fc2", std::make_shared<nn::Linear>(128, 10));
+  fc1 = register_module("fc1", std::make_shared<nn::Linear>(64 * pooled * pooled, 128));
+  fc2 = register_module("fc2", std::make_shared<nn::Linear>(128, s.classes));
 }
 
 Tensor Cnn::forward(const Tensor& x) {
@@ -26,10 +27,11 @@ Tensor Cnn::forward(const Tensor& x) {
   return fc2->forward(h);
 }
 
-Mlp::Mlp() : nn::UnaryModule("Mlp") {
-  fc1 = register_module("fc1", std::make_shared<nn::Linear>(784, 256));
+Mlp::Mlp(const ModelShape& s) : nn::UnaryModule("Mlp") {
+  fc1 = register_module(
+      "fc1", std::make_shared<nn::Linear>(s.channels * s.image_size * s.image_size, 256));
   fc2 = register_module("fc2", std::make_shared<nn::Linear>(256, 128));
-  fc3 = register_module("fc3", std::make_shared<nn::Linear>(128, 10));
+  fc3 = register_module("fc3", std::make_shared<nn::Linear>(128, s.classes));
 }
 
 Tensor Mlp::forward(const Tensor& x) {
@@ -38,9 +40,17 @@ Tensor Mlp::forward(const Tensor& x) {
   return fc3->forward(h);
 }
 
-std::shared_ptr<nn::UnaryModule> make_model(const std::string& name) {
-  if (name == "cnn") return std::make_shared<Cnn>();
-  if (name == "mlp") return std::make_shared<Mlp>();
+std::shared_ptr<nn::UnaryModule> make_model(const std::string& name, const ModelShape& shape) {
+  EMBER_CHECK(shape.channels >= 1 && shape.image_size >= 1 && shape.classes >= 1, "model",
+              "images need >= 1 channel, size and class, got ", shape.channels, " channels, size ",
+              shape.image_size, ", ", shape.classes, " classes");
+  if (name == "cnn") {
+    EMBER_CHECK(shape.image_size >= 6, "model", "the cnn needs images of at least 6x6 (two 3x3 ",
+                "convolutions and a 2x2 pooling), got ", shape.image_size, "x", shape.image_size,
+                " (--image-size)");
+    return std::make_shared<Cnn>(shape);
+  }
+  if (name == "mlp") return std::make_shared<Mlp>(shape);
   EMBER_FAIL("model", "unknown model '", name, "' (expected cnn or mlp)");
 }
 

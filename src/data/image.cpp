@@ -93,6 +93,25 @@ bool decode_jpeg_c(const unsigned char* data, size_t n, int channels, Pixels* ou
   return true;
 }
 
+// The header only: size and stored components (C-style, as decode_jpeg_c).
+bool jpeg_header_c(const unsigned char* data, size_t n, ImageInfo* out, JpegError* err) {
+  jpeg_decompress_struct cinfo;
+  cinfo.err = jpeg_std_error(&err->mgr);
+  err->mgr.error_exit = jpeg_on_error;
+  err->mgr.emit_message = jpeg_on_warning;
+  if (setjmp(err->jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, data, (unsigned long)n);
+  jpeg_read_header(&cinfo, TRUE);
+  out->height = cinfo.image_height, out->width = cinfo.image_width;
+  out->channels = cinfo.jpeg_color_space == JCS_GRAYSCALE ? 1 : 3;
+  jpeg_destroy_decompress(&cinfo);
+  return true;
+}
+
 bool encode_jpeg_c(const unsigned char* hwc, int h, int w, int c, int quality, unsigned char** buf,
                    unsigned long* size, JpegError* err) {
   jpeg_compress_struct cinfo;
@@ -164,6 +183,30 @@ Tensor load_image(const std::string& path, int channels) {
   for (int64_t i = 0; i < plane; ++i)
     for (int64_t c = 0; c < p.c; ++c) dst[c * plane + i] = p.hwc[size_t(i * p.c + c)];
   return out;
+}
+
+ImageInfo read_image_info(const std::string& path) {
+  const std::vector<unsigned char> bytes = detail::read_file(path, "read_image_info");
+  ImageInfo info;
+  static const unsigned char kPng[8] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+  if (bytes.size() >= 8 && std::memcmp(bytes.data(), kPng, 8) == 0) {
+    png_image img;
+    std::memset(&img, 0, sizeof img);
+    img.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_memory(&img, bytes.data(), bytes.size()))
+      EMBER_FAIL("read_image_info", path, ": corrupt PNG (", img.message, ")");
+    info.height = img.height, info.width = img.width;
+    info.channels = (img.format & PNG_FORMAT_FLAG_COLOR) != 0 ? 3 : 1;
+    png_image_free(&img);
+  } else if (bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF) {
+    JpegError err;
+    std::memset(&err, 0, sizeof err);
+    if (!jpeg_header_c(bytes.data(), bytes.size(), &info, &err))
+      EMBER_FAIL("read_image_info", path, ": corrupt JPEG (", err.message, ")");
+  } else {
+    EMBER_FAIL("read_image_info", path, ": unsupported image format (not PNG or JPEG)");
+  }
+  return info;
 }
 
 void save_png(const std::string& path, const Tensor& image) {

@@ -1,8 +1,13 @@
-// Image transforms: ToTensor, Normalize, RandomCrop, RandomHorizontalFlip, compose, map_data.
+// Image transforms: ToTensor, Normalize, RandomCrop, RandomHorizontalFlip, Resize, CenterCrop,
+// compose, map_data.
 #include "ember/data/transforms.h"
 
 #include <cmath>
 #include <cstring>
+
+#include "ember/autograd.h"
+#include "ember/nn/functional/interpolate.h"
+#include "ember/ops/elementwise.h"
 
 #include "data/random.h"
 
@@ -137,6 +142,66 @@ Tensor RandomHorizontalFlip::operator()(const Tensor& image, const ItemContext& 
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < W; ++c)
       std::memcpy(dst + (r * W + c) * es, src + (r * W + W - 1 - c) * es, size_t(es));
+  return back(out, image);
+}
+
+Resize::Resize(int64_t size) : size_(size) {
+  if (size < 1) EMBER_FAIL("Resize", "size must be >= 1, got ", size);
+}
+
+Tensor Resize::operator()(const Tensor& image, const ItemContext&) const {
+  check_image(image, "Resize", 3);
+  if (image.dim() != 3 || image.size(1) < 1 || image.size(2) < 1 ||
+      !(image.dtype() == DType::u8 || is_floating(image.dtype())))
+    EMBER_FAIL("Resize", "expected a uint8 or floating-point image [C, H, W] with H, W >= 1, got ",
+               dtype_name(image.dtype()), " ", shape_str(image.shape()));
+  const int64_t h = image.size(1), w = image.size(2);
+  const int64_t shorter = std::min(h, w), longer = std::max(h, w);
+  // As torchvision: int(size * long / short), in double.
+  const auto new_long = int64_t(double(size_ * longer) / double(shorter));
+  const int64_t oh = h <= w ? size_ : new_long, ow = h <= w ? new_long : size_;
+  if (oh == h && ow == w) return image;
+  NoGradGuard no_grad;
+  const bool u8 = image.dtype() == DType::u8;
+  Tensor x = host(image);
+  x = (u8 ? x.to(DType::f32) : x).unsqueeze(0);
+  const bool shrink = oh <= h && ow <= w;
+  Tensor y = nn::functional::interpolate(x, {oh, ow}, {}, shrink ? "area" : "bilinear")[0];
+  if (u8) y = clamp(round(y), 0.0, 255.0).to(DType::u8);
+  return y.contiguous();
+}
+
+CenterCrop::CenterCrop(int64_t height, int64_t width) : h_(height), w_(width) {
+  if (h_ < 1 || w_ < 1) EMBER_FAIL("CenterCrop", "size must be >= 1, got [", h_, ", ", w_, "]");
+}
+
+Tensor CenterCrop::operator()(const Tensor& image, const ItemContext&) const {
+  check_image(image, "CenterCrop", 2);
+  const int64_t H = image.size(-2), W = image.size(-1);
+  if (H == h_ && W == w_) return image;
+  // Where the source's row 0 / column 0 lands in the output (negative: cropped away); padding
+  // puts floor(extra / 2) before, as torchvision; cropping starts at round((S - s) / 2).
+  auto offset = [](int64_t src, int64_t dst) -> int64_t {
+    if (dst > src) return (dst - src) / 2;
+    return -int64_t(std::nearbyint(double(src - dst) / 2.0));
+  };
+  const int64_t oy = offset(H, h_), ox = offset(W, w_);
+  Tensor x = host(image);
+  Shape shape = x.shape();
+  shape[shape.size() - 2] = h_;
+  shape[shape.size() - 1] = w_;
+  Tensor out = zeros(shape, TensorOptions(x.dtype(), x.device()));
+  const int64_t es = x.element_size(), planes = H * W == 0 ? 0 : x.numel() / (H * W);
+  const auto* src = static_cast<const unsigned char*>(x.raw_data());
+  auto* dst = static_cast<unsigned char*>(out.raw_data());
+  const int64_t x0 = std::max<int64_t>(0, ox), x1 = std::min(w_, ox + W);
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t y = 0; y < h_; ++y) {
+      const int64_t sy = y - oy;
+      if (sy < 0 || sy >= H || x1 <= x0) continue;
+      std::memcpy(dst + ((p * h_ + y) * w_ + x0) * es, src + ((p * H + sy) * W + (x0 - ox)) * es,
+                  size_t((x1 - x0) * es));
+    }
   return back(out, image);
 }
 

@@ -52,6 +52,14 @@ TensorDataset read_csv(const std::string& path, const CsvOptions& options = {});
 /// reduced to 8 bits. Throws "[load_image] <path>: ..." for other formats, corrupt or truncated
 /// data, or channels not in {0, 1, 3}.
 Tensor load_image(const std::string& path, int channels = 0);
+/// What a PNG or JPEG file's header says: its size and stored channels (1 for grayscale, 3 for
+/// colour; as load_image(path, 0) would return, without decoding the pixels).
+struct ImageInfo {
+  int64_t height = 0, width = 0, channels = 0;
+};
+/// Reads the header of a PNG or JPEG file (as PIL.Image.open's size and mode). Throws
+/// "[read_image_info] <path>: ..." for a missing file, another format or a corrupt header.
+ImageInfo read_image_info(const std::string& path);
 /// Writes u8 [1 or 3, H, W] (or [H, W]) as PNG (lossless). Atomic. Throws "[save_png] ...".
 void save_png(const std::string& path, const Tensor& image);
 /// Writes u8 [1 or 3, H, W] (or [H, W]) as baseline JPEG, quality 1..100. Atomic.

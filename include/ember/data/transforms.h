@@ -73,6 +73,36 @@ class RandomHorizontalFlip {
   uint64_t seed_;
 };
 
+/// Resizes an image [C, H, W] (u8 or floating) so that its shorter side is `size`, keeping the
+/// aspect ratio (the longer side becomes floor(size * long / short), as torchvision.transforms.
+/// Resize(size)). Shrinking averages the covered pixels (interpolate mode "area"), enlarging
+/// interpolates bilinearly (align_corners false); u8 results are rounded and clamped to 0..255
+/// (as torchvision on uint8 tensors). An image whose shorter side is already `size` is returned
+/// as it is. Returns the input's dtype, on the host. Throws "[Resize] ..." for size < 1 or an
+/// input that is not [C, H, W] with H, W >= 1.
+class Resize {
+ public:
+  explicit Resize(int64_t size);
+  Tensor operator()(const Tensor& image, const ItemContext& ctx = {}) const;
+
+ private:
+  int64_t size_;
+};
+
+/// Crops the central [height, width] window of an image [..., H, W] (any dtype), as
+/// torchvision.transforms.CenterCrop: top = round((H - height) / 2), left = round((W - width)
+/// / 2) (half to even). A side smaller than the window is first padded with zeros on both sides
+/// (the extra one at the end), as torchvision. Throws "[CenterCrop] ..." for a size < 1.
+class CenterCrop {
+ public:
+  CenterCrop(int64_t height, int64_t width);
+  explicit CenterCrop(int64_t size) : CenterCrop(size, size) {}
+  Tensor operator()(const Tensor& image, const ItemContext& ctx = {}) const;
+
+ private:
+  int64_t h_, w_;
+};
+
 /// The transforms one after another (as torchvision.transforms.Compose).
 Transform compose(std::vector<Transform> transforms);
 
