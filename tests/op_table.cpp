@@ -79,6 +79,23 @@ void tolerance(DType t, double& rtol, double& atol) {
 }
 }  // namespace
 
+namespace {
+// Where the expected value is a special float, got must be the same special value, bit for bit
+// up to NaN's payload: a zero of the same sign, the same infinity, a NaN. Returns why not, or
+// nullptr when it is (or `want` is an ordinary number: the tolerance decides). A zero of the
+// wrong sign is a bug, not rounding (IEEE rounding never flips the sign of an exact zero); a
+// nonzero got where a zero is expected is left to the tolerance (sums that cancel round to a
+// tiny value in another order). NaN's sign and payload are not compared: torch defines neither
+// (x86 makes 0 * inf a negative NaN, ARM a positive one).
+const char* special_mismatch(double want, double got) {
+  if (std::isnan(want)) return std::isnan(got) ? nullptr : "expected NaN";
+  if (std::isinf(want)) return got == want ? nullptr : "expected this infinity";
+  if (want == 0 && got == 0 && std::signbit(want) != std::signbit(got))
+    return "the sign of zero differs";
+  return nullptr;
+}
+}  // namespace
+
 std::string compare(const Tensor& want, const Tensor& got, double tol_scale) {
   std::ostringstream os;
   if (!want.defined() || !got.defined())
@@ -97,10 +114,13 @@ std::string compare(const Tensor& want, const Tensor& got, double tol_scale) {
   atol *= tol_scale;
   const auto w = want.to_vector<double>(), g = got.to_vector<double>();
   for (size_t i = 0; i < w.size(); ++i) {
-    if (std::isnan(w[i]) && std::isnan(g[i])) continue;
-    if (w[i] == g[i]) continue;
-    if (std::fabs(w[i] - g[i]) <= atol + rtol * std::fabs(w[i])) continue;
-    os << "element " << i << ": got " << g[i] << ", expected " << w[i] << " (shape "
+    const char* why = special_mismatch(w[i], g[i]);
+    if (!why) {
+      if (std::isnan(w[i]) || std::isinf(w[i]) || w[i] == g[i]) continue;
+      if (std::fabs(w[i] - g[i]) <= atol + rtol * std::fabs(w[i])) continue;
+      why = "outside the tolerance";
+    }
+    os << "element " << i << ": got " << g[i] << ", expected " << w[i] << ": " << why << " (shape "
        << shape_str(want.shape()) << ", " << dtype_name(want.dtype()) << ")";
     return os.str();
   }

@@ -44,7 +44,9 @@ std::vector<DType> int_dtypes();      // signed and unsigned integers
 std::vector<DType> signed_dtypes();   // floats and signed integers
 
 /// Compares got against want: same shape and dtype, values within the dtype's tolerance
-/// (scaled), NaN where NaN. Returns "" when equal, else a description of the first mismatch.
+/// (scaled); where want is a special float, the same one bit for bit: a zero of the same sign,
+/// the same infinity, NaN where NaN (any sign and payload). Returns "" when equal, else a
+/// description of the first mismatch.
 std::string compare(const Tensor& want, const Tensor& got, double tol_scale = 1.0);
 
 }  // namespace ember::testing

@@ -222,5 +222,140 @@ EMBER_OP_CASE({"inplace_through_view", numeric_dtypes(),
                  return std::vector<Tensor>{x};
                }});
 
+// ---- special values: signed zeros, infinities and NaN (the table compares them bit for bit) ----
+// [4, 4] of -0, +0, -inf, inf, NaN and small values whose results round to a signed zero
+// (ceil(-0.3) = -0, -0.3 * 0 = -0) or sit at a branch of the formula (-1, 1, 3, -3).
+Tensor special_values(DType dt) {
+  const double inf = INFINITY;
+  return from_vector<double>({-0.0, 0.0, -inf, inf, NAN, -0.3, 0.3, -0.5, 0.5, -1.5, -2.5, 2.5,
+                              -1e-30, -1.0, 1.0, -3.0},
+                             {4, 4}, Device::ref())
+      .to(dt);
+}
+// [12] for binary ops: a and b of the table are [12, 1] and [12] (every pair).
+Tensor special_pairs(DType dt) {
+  const double inf = INFINITY;
+  return from_vector<double>({-0.0, 0.0, -inf, inf, NAN, -0.3, 0.3, -2.0, 2.0, -2.5, 1.0, -1.0},
+                             {12}, Device::ref())
+      .to(dt);
+}
+
+int special_unary_case(const std::string& name, std::function<Tensor(const Tensor&)> fn) {
+  return register_case(OpCase{"special/" + name, float_dtypes(),
+                              [](DType dt, uint64_t) { return Inputs{special_values(dt)}; },
+                              [fn](const Inputs& in) { return std::vector<Tensor>{fn(in[0])}; }});
+}
+int special_binary_case(const std::string& name, Fn2 fn) {
+  return register_case(
+      OpCase{"special/" + name, float_dtypes(),
+             [](DType dt, uint64_t) {
+               const Tensor v = special_pairs(dt);
+               return Inputs{v.reshape({12, 1}).contiguous(), v};
+             },
+             [fn](const Inputs& in) { return std::vector<Tensor>{fn(in[0], in[1])}; }});
+}
+
+const int kSpecial = [] {
+  namespace F = nn::functional;
+  const std::pair<const char*, Fn1> unary[] = {{"neg", neg},
+                                               {"abs", abs},
+                                               {"sign", sign},
+                                               {"exp", exp},
+                                               {"exp2", exp2},
+                                               {"expm1", expm1},
+                                               {"log", log},
+                                               {"log2", log2},
+                                               {"log10", log10},
+                                               {"log1p", log1p},
+                                               {"sqrt", sqrt},
+                                               {"rsqrt", rsqrt},
+                                               {"square", square},
+                                               {"reciprocal", reciprocal},
+                                               {"sin", sin},
+                                               {"cos", cos},
+                                               {"tan", tan},
+                                               {"asin", asin},
+                                               {"acos", acos},
+                                               {"atan", atan},
+                                               {"sinh", sinh},
+                                               {"cosh", cosh},
+                                               {"tanh", tanh},
+                                               {"asinh", asinh},
+                                               {"acosh", acosh},
+                                               {"atanh", atanh},
+                                               {"erf", erf},
+                                               {"erfinv", erfinv},
+                                               {"floor", floor},
+                                               {"ceil", ceil},
+                                               {"round", round},
+                                               {"trunc", trunc},
+                                               {"frac", frac},
+                                               {"isnan", isnan},
+                                               {"isinf", isinf},
+                                               {"isfinite", isfinite},
+                                               {"logical_not", logical_not}};
+  for (const auto& [name, fn] : unary) special_unary_case(name, fn);
+  special_unary_case("nan_to_num", [](const Tensor& x) { return nan_to_num(x); });
+  // activations (unary kernels and composites)
+  special_unary_case("relu", [](const Tensor& x) { return F::relu(x); });
+  special_unary_case("relu6", [](const Tensor& x) { return F::relu6(x); });
+  special_unary_case("hardtanh", [](const Tensor& x) { return F::hardtanh(x); });
+  special_unary_case("leaky_relu", [](const Tensor& x) { return F::leaky_relu(x); });
+  special_unary_case("elu", [](const Tensor& x) { return F::elu(x); });
+  special_unary_case("selu", [](const Tensor& x) { return F::selu(x); });
+  special_unary_case("celu", [](const Tensor& x) { return F::celu(x); });
+  special_unary_case("gelu", [](const Tensor& x) { return F::gelu(x); });
+  special_unary_case("gelu_tanh", [](const Tensor& x) { return F::gelu(x, "tanh"); });
+  special_unary_case("silu", [](const Tensor& x) { return F::silu(x); });
+  special_unary_case("mish", [](const Tensor& x) { return F::mish(x); });
+  special_unary_case("softplus", [](const Tensor& x) { return F::softplus(x); });
+  special_unary_case("hardsigmoid", [](const Tensor& x) { return F::hardsigmoid(x); });
+  special_unary_case("hardswish", [](const Tensor& x) { return F::hardswish(x); });
+  special_unary_case("sigmoid", [](const Tensor& x) { return F::sigmoid(x); });
+  special_unary_case("log_sigmoid", [](const Tensor& x) { return F::log_sigmoid(x); });
+  special_unary_case("softsign", [](const Tensor& x) { return F::softsign(x); });
+  special_unary_case("tanhshrink", [](const Tensor& x) { return F::tanhshrink(x); });
+  special_unary_case("hardshrink", [](const Tensor& x) { return F::hardshrink(x); });
+  special_unary_case("softshrink", [](const Tensor& x) { return F::softshrink(x); });
+  special_unary_case("threshold", [](const Tensor& x) { return F::threshold(x, -0.4, -0.0); });
+  // scalar operands that are signed zeros, and clamps at zero
+  special_unary_case("scalar_zero_operands", [](const Tensor& x) {
+    return stack({x * -0.0, x * 0.0, x + 0.0, x + -0.0, x - 0.0, 0.0 - x, -0.0 - x, x / -2.0});
+  });
+  special_unary_case("clamp_at_zero", [](const Tensor& x) {
+    return stack({clamp(x, -0.0, 1.0), clamp(x, 0.0, 1.0), clamp_min(x, 0.0), clamp_max(x, -0.0)});
+  });
+  special_unary_case("cast_float", [](const Tensor& x) {
+    return stack({x.to(DType::f64).to(x.dtype()), x.to(DType::f32).to(x.dtype())});
+  });
+
+  const std::pair<const char*, Fn2> binary[] = {{"add", add2},
+                                                {"sub", sub2},
+                                                {"add_alpha", add_alpha},
+                                                {"mul", mul},
+                                                {"div", div2},
+                                                {"div_floor", div_floor},
+                                                {"div_trunc", div_trunc},
+                                                {"floor_divide", floor_divide},
+                                                {"remainder", remainder2},
+                                                {"fmod", fmod2},
+                                                {"pow", pow2},
+                                                {"atan2", atan2},
+                                                {"hypot", hypot},
+                                                {"minimum", minimum},
+                                                {"maximum", maximum},
+                                                {"copysign", copysign},
+                                                {"eq", eq2},
+                                                {"ne", ne2},
+                                                {"lt", lt2},
+                                                {"le", le2},
+                                                {"gt", gt2},
+                                                {"ge", ge2},
+                                                {"logical_and", logical_and},
+                                                {"logical_xor", logical_xor}};
+  for (const auto& [name, fn] : binary) special_binary_case(name, fn);
+  return 0;
+}();
+
 }  // namespace
 }  // namespace ember::testing

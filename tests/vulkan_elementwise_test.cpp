@@ -161,6 +161,39 @@ TEST(VulkanElementwise, SpecialValuesMatchReference) {
   }
 }
 
+// Signed zeros and NaN bit for bit against fixed values (torch 1.13's), on every float dtype:
+// sign gives +0 for -0, +0 and NaN (lavapipe's select chain gave -0); odd functions keep -0;
+// relu keeps -0 and NaN, elu/selu give +0; a minimum/maximum tie of -0 and +0 gives the first.
+TEST(VulkanElementwise, SignedZerosMatchTorch) {
+  NEED_VULKAN(dev);
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const std::vector<double> v = {-0.0, 0.0, nan, -inf, inf, -2.0, 3.0};
+  auto bits = [](const Tensor& t) {
+    std::vector<std::string> out;
+    for (double d : t.to(Device::ref()).to_vector<double>())
+      out.push_back(std::isnan(d)
+                        ? "nan"
+                        : (d == 0 ? (std::signbit(d) ? "-0" : "+0") : std::to_string(int(d))));
+    return out;
+  };
+  using V = std::vector<std::string>;
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    const Tensor x = from_vector<double>(v, {int64_t(v.size())}, Device::ref()).to(dt).to(dev);
+    EXPECT_EQ(bits(sign(x)), (V{"+0", "+0", "+0", "-1", "1", "-1", "1"})) << dtype_name(dt);
+    const Tensor z = x.narrow(0, 0, 2);
+    using Fn = Tensor (*)(const Tensor&);
+    const Fn odd[] = {sin, tan, atan, sinh, tanh, asinh, atanh, erf, expm1, log1p, sqrt};
+    for (Fn f : odd) EXPECT_EQ(bits(f(z)), (V{"-0", "+0"})) << dtype_name(dt);
+    EXPECT_EQ(bits(nn::functional::relu(z)), (V{"-0", "+0"})) << dtype_name(dt);
+    EXPECT_EQ(bits(nn::functional::relu(x.narrow(0, 2, 1))), (V{"nan"})) << dtype_name(dt);
+    EXPECT_EQ(bits(nn::functional::elu(z)), (V{"+0", "+0"})) << dtype_name(dt);
+    EXPECT_EQ(bits(nn::functional::selu(z)), (V{"+0", "+0"})) << dtype_name(dt);
+    const Tensor zr = x.narrow(0, 0, 2).flip({0});  // [+0, -0]
+    EXPECT_EQ(bits(minimum(z, zr)), (V{"-0", "+0"})) << dtype_name(dt);
+    EXPECT_EQ(bits(maximum(z, zr)), (V{"-0", "+0"})) << dtype_name(dt);
+  }
+}
+
 // The same seed on both devices gives the same numbers (uniform, bernoulli and randint
 // bit-exact; normal within the dtype's tolerance, its log/cos being computed differently).
 TEST(VulkanElementwise, RandomIsBitExactWithReference) {

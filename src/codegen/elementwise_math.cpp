@@ -61,10 +61,23 @@ bool is_signed_int(DType t) {
 
 int bits_of(DType t) { return dtype_size(t) * 8; }
 
+std::string fn_value(const std::string& n, DType t, const std::string& x, const Caps& caps);
+
 // A float function in compute_type(t): f64 from the library; float from GLSL where it has the
-// function, else through f64 (when the device has it) or the float library.
+// function, else through f64 (when the device has it) or the float library. The odd functions
+// (and expm1, log1p) give x itself at +-0: lavapipe's sinh/asinh/atanh/atan/erf and several of
+// the f64 library's series lose the sign of -0 (ref, as C and torch: f(-0) = -0).
 std::string fn(const char* name, DType t, const std::string& x, const Caps& caps) {
   const std::string n = name;
+  static const char* kKeepsZero[] = {"sin",   "tan",   "asin", "atan",   "sinh",  "tanh",
+                                     "asinh", "atanh", "erf",  "erfinv", "expm1", "log1p"};
+  for (const char* k : kKeepsZero)
+    if (n == k)
+      return "(" + x + " == " + lit(t, 0) + " ? " + x + " : " + fn_value(n, t, x, caps) + ")";
+  return fn_value(n, t, x, caps);
+}
+
+std::string fn_value(const std::string& n, DType t, const std::string& x, const Caps& caps) {
   if (t == DType::f64) return "ember_" + n + "_f64(" + x + ")";
   // lavapipe's float asin/acos are off by up to 4e-4 and its asinh/acosh overflow past 1e19:
   // through the f64 library when the device has it
@@ -98,8 +111,9 @@ std::string float_unary(UnaryOp op, DType t, const std::string& x, uint32_t pb, 
     case UnaryOp::abs:
       return "abs(" + x + ")";
     case UnaryOp::sign:
-      return "(" + x + " > " + K(0) + " ? " + K(1) + " : (" + x + " < " + K(0) + " ? " + K(-1) +
-             " : " + K(0) + "))";
+      // +0 for +-0 and NaN, as ref and torch. Through an int: on lavapipe the same chain of
+      // float selects (x > 0 ? 1 : x < 0 ? -1 : 0) gave -0 there
+      return T + "(int(" + x + " > " + K(0) + ") - int(" + x + " < " + K(0) + "))";
     case UnaryOp::exp:
       return F("exp", x);
     case UnaryOp::exp2:
@@ -164,9 +178,8 @@ std::string float_unary(UnaryOp op, DType t, const std::string& x, uint32_t pb, 
       return "(isnan(" + x + ") ? " + T + "(" + param(t, pb, 0) + ") : (isinf(" + x + ") ? (" + x +
              " > " + K(0) + " ? " + T + "(" + param(t, pb, 1) + ") : " + T + "(" + param(t, pb, 2) +
              ")) : " + x + "))";
-    case UnaryOp::relu:
-      return "(isnan(" + x + ") ? " + x + " : (" + x + " > " + K(0) + " ? " + x + " : " + K(0) +
-             "))";
+    case UnaryOp::relu:  // NaN and -0 pass through, as ref
+      return "(" + x + " < " + K(0) + " ? " + K(0) + " : " + x + ")";
     case UnaryOp::sigmoid:
       return "(" + K(1) + " / (" + K(1) + " + " + F("exp", "-" + x) + "))";
     case UnaryOp::log_sigmoid:
@@ -186,18 +199,23 @@ std::string float_unary(UnaryOp op, DType t, const std::string& x, uint32_t pb, 
              F("tanh", K(0.79788456080286535588) + " * (" + x + " + " + K(0.044715) + " * " + x +
                            " * " + x + " * " + x + ")") +
              "))";
-    case UnaryOp::selu:
+    case UnaryOp::selu:  // -0 gives +0, as ref
       return "(" + x + " > " + K(0) + " ? " + K(1.0507009873554804934193349852946) + " * " + x +
-             " : " + K(1.0507009873554804934193349852946) + " * " +
-             K(1.6732632423543772848170429916717) + " * " + F("expm1", x) + ")";
+             " : (" + x + " == " + K(0) + " ? " + K(0) + " : " +
+             K(1.0507009873554804934193349852946) + " * " + K(1.6732632423543772848170429916717) +
+             " * " + F("expm1", x) + "))";
+    // min(max(x + 3, 0), 6) as selects, so NaN propagates as ref (GLSL's min/max may drop it)
     case UnaryOp::hardsigmoid:
-      return "(min(max(" + x + " + " + K(3) + ", " + K(0) + "), " + K(6) + ") / " + K(6) + ")";
-    case UnaryOp::hardswish:
-      return "(" + x + " * min(max(" + x + " + " + K(3) + ", " + K(0) + "), " + K(6) + ") / " +
-             K(6) + ")";
-    case UnaryOp::elu:
-      return "(" + x + " > " + K(0) + " ? " + x + " : " + T + "(" + param(t, pb, 0) + ") * " +
-             F("expm1", x) + ")";
+    case UnaryOp::hardswish: {
+      const std::string x3 = "(" + x + " + " + K(3) + ")";
+      const std::string lo = "(" + x3 + " < " + K(0) + " ? " + K(0) + " : " + x3 + ")";
+      const std::string c = "(" + K(6) + " < " + lo + " ? " + K(6) + " : " + lo + ")";
+      if (op == UnaryOp::hardsigmoid) return "(" + c + " / " + K(6) + ")";
+      return "(" + x + " * " + c + " / " + K(6) + ")";
+    }
+    case UnaryOp::elu:  // -0 gives +0, as ref
+      return "(" + x + " > " + K(0) + " ? " + x + " : (" + x + " == " + K(0) + " ? " + K(0) +
+             " : " + T + "(" + param(t, pb, 0) + ") * " + F("expm1", x) + "))";
     case UnaryOp::leaky_relu:
       return "(" + x + " > " + K(0) + " ? " + x + " : " + T + "(" + param(t, pb, 0) + ") * " + x +
              ")";
@@ -336,12 +354,13 @@ std::string float_binary(BinaryOp op, DType t, const std::string& a, const std::
       return via("atan2");
     case BinaryOp::hypot:
       return via("hypot");
+    // a tie (-0, +0) gives a, as ref (GLSL's min/max leave it undefined)
     case BinaryOp::minimum:
-      return "((isnan(" + a + ") || isnan(" + b + ")) ? " + a + " + " + b + " : min(" + a + ", " +
-             b + "))";
+      return "((isnan(" + a + ") || isnan(" + b + ")) ? " + a + " + " + b + " : (" + b + " < " + a +
+             " ? " + b + " : " + a + "))";
     case BinaryOp::maximum:
-      return "((isnan(" + a + ") || isnan(" + b + ")) ? " + a + " + " + b + " : max(" + a + ", " +
-             b + "))";
+      return "((isnan(" + a + ") || isnan(" + b + ")) ? " + a + " + " + b + " : (" + a + " < " + b +
+             " ? " + b + " : " + a + "))";
     case BinaryOp::copysign:
       return "ember_copysign" + sfx + "(" + a + ", " + b + ")";
     default:

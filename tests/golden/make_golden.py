@@ -482,9 +482,61 @@ def nn_misc():
     return c.write("nn_misc.json")
 
 
+# ---------------------------------------------------------------- special values
+SPECIAL = [-0.0, 0.0, float("-inf"), float("inf"), float("nan"), -0.3, 0.3, -0.5, 0.5, -1.5, -2.5,
+           2.5, -1e-30, -1.0, 1.0, -3.0]
+PAIRS = [-0.0, 0.0, float("-inf"), float("inf"), float("nan"), -0.3, 0.3, -2.0, 2.0, -2.5, 1.0, -1.0]
+
+
+def special():
+    """Signed zeros, infinities and NaN through element-wise ops: golden_test.cpp compares these
+    bit for bit (the sign of zero, the infinity, NaN where NaN). Left out where torch 1.13 itself
+    is not consistent: gelu(-0) (-0 on its scalar loop, +0 on its vectorised one), a tie between
+    -0 and +0 in minimum/maximum (a on the scalar loop, b on the vectorised one), and softshrink
+    (1.13 gives +0 for NaN; Ember keeps NaN, as later torch)."""
+    c = Cases()
+    unary = {"neg": torch.neg, "abs": torch.abs, "sign": torch.sign, "exp": torch.exp,
+             "expm1": torch.expm1, "log": torch.log, "log1p": torch.log1p, "sqrt": torch.sqrt,
+             "rsqrt": torch.rsqrt, "square": torch.square, "reciprocal": torch.reciprocal,
+             "sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "asin": torch.asin,
+             "atan": torch.atan, "sinh": torch.sinh, "tanh": torch.tanh, "asinh": torch.asinh,
+             "atanh": torch.atanh, "erf": torch.erf, "erfinv": torch.erfinv, "floor": torch.floor,
+             "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc, "frac": torch.frac,
+             "nan_to_num": torch.nan_to_num, "relu": F.relu, "relu6": F.relu6,
+             "hardtanh": F.hardtanh, "leaky_relu": F.leaky_relu, "elu": F.elu, "selu": F.selu,
+             "celu": F.celu, "silu": F.silu, "mish": F.mish, "softplus": F.softplus,
+             "hardsigmoid": F.hardsigmoid, "hardswish": F.hardswish, "sigmoid": torch.sigmoid,
+             "log_sigmoid": F.logsigmoid, "softsign": F.softsign, "tanhshrink": F.tanhshrink,
+             "hardshrink": F.hardshrink}
+    for dt in (torch.float32, torch.float64):
+        x = torch.tensor(SPECIAL, dtype=dt)
+        for name, f in unary.items():
+            c.add(f"{name}_{DT[dt]}", "special_unary", [x], f(x), fn=name)
+        p = torch.tensor(PAIRS, dtype=dt)
+        a, b = p.reshape(-1, 1).expand(len(PAIRS), len(PAIRS)).reshape(-1), p.repeat(len(PAIRS))
+        binary = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+                  "div_floor": lambda u, v: torch.div(u, v, rounding_mode="floor"),
+                  "div_trunc": lambda u, v: torch.div(u, v, rounding_mode="trunc"),
+                  "remainder": torch.remainder, "fmod": torch.fmod, "pow": torch.pow,
+                  "atan2": torch.atan2, "hypot": torch.hypot, "copysign": torch.copysign,
+                  "minimum": torch.minimum, "maximum": torch.maximum}
+        tie = (a == 0) & (b == 0) & (torch.signbit(a) != torch.signbit(b))
+        for name, f in binary.items():
+            u, v = (a[~tie], b[~tie]) if name in ("minimum", "maximum") else (a, b)
+            c.add(f"{name}_{DT[dt]}", "special_binary", [u, v], f(u, v), fn=name)
+        z = torch.tensor([-0.0, -0.0, -0.0], dtype=dt)
+        for name, f in {"sum": torch.sum, "prod": torch.prod, "mean": torch.mean}.items():
+            c.add(f"{name}_negative_zeros_{DT[dt]}", "special_unary", [z], f(z), fn=name)
+        c.add(f"cumsum_negative_zeros_{DT[dt]}", "special_unary", [z], torch.cumsum(z, 0),
+              fn="cumsum")
+        c.add(f"cumprod_negative_zeros_{DT[dt]}", "special_unary", [z], torch.cumprod(z, 0),
+              fn="cumprod")
+    return c.write("special.json")
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     total = promotion()
-    for fn in (elementwise, reduce, layout, nn_conv, nn_misc):
+    for fn in (elementwise, reduce, layout, nn_conv, nn_misc, special):
         total += fn()
     print(f"total: {total}")

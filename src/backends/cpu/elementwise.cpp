@@ -184,11 +184,11 @@ struct Rsqrt {
   }
 };
 // Selects between values computed unconditionally (no short-circuit), so loops if-convert.
+// relu as torch's clamp_min(x, 0): NaN and -0 pass through.
 struct Relu {
   template <typename T>
   T operator()(T x) const {
-    const bool keep = (x > T(0)) | (x != x);
-    return keep ? x : T(0);
+    return x < T(0) ? T(0) : x;
   }
 };
 struct LeakyRelu {
@@ -291,7 +291,7 @@ struct Maximum {
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (std::is_floating_point_v<T>) {
-      const T nan = a + b, m = a > b ? a : b;
+      const T nan = a + b, m = a < b ? b : a;  // a tie (-0, +0) gives a, as ref
       return ((a != a) | (b != b)) ? nan : m;
     } else {
       return a > b ? a : b;
@@ -302,7 +302,7 @@ struct Minimum {
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (std::is_floating_point_v<T>) {
-      const T nan = a + b, m = a < b ? a : b;
+      const T nan = a + b, m = b < a ? b : a;
       return ((a != a) | (b != b)) ? nan : m;
     } else {
       return a < b ? a : b;

@@ -54,10 +54,11 @@ C float_op(BinaryOp op, C a, C b) {
       return std::atan2(a, b);
     case BinaryOp::hypot:
       return std::hypot(a, b);
+    // a tie (-0 and +0) gives a, as torch's scalar loop (its vectorised loop gives b)
     case BinaryOp::minimum:
-      return (std::isnan(a) || std::isnan(b)) ? a + b : std::fmin(a, b);
+      return (std::isnan(a) || std::isnan(b)) ? a + b : (b < a ? b : a);
     case BinaryOp::maximum:
-      return (std::isnan(a) || std::isnan(b)) ? a + b : std::fmax(a, b);
+      return (std::isnan(a) || std::isnan(b)) ? a + b : (a < b ? b : a);
     case BinaryOp::copysign:
       return std::copysign(a, b);
     default:

@@ -1,5 +1,6 @@
 // Reference unary math. Halves compute in float; integer inputs only see integer-valid ops
 // (the frontend promotes integers to float for the rest).
+#include <algorithm>
 #include <cmath>
 
 #include "backends/ref/dispatch.h"
@@ -86,8 +87,8 @@ C float_op(UnaryOp op, C x, double p0, double p1, double p2) {
       if (std::isnan(x)) return C(p0);
       if (std::isinf(x)) return x > 0 ? C(p1) : C(p2);
       return x;
-    case UnaryOp::relu:
-      return std::isnan(x) ? x : (x > 0 ? x : C(0));
+    case UnaryOp::relu:  // torch's clamp_min(x, 0): NaN and -0 pass through
+      return x < 0 ? C(0) : x;
     case UnaryOp::sigmoid:
       return C(1) / (C(1) + std::exp(-x));
     case UnaryOp::log_sigmoid:
@@ -107,14 +108,16 @@ C float_op(UnaryOp op, C x, double p0, double p1, double p2) {
     case UnaryOp::selu: {
       const C alpha = C(1.6732632423543772848170429916717);
       const C scale = C(1.0507009873554804934193349852946);
-      return x > 0 ? scale * x : scale * alpha * std::expm1(x);
+      // -0 gives +0, as torch (which computes exp(x) - 1 there)
+      return x > 0 ? scale * x : (x == 0 ? C(0) : scale * alpha * std::expm1(x));
     }
+    // std::min/max as torch, so NaN propagates (fmin/fmax would drop it)
     case UnaryOp::hardsigmoid:
-      return std::fmin(std::fmax(x + C(3), C(0)), C(6)) / C(6);
+      return std::min(std::max(x + C(3), C(0)), C(6)) / C(6);
     case UnaryOp::hardswish:
-      return x * std::fmin(std::fmax(x + C(3), C(0)), C(6)) / C(6);
+      return x * std::min(std::max(x + C(3), C(0)), C(6)) / C(6);
     case UnaryOp::elu:
-      return x > 0 ? x : C(p0) * std::expm1(x);
+      return x > 0 ? x : (x == 0 ? C(0) : C(p0) * std::expm1(x));  // -0 gives +0, as selu
     case UnaryOp::leaky_relu:
       return x > 0 ? x : C(p0) * x;
     case UnaryOp::softplus: {

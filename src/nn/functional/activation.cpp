@@ -114,7 +114,8 @@ Tensor selu(const Tensor& input) { return unary(UnaryOp::selu, input); }
 Tensor celu(const Tensor& input, double alpha) {
   Tensor x = to_float(input, "celu");
   if (alpha == 0) EMBER_FAIL("celu", "alpha cannot be 0 (it divides x)");
-  return where(gt(x, 0), x, expm1(x / alpha) * alpha);
+  // -0 gives +0, as torch (which computes exp(x / alpha) - 1 there) and elu
+  return where(gt(x, 0), x, where(eq(x, 0), zeros_like(x), expm1(x / alpha) * alpha));
 }
 
 Tensor gelu(const Tensor& input, const std::string& approximate) {
