@@ -1,6 +1,7 @@
 // Gradients of every differentiable op against central finite differences (f64), on random values
 // and random shapes for several seeds: elementwise, views, in-place ops on views, conversion, the
-// reduce family and the indexing family. Prints "gradcheck: N ops, M checks" at the end.
+// reduce family and the indexing family. Each check also runs gradgradcheck (the gradients of the
+// recorded backward, create_graph). Prints "gradcheck: N ops, M checks" at the end.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -45,6 +46,10 @@ void check(const std::string& op, const GradFn& fn, const std::vector<Tensor>& i
   ++tally().checks;
   const std::string r = test::gradcheck(fn, inputs, 1e-6, atol, rtol);
   EXPECT_TRUE(r.empty()) << op << ": " << r;
+  // Every rule is differentiable again (create_graph): its gradient's gradients against finite
+  // differences of the gradient.
+  const std::string r2 = test::gradgradcheck(fn, inputs, 1e-6, atol, rtol);
+  EXPECT_TRUE(r2.empty()) << op << " (second order): " << r2;
 }
 
 constexpr uint64_t kSeeds[] = {1, 2, 3};
@@ -586,6 +591,18 @@ TEST(GradcheckTest, ReportsAWrongGradient) {
             std::string::npos);
   EXPECT_EQ(test::gradcheck(f1([](const Tensor& t) { return t * t; }), {in({3}, 2)}), "");
   EXPECT_EQ(random_shape(7), random_shape(7));
+  // gradgradcheck: checkpoint's gradient is right but has no history (checkpointing is first
+  // order only), so its second derivative reads as 0 where finite differences give 6 x.
+  const GradFn cube = f1([](const Tensor& t) {
+    return autograd::checkpoint(
+        [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] * v[0] * v[0]}; },
+        {t})[0];
+  });
+  EXPECT_EQ(test::gradcheck(cube, {in({3}, 3, 0.5, 1)}), "");
+  const std::string r2 = test::gradgradcheck(cube, {in({3}, 3, 0.5, 1)});
+  EXPECT_NE(r2.find("gradgradcheck failed"), std::string::npos) << r2;
+  EXPECT_NE(r2.find("analytic 0 vs numeric"), std::string::npos) << r2;
+  EXPECT_EQ(test::gradgradcheck(f1([](const Tensor& t) { return t * t * t; }), {in({3}, 2)}), "");
   const Shape s = random_shape(11, 2, 2, 3, 3);
   EXPECT_EQ(s, (Shape{3, 3}));
 }

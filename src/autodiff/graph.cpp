@@ -1,6 +1,7 @@
 // Recording: nodes, edges, saved tensors, leaf accumulators, in-place history rebasing.
 #include "autodiff/graph.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "autodiff/meta.h"
@@ -73,13 +74,27 @@ AutogradMeta& meta(const Tensor& t) {
 }  // namespace
 
 SavedTensor::SavedTensor(const Tensor& t) : t_(t.defined() ? alias(t) : Tensor()) {
-  if (t_.defined()) {
-    version_ = t_.impl()->storage->version;
-    g_saved_bytes += bytes_of(t_);
+  if (!t_.defined()) return;
+  version_ = t_.impl()->storage->version;
+  g_saved_bytes += bytes_of(t_);
+  if (!is_floating(t.dtype()) || !g_grad_enabled) return;  // indices never carry history
+  if (t.requires_grad()) {
+    // An input: its edge is already one of the recording node's (no new reference cycle).
+    edge_ = gradient_edge(t);
+    return;
   }
+  // No history yet: an output of the node about to be recorded (record() fills output_), or a
+  // constant (output_ stays empty).
+  output_ = std::make_shared<SavedOutput>();
+  auto& pending = meta(t).saved_outputs;
+  pending.erase(std::remove_if(pending.begin(), pending.end(),
+                               [](const std::weak_ptr<SavedOutput>& w) { return w.expired(); }),
+                pending.end());
+  pending.push_back(output_);
 }
 SavedTensor::~SavedTensor() { g_saved_bytes -= bytes_of(t_); }
-SavedTensor::SavedTensor(const SavedTensor& o) : t_(o.t_), version_(o.version_) {
+SavedTensor::SavedTensor(const SavedTensor& o)
+    : t_(o.t_), version_(o.version_), edge_(o.edge_), output_(o.output_) {
   g_saved_bytes += bytes_of(t_);
 }
 SavedTensor& SavedTensor::operator=(const SavedTensor& o) {
@@ -87,6 +102,8 @@ SavedTensor& SavedTensor::operator=(const SavedTensor& o) {
     g_saved_bytes -= bytes_of(t_);
     t_ = o.t_;
     version_ = o.version_;
+    edge_ = o.edge_;
+    output_ = o.output_;
     g_saved_bytes += bytes_of(t_);
   }
   return *this;
@@ -98,7 +115,18 @@ Tensor SavedTensor::get(const char* op) const {
                " was modified by an in-place operation after it was saved (version ",
                t_.impl()->storage->version, ", expected ", version_,
                "); clone it before modifying it");
-  return t_;
+  if (!g_grad_enabled || !t_.defined()) return t_;
+  // A create_graph backward: a fresh alias with the saved tensor's history (a leaf's edge is its
+  // AccumulateGrad node, so gradients through it still reach .grad / autograd::grad's capture).
+  Edge e = edge_;
+  if (!e.valid() && output_) e = {output_->node.lock(), output_->output_nr};
+  if (!e.valid()) return t_;
+  Tensor r = alias(t_);
+  auto m = std::make_shared<AutogradMeta>();
+  m->grad_fn = e.node;
+  m->output_nr = e.input_nr;
+  r.impl()->autograd = std::move(m);
+  return r;
 }
 
 bool needs_grad(std::initializer_list<const Tensor*> inputs) {
@@ -186,6 +214,9 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
     AutogradMeta& m = meta(out);
     m.grad_fn = node;
     m.output_nr = i;
+    for (const auto& w : m.saved_outputs)
+      if (auto saved = w.lock()) *saved = {node, i};
+    m.saved_outputs.clear();
     m.view_version = out.impl()->view_base ? out.impl()->storage->version : -1;
   }
 }
