@@ -157,6 +157,43 @@ struct Region {
   }
 };
 
+Tensor region_write(const Region& region, const Tensor& g, const Shape& bshape, DType bdtype,
+                    MemoryFormat bfmt);
+
+// region(gb).clone() for gb of the base's shape, recorded (its adjoint is region_write), so a
+// create_graph backward through views and in-place writes stays differentiable.
+Tensor region_read(const Region& region, const Tensor& gb, MemoryFormat bfmt) {
+  const Tensor dense =
+      gb.is_contiguous(bfmt) ? gb : empty(gb.shape(), {gb.dtype(), gb.device()}, bfmt).copy_(gb);
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = region(dense).clone();
+  }
+  const Shape bshape = gb.shape();
+  const DType bdtype = gb.dtype();
+  record1("AsStridedReadBackward", {dense}, out, [region, bshape, bdtype, bfmt](const Tensor& g) {
+    return std::vector<Tensor>{region_write(region, g, bshape, bdtype, bfmt)};
+  });
+  return out;
+}
+
+// Zeros of the base's shape (laid out as the base) with region = g, recorded (adjoint:
+// region_read).
+Tensor region_write(const Region& region, const Tensor& g, const Shape& bshape, DType bdtype,
+                    MemoryFormat bfmt) {
+  Tensor gb = empty(bshape, {bdtype, g.device()}, bfmt);
+  {
+    NoGradGuard no_grad;
+    gb.zero_();
+    region(gb).copy_(g);
+  }
+  record1("AsStridedBackward", {g}, gb, [region, bfmt](const Tensor& gg) {
+    return std::vector<Tensor>{region_read(region, gg, bfmt)};
+  });
+  return gb;
+}
+
 // view's history: the region of base that view reads.
 void record_view_of(const Tensor& base, const Tensor& view) {
   const Region region(view, base);
@@ -164,6 +201,7 @@ void record_view_of(const Tensor& base, const Tensor& view) {
   const DType bdtype = base.dtype();
   const MemoryFormat bfmt = base.memory_format();
   record1("AsStridedBackward", {base}, view, [region, bshape, bdtype, bfmt](const Tensor& g) {
+    if (needs_grad({&g})) return std::vector<Tensor>{region_write(region, g, bshape, bdtype, bfmt)};
     Tensor gb = empty(bshape, {bdtype, g.device()}, bfmt).zero_();
     region(gb).copy_(g);
     return std::vector<Tensor>{gb};
@@ -275,6 +313,11 @@ void record_copy(const Tensor& dst, const Tensor& src, const Tensor&) {
   record("CopySlices", {old_base, src}, {base},
          [region, src_shape, src_dtype, bfmt](const std::vector<Tensor>& gs) {
            const Tensor& g0 = gs[0];
+           if (needs_grad({&g0})) {  // create_graph: the same gradients, recorded
+             const Tensor inside = region_read(region, g0, bfmt);
+             const Tensor rest = g0 - region_write(region, inside, g0.shape(), g0.dtype(), bfmt);
+             return std::vector<Tensor>{rest, reduce_to(inside, src_shape, src_dtype)};
+           }
            Tensor g = empty(g0.shape(), {g0.dtype(), g0.device()}, bfmt).copy_(g0);
            Tensor gsrc = reduce_to(region(g).clone(), src_shape, src_dtype);
            region(g).fill_(0);
