@@ -116,6 +116,47 @@ std::string gradcheck(const GradFn& fn, const std::vector<Tensor>& inputs, doubl
   return failures ? "gradcheck failed:\n" + msg.str() : std::string();
 }
 
+std::string gradgradcheck(const GradFn& fn, const std::vector<Tensor>& inputs, double eps,
+                          double atol, double rtol) {
+  std::vector<size_t> grad_pos;
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].defined() && inputs[i].requires_grad()) grad_pos.push_back(i);
+    args.push_back(inputs[i]);
+  }
+  if (grad_pos.empty()) return "gradgradcheck: no input requires grad";
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    std::vector<Tensor> plain;
+    for (const Tensor& t : inputs) plain.push_back(t.defined() ? t.detach() : t);
+    out = fn(plain);
+  }
+  if (!out.defined()) return "gradgradcheck: fn returned an undefined tensor";
+  if (out.dtype() != DType::f64)
+    return std::string("gradgradcheck: fn returned ") + dtype_name(out.dtype()) + " (use f64)";
+  // v: the output's gradient, a further input of the checked function.
+  args.push_back(random_input(out.shape(), 0x9a9a + uint64_t(out.numel()), -1.0, 1.0, true));
+  const GradFn first = [fn, grad_pos](const std::vector<Tensor>& a) {
+    EnableGradGuard grad_on;  // gradcheck runs its finite differences under NoGradGuard
+    std::vector<Tensor> xs(a.begin(), a.end() - 1), wrt;
+    for (size_t p : grad_pos) {
+      // gradcheck's leaves already require grad (its analytic pass); perturbed copies do not.
+      if (!xs[p].requires_grad()) xs[p] = xs[p].detach().requires_grad_();
+      wrt.push_back(xs[p]);
+    }
+    const Tensor y = fn(xs);
+    std::vector<Tensor> g(wrt.size());
+    if (y.requires_grad()) g = autograd::grad({y}, wrt, {a.back()}, std::nullopt, true, true);
+    std::vector<Tensor> flat;
+    for (size_t k = 0; k < wrt.size(); ++k)
+      flat.push_back((g[k].defined() ? g[k] : zeros_like(wrt[k])).reshape({-1}));
+    return cat(flat, 0);
+  };
+  const std::string r = gradcheck(first, args, eps, atol, rtol);
+  return r.empty() ? r : "gradgrad" + r.substr(4);
+}
+
 Shape random_shape(uint64_t seed, int64_t min_rank, int64_t max_rank, int64_t min_size,
                    int64_t max_size) {
   std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 1);

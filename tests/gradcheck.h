@@ -22,6 +22,13 @@ using GradFn = std::function<Tensor(const std::vector<Tensor>&)>;
 std::string gradcheck(const GradFn& fn, const std::vector<Tensor>& inputs, double eps = 1e-6,
                       double atol = 1e-5, double rtol = 1e-3);
 
+/// Second-order check (as torch.autograd.gradgradcheck): with v a fixed random gradient of fn's
+/// output, G(x, v) = d<fn(x), v>/dx is computed with create_graph, and gradcheck checks G's
+/// gradients with respect to x and v (the recorded backward of the backward) against central
+/// finite differences of G. Same input rules and message format as gradcheck.
+std::string gradgradcheck(const GradFn& fn, const std::vector<Tensor>& inputs, double eps = 1e-6,
+                          double atol = 1e-5, double rtol = 1e-3);
+
 /// A random shape (seeded, deterministic): rank in [min_rank, max_rank], sizes in
 /// [min_size, max_size].
 Shape random_shape(uint64_t seed, int64_t min_rank = 1, int64_t max_rank = 3, int64_t min_size = 1,

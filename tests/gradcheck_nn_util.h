@@ -37,6 +37,13 @@ inline void check(const std::string& op, const std::string& what, const GradFn& 
     msg = std::string("threw: ") + e.what();
   }
   EXPECT_TRUE(msg.empty()) << op << " (" << what << "): " << msg;
+  // The recorded backward of the backward (create_graph), as torch's gradgradcheck.
+  try {
+    msg = gradgradcheck(fn, inputs, 1e-6, atol, rtol);
+  } catch (const std::exception& e) {
+    msg = std::string("threw: ") + e.what();
+  }
+  EXPECT_TRUE(msg.empty()) << op << " (" << what << ", second order): " << msg;
 }
 
 /// f64 input in [lo, hi) that requires grad.

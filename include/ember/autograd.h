@@ -2,9 +2,14 @@
 // Tensor::requires_grad_/backward/grad/detach are declared in ember/tensor.h.
 // Recording follows PyTorch: an op whose inputs require grad (with grad mode on) attaches a
 // backward node to its floating-point outputs; backward() walks the nodes in reverse creation
-// order. Higher-order gradients are not supported: backward rules run with grad mode off.
+// order. Backward rules run with grad mode off, unless create_graph: then they run with grad mode
+// on and record the backward pass itself, so gradients of gradients work (Hessian-vector
+// products, gradient penalties, meta-learning); every backward rule is differentiable, fused ops
+// included (in a create_graph backward they compute their gradients with differentiable
+// composites). Gradient checkpointing is first-order only.
 #pragma once
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "ember/tensor.h"
@@ -42,11 +47,16 @@ class EnableGradGuard {
 namespace autograd {
 
 /// d(sum_i <outputs[i], grad_outputs[i]>)/d(inputs) without touching any .grad
-/// (torch.autograd.grad). grad_outputs may be omitted for 0-d outputs. An input that the
-/// outputs do not depend on throws unless allow_unused (then its entry is undefined).
+/// (torch.autograd.grad). grad_outputs may be omitted for 0-d outputs (they may themselves
+/// require grad). An input that the outputs do not depend on throws unless allow_unused (then
+/// its entry is undefined). The graph is freed unless retain_graph (default: create_graph).
+/// With create_graph the backward pass is recorded: the returned gradients have history and can
+/// be differentiated again (torch's create_graph=True), e.g. a Hessian-vector product is
+/// grad({dot(grad({loss}, {x}, {}, {}, false, true)[0], v)}, {x}).
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
-                         bool allow_unused = false);
+                         const std::vector<Tensor>& grad_outputs = {},
+                         std::optional<bool> retain_graph = std::nullopt, bool allow_unused = false,
+                         bool create_graph = false);
 
 /// Gradient checkpointing (as torch.utils.checkpoint): runs fn(inputs) without storing its
 /// intermediate tensors; backward runs fn again to rebuild them. Trades compute for memory.

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -198,9 +199,12 @@ class Tensor {
   /// Replaces the gradient (an undefined Tensor clears it, as `x.grad = None`).
   void set_grad(const Tensor& g);
   /// Back-propagates from this tensor. `gradient` (same shape) is required unless the tensor has
-  /// one element. The graph is freed afterwards unless retain_graph. Gradients accumulate into
-  /// the .grad of leaves.
-  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  /// one element. The graph is freed afterwards unless retain_graph (default: create_graph).
+  /// Gradients accumulate into the .grad of leaves. With create_graph the backward pass is
+  /// itself recorded (as torch): the accumulated .grad has a grad_fn and can be differentiated
+  /// again (gradients of gradients).
+  void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
   /// The same data without history (shares storage).
   Tensor detach() const;
   /// True for tensors that no op produced while recording (user-created or detached).

@@ -17,12 +17,26 @@ struct Later {
   bool operator()(const Node* a, const Node* b) const { return a->seq < b->seq; }
 };
 
+/// Sets grad mode for its scope.
+class GradMode {
+ public:
+  explicit GradMode(bool on) : prev_(is_grad_enabled()) { set_grad_enabled(on); }
+  ~GradMode() { set_grad_enabled(prev_); }
+  GradMode(const GradMode&) = delete;
+  GradMode& operator=(const GradMode&) = delete;
+
+ private:
+  bool prev_;
+};
+
 /// Runs the graph from `roots` (edges) with `root_grads`. When `capture` is non-empty, gradients
-/// arriving at those edges are stored in `captured` instead of reaching .grad.
+/// arriving at those edges are stored in `captured` instead of reaching .grad. With
+/// create_graph the rules run with grad mode on (as torch), so the gradients they compute, and
+/// the sums of them, are recorded and can be differentiated again.
 void run_backward(const std::vector<Edge>& roots, const std::vector<Tensor>& root_grads,
-                  bool retain_graph, const std::vector<Edge>& capture,
+                  bool retain_graph, bool create_graph, const std::vector<Edge>& capture,
                   std::vector<Tensor>* captured) {
-  NoGradGuard no_grad;
+  GradMode mode(create_graph);
   // Count how many edges point at each node (dependencies), over the reachable graph.
   std::unordered_map<Node*, int> deps;
   std::vector<Node*> stack;
@@ -115,8 +129,8 @@ Tensor default_grad(const Tensor& out, const Tensor& given, const char* op) {
 }  // namespace
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs, bool retain_graph,
-                         bool allow_unused) {
+                         const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph,
+                         bool allow_unused, bool create_graph) {
   std::vector<Edge> roots;
   std::vector<Tensor> root_grads;
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -137,7 +151,8 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
     capture.push_back(gradient_edge(in));
   }
   std::vector<Tensor> captured(inputs.size());
-  run_backward(roots, root_grads, retain_graph, capture, &captured);
+  run_backward(roots, root_grads, retain_graph.value_or(create_graph), create_graph, capture,
+               &captured);
   for (size_t i = 0; i < captured.size(); ++i)
     if (!captured[i].defined() && !allow_unused)
       EMBER_FAIL("autograd::grad", "input ", i, " (shape ", shape_str(inputs[i].shape()),
@@ -145,14 +160,15 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   return captured;
 }
 
-void backward_from(const Tensor& out, const Tensor& gradient, bool retain_graph) {
+void backward_from(const Tensor& out, const Tensor& gradient, std::optional<bool> retain_graph,
+                   bool create_graph) {
   detail::check_defined(out, "backward");
   if (!out.requires_grad())
     EMBER_FAIL("backward", "tensor of shape ", shape_str(out.shape()),
                " does not require grad and has no grad_fn (did you call requires_grad_() on "
                "the inputs, or run under NoGradGuard?)");
-  run_backward({gradient_edge(out)}, {default_grad(out, gradient, "backward")}, retain_graph, {},
-               nullptr);
+  run_backward({gradient_edge(out)}, {default_grad(out, gradient, "backward")},
+               retain_graph.value_or(create_graph), create_graph, {}, nullptr);
 }
 
 }  // namespace ember::autograd

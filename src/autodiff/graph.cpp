@@ -1,6 +1,7 @@
 // Recording: nodes, edges, saved tensors, leaf accumulators, in-place history rebasing.
 #include "autodiff/graph.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "autodiff/meta.h"
@@ -74,13 +75,27 @@ AutogradMeta& meta(const Tensor& t) {
 }  // namespace
 
 SavedTensor::SavedTensor(const Tensor& t) : t_(t.defined() ? alias(t) : Tensor()) {
-  if (t_.defined()) {
-    version_ = t_.impl()->storage->version;
-    g_saved_bytes += bytes_of(t_);
+  if (!t_.defined()) return;
+  version_ = t_.impl()->storage->version;
+  g_saved_bytes += bytes_of(t_);
+  if (!is_floating(t.dtype()) || !g_grad_enabled) return;  // indices never carry history
+  if (t.requires_grad()) {
+    // An input: its edge is already one of the recording node's (no new reference cycle).
+    edge_ = gradient_edge(t);
+    return;
   }
+  // No history yet: an output of the node about to be recorded (record() fills output_), or a
+  // constant (output_ stays empty).
+  output_ = std::make_shared<SavedOutput>();
+  auto& pending = meta(t).saved_outputs;
+  pending.erase(std::remove_if(pending.begin(), pending.end(),
+                               [](const std::weak_ptr<SavedOutput>& w) { return w.expired(); }),
+                pending.end());
+  pending.push_back(output_);
 }
 SavedTensor::~SavedTensor() { g_saved_bytes -= bytes_of(t_); }
-SavedTensor::SavedTensor(const SavedTensor& o) : t_(o.t_), version_(o.version_) {
+SavedTensor::SavedTensor(const SavedTensor& o)
+    : t_(o.t_), version_(o.version_), edge_(o.edge_), output_(o.output_) {
   g_saved_bytes += bytes_of(t_);
 }
 SavedTensor& SavedTensor::operator=(const SavedTensor& o) {
@@ -88,6 +103,8 @@ SavedTensor& SavedTensor::operator=(const SavedTensor& o) {
     g_saved_bytes -= bytes_of(t_);
     t_ = o.t_;
     version_ = o.version_;
+    edge_ = o.edge_;
+    output_ = o.output_;
     g_saved_bytes += bytes_of(t_);
   }
   return *this;
@@ -99,7 +116,18 @@ Tensor SavedTensor::get(const char* op) const {
                " was modified by an in-place operation after it was saved (version ",
                t_.impl()->storage->version, ", expected ", version_,
                "); clone it before modifying it");
-  return t_;
+  if (!g_grad_enabled || !t_.defined()) return t_;
+  // A create_graph backward: a fresh alias with the saved tensor's history (a leaf's edge is its
+  // AccumulateGrad node, so gradients through it still reach .grad / autograd::grad's capture).
+  Edge e = edge_;
+  if (!e.valid() && output_) e = {output_->node.lock(), output_->output_nr};
+  if (!e.valid()) return t_;
+  Tensor r = alias(t_);
+  auto m = std::make_shared<AutogradMeta>();
+  m->grad_fn = e.node;
+  m->output_nr = e.input_nr;
+  r.impl()->autograd = std::move(m);
+  return r;
 }
 
 bool needs_grad(std::initializer_list<const Tensor*> inputs) {
@@ -130,6 +158,43 @@ struct Region {
   }
 };
 
+Tensor region_write(const Region& region, const Tensor& g, const Shape& bshape, DType bdtype,
+                    MemoryFormat bfmt);
+
+// region(gb).clone() for gb of the base's shape, recorded (its adjoint is region_write), so a
+// create_graph backward through views and in-place writes stays differentiable.
+Tensor region_read(const Region& region, const Tensor& gb, MemoryFormat bfmt) {
+  const Tensor dense =
+      gb.is_contiguous(bfmt) ? gb : empty(gb.shape(), {gb.dtype(), gb.device()}, bfmt).copy_(gb);
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = region(dense).clone();
+  }
+  const Shape bshape = gb.shape();
+  const DType bdtype = gb.dtype();
+  record1("AsStridedReadBackward", {dense}, out, [region, bshape, bdtype, bfmt](const Tensor& g) {
+    return std::vector<Tensor>{region_write(region, g, bshape, bdtype, bfmt)};
+  });
+  return out;
+}
+
+// Zeros of the base's shape (laid out as the base) with region = g, recorded (adjoint:
+// region_read).
+Tensor region_write(const Region& region, const Tensor& g, const Shape& bshape, DType bdtype,
+                    MemoryFormat bfmt) {
+  Tensor gb = empty(bshape, {bdtype, g.device()}, bfmt);
+  {
+    NoGradGuard no_grad;
+    gb.zero_();
+    region(gb).copy_(g);
+  }
+  record1("AsStridedBackward", {g}, gb, [region, bfmt](const Tensor& gg) {
+    return std::vector<Tensor>{region_read(region, gg, bfmt)};
+  });
+  return gb;
+}
+
 // view's history: the region of base that view reads.
 void record_view_of(const Tensor& base, const Tensor& view) {
   const Region region(view, base);
@@ -137,6 +202,7 @@ void record_view_of(const Tensor& base, const Tensor& view) {
   const DType bdtype = base.dtype();
   const MemoryFormat bfmt = base.memory_format();
   record1("AsStridedBackward", {base}, view, [region, bshape, bdtype, bfmt](const Tensor& g) {
+    if (needs_grad({&g})) return std::vector<Tensor>{region_write(region, g, bshape, bdtype, bfmt)};
     Tensor gb = empty(bshape, {bdtype, g.device()}, bfmt).zero_();
     const Tensor r = region(gb);
     // A view whose elements share memory (unfold windows): their gradients add up.
@@ -189,6 +255,9 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
     AutogradMeta& m = meta(out);
     m.grad_fn = node;
     m.output_nr = i;
+    for (const auto& w : m.saved_outputs)
+      if (auto saved = w.lock()) *saved = {node, i};
+    m.saved_outputs.clear();
     m.view_version = out.impl()->view_base ? out.impl()->storage->version : -1;
   }
 }
@@ -247,6 +316,11 @@ void record_copy(const Tensor& dst, const Tensor& src, const Tensor&) {
   record("CopySlices", {old_base, src}, {base},
          [region, src_shape, src_dtype, bfmt](const std::vector<Tensor>& gs) {
            const Tensor& g0 = gs[0];
+           if (needs_grad({&g0})) {  // create_graph: the same gradients, recorded
+             const Tensor inside = region_read(region, g0, bfmt);
+             const Tensor rest = g0 - region_write(region, inside, g0.shape(), g0.dtype(), bfmt);
+             return std::vector<Tensor>{rest, reduce_to(inside, src_shape, src_dtype)};
+           }
            Tensor g = empty(g0.shape(), {g0.dtype(), g0.device()}, bfmt).copy_(g0);
            Tensor gsrc = reduce_to(region(g).clone(), src_shape, src_dtype);
            region(g).fill_(0);

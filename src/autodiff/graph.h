@@ -29,7 +29,8 @@ struct OutputMeta {
 struct Node {
   virtual ~Node() = default;
   /// Gradients for each input edge, given one gradient per output (never undefined: the engine
-  /// fills zeros). Runs with grad mode off.
+  /// fills zeros). Runs with grad mode off, or on in a create_graph backward: then the tensor
+  /// ops it runs record their own nodes, so its gradients can be differentiated again.
   virtual std::vector<Tensor> apply(const std::vector<Tensor>& grad_outputs) = 0;
   /// Frees saved tensors (after a backward without retain_graph).
   virtual void release() {}
@@ -39,8 +40,18 @@ struct Node {
   uint64_t seq = 0;  // creation order: later nodes run first
 };
 
+/// Where a saved tensor that had no history when saved came from: record() fills it when that
+/// tensor becomes an output of the node being recorded (held weakly: a node's saved output must
+/// not keep the node alive, as torch's SavedVariable).
+struct SavedOutput {
+  std::weak_ptr<Node> node;
+  uint32_t output_nr = 0;
+};
+
 /// A tensor saved for backward: an alias without history (no reference cycle through the
-/// output's own node) plus the storage version at save time, checked on use.
+/// output's own node) plus the storage version at save time, checked on use. It also remembers
+/// the tensor's history (its gradient edge when it required grad, else which node's output it
+/// became), given back by get() in a create_graph backward.
 class SavedTensor {
  public:
   SavedTensor() = default;
@@ -49,13 +60,16 @@ class SavedTensor {
   SavedTensor(const SavedTensor& o);
   SavedTensor& operator=(const SavedTensor& o);
   /// The saved tensor; throws "[autograd] ... modified by an in-place operation" if its storage
-  /// was written since it was saved.
+  /// was written since it was saved. With grad mode on (a create_graph backward) the alias
+  /// carries the saved tensor's history, so what a rule computes from it is differentiable.
   Tensor get(const char* op) const;
   bool defined() const { return t_.defined(); }
 
  private:
   Tensor t_;
   int64_t version_ = 0;
+  Edge edge_;                            // t's gradient edge when it required grad
+  std::shared_ptr<SavedOutput> output_;  // else: the node t becomes an output of, if any
 };
 
 using BackwardFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& grad_outputs)>;

@@ -1,6 +1,7 @@
 // Per-tensor autograd state. Internal.
 #pragma once
 #include <memory>
+#include <vector>
 
 #include "autodiff/graph.h"
 
@@ -16,6 +17,9 @@ struct AutogradMeta {
   /// later means the base was written in place since, so the view's history is rebuilt from
   /// the base's (as torch regenerates a view's grad_fn).
   int64_t view_version = -1;
+  /// Saved tensors of this tensor taken while it had no history: record() tells them the node
+  /// that makes it an output (SavedOutput), then clears the list.
+  std::vector<std::weak_ptr<autograd::SavedOutput>> saved_outputs;
 };
 
 }  // namespace ember

@@ -6,7 +6,8 @@
 namespace ember {
 
 namespace autograd {
-void backward_from(const Tensor& out, const Tensor& gradient, bool retain_graph);
+void backward_from(const Tensor& out, const Tensor& gradient, std::optional<bool> retain_graph,
+                   bool create_graph);
 }
 
 bool Tensor::requires_grad() const {
@@ -47,8 +48,9 @@ void Tensor::set_grad(const Tensor& g) {
   impl_->autograd->grad = g;
 }
 
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  autograd::backward_from(*this, gradient, retain_graph);
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph,
+                      bool create_graph) const {
+  autograd::backward_from(*this, gradient, retain_graph, create_graph);
 }
 
 Tensor Tensor::detach() const {

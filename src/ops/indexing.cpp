@@ -3,6 +3,8 @@
 // Advanced indexing (index, index_put), masks and nonzero are in index_put.cpp.
 #include "ember/ops/indexing.h"
 
+#include "ember/autograd.h"
+
 #include "autodiff/rules.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/reduce.h"
@@ -97,12 +99,20 @@ Tensor scatter_impl(const char* op, const Tensor& x, int64_t dim, const Tensor& 
   check_fits(op, is, xs, "input", d);
   check_fits(op, is, ss, "src", -1);
   const Tensor idx = detail::check_index(is, xs.size(d), op, false, d);
-  Tensor out = xs.clone();
+  Tensor out;
   if (is.numel() > 0) {
+    {
+      // The scatter rule below is out's whole history (a clone's node would be replaced, and a
+      // saved out must not remember it: create_graph differentiates through the saved out).
+      NoGradGuard no_grad;
+      out = xs.clone();
+    }
     Tensor sv = ss;
     for (int64_t k = 0; k < is.dim(); ++k) sv = sv.narrow(k, 0, is.size(k));
     run(ir::Scatter{out, d, idx, sv, reduce, include_self});
     autograd::rules::scatter(reduce, include_self, xs, d, idx, sv, out);
+  } else {
+    out = xs.clone();
   }
   return x.dim() == 0 ? out.reshape({}) : out;
 }

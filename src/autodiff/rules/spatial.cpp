@@ -1,5 +1,7 @@
 // Backward rules of the spatial primitives: im2col and col2im (each the other's adjoint),
-// adaptive pooling and interpolation. Run with grad mode off.
+// adaptive pooling and interpolation. Every rule is differentiable again (a create_graph
+// backward records it): the im2col and col2im adjoints record each other's rule, and pooling and
+// interpolation gradients are matmuls of the gradient with constant matrices.
 //
 // Adaptive avg pooling and interpolation are separable: out = W_1 x_1 W_2 x_2 ... x applied
 // along each spatial dim k with a [O_k, I_k] matrix W_k. Their adjoint applies W_k^T along each
@@ -35,32 +37,48 @@ Tensor apply_transposed(Tensor g, const std::vector<Tensor>& mats) {
 
 }  // namespace
 
+namespace {
+
+// The adjoints, run as primitives and recorded through the rules below, so the backward of
+// im2col (a col2im) is itself differentiable (its gradient is an im2col, and so on).
+Tensor col2im_of(const Tensor& cols, const Shape& img_shape, const ir::Col2im& geo) {
+  ir::Col2im o = geo;
+  o.dst = zeros(img_shape, {cols.dtype(), cols.device()});
+  o.src = cols.contiguous();
+  if (o.dst.numel() > 0 && o.src.numel() > 0) run(o);
+  col2im(o);
+  return o.dst;
+}
+
+Tensor im2col_of(const Tensor& img, const Shape& cols_shape, const ir::Im2col& geo) {
+  ir::Im2col o = geo;
+  o.src = img.contiguous();
+  o.dst = detail::make_tensor(cols_shape, img.dtype(), img.device());
+  if (o.dst.numel() > 0) run(o);
+  im2col(o);
+  return o.dst;
+}
+
+}  // namespace
+
 void im2col(const ir::Im2col& op) {
   if (!needs_grad({&op.src}) || !is_floating(op.dst.dtype())) return;
   ir::Col2im adj{Tensor(), Tensor(), op.kernel, op.stride, op.pad_begin, op.dilation, op.out_size};
   const Shape xs = op.src.shape();
   record1("Im2colBackward", {op.src}, op.dst, [adj, xs](const Tensor& g) {
     // Each tap's gradient goes back to the pixel it read; padding taps read no pixel.
-    ir::Col2im o = adj;
-    o.dst = zeros(xs, {g.dtype(), g.device()});
-    o.src = g.contiguous();
-    if (o.dst.numel() > 0 && o.src.numel() > 0) run(o);
-    return std::vector<Tensor>{o.dst};
+    return std::vector<Tensor>{col2im_of(g, xs, adj)};
   });
 }
 
 void col2im(const ir::Col2im& op) {
   if (!needs_grad({&op.src}) || !is_floating(op.dst.dtype())) return;
+  // Padding taps are constants (their gradient is dropped), so the adjoint pads with 0.
   ir::Im2col adj{Tensor(),     Tensor(),    op.kernel, op.stride,
                  op.pad_begin, op.dilation, Scalar(0), op.out_size};
   const Shape cs = op.src.shape();
-  record1("Col2imBackward", {op.src}, op.dst, [adj, cs](const Tensor& g) {
-    ir::Im2col o = adj;
-    o.src = g.contiguous();
-    o.dst = detail::make_tensor(cs, g.dtype(), g.device());
-    if (o.dst.numel() > 0) run(o);
-    return std::vector<Tensor>{o.dst};
-  });
+  record1("Col2imBackward", {op.src}, op.dst,
+          [adj, cs](const Tensor& g) { return std::vector<Tensor>{im2col_of(g, cs, adj)}; });
 }
 
 void adaptive_pool(const ir::AdaptivePool& op) {

@@ -181,8 +181,9 @@ Tensor conv_grad_bias(const Tensor& g) {
 }
 
 // The backward of a fused convolution: offered to the backend as ir::ConvBackwardData /
-// ir::ConvBackwardWeights (oneDNN on cpu), else the composite gradients above. The backward
-// runs with grad mode off, so its gradients carry no history (no double backward through it).
+// ir::ConvBackwardWeights (oneDNN on cpu), else the composite gradients above. In a
+// create_graph backward (grad mode on) a gradient whose operands carry history is computed with
+// the composite, whose ops record, so it can be differentiated again.
 void record_conv_backward(const ir::Conv& fop, const std::vector<int64_t>& kernel,
                           const std::vector<int64_t>& out) {
   const bool need_x = autograd::needs_grad({&fop.src});
@@ -202,18 +203,22 @@ void record_conv_backward(const ir::Conv& fop, const std::vector<int64_t>& kerne
         std::vector<Tensor> r(3);
         if (need_x) {
           const Tensor w = sw.get("conv");
-          Tensor dx = ember::detail::make_tensor(xs, g.dtype(), g.device(), xf);
-          if (!be.execute_fused(ir::ConvBackwardData{g, w, dx, geo.stride, geo.pad_begin,
-                                                     geo.pad_end, geo.dilation, geo.groups}))
-            dx = conv_grad_input(g, w, xs, geo, kernel, out);
-          r[0] = dx;
+          Tensor dx;
+          if (!autograd::needs_grad({&g, &w})) {
+            dx = ember::detail::make_tensor(xs, g.dtype(), g.device(), xf);
+            if (!be.execute_fused(ir::ConvBackwardData{g, w, dx, geo.stride, geo.pad_begin,
+                                                       geo.pad_end, geo.dilation, geo.groups}))
+              dx = Tensor();
+          }
+          r[0] = dx.defined() ? dx : conv_grad_input(g, w, xs, geo, kernel, out);
         }
         if (need_w) {
           const Tensor x = sx.get("conv");
           Tensor dw = ember::detail::make_tensor(ws, g.dtype(), g.device(), wf);
           Tensor db =
               need_b ? ember::detail::make_tensor({ws[0]}, g.dtype(), g.device()) : Tensor();
-          if (be.execute_fused(ir::ConvBackwardWeights{x, g, dw, db, geo.stride, geo.pad_begin,
+          if (!autograd::needs_grad({&g, &x}) &&
+              be.execute_fused(ir::ConvBackwardWeights{x, g, dw, db, geo.stride, geo.pad_begin,
                                                        geo.pad_end, geo.dilation, geo.groups})) {
             r[1] = dw;
             r[2] = db;

@@ -196,7 +196,8 @@ Tensor pool_grad(bool is_max, const Window& w, bool count_include_pad, const Ten
   Tensor gl = g.reshape({n, c, 1, w.l});
   Tensor cols;
   if (is_max) {
-    Tensor xc = detail::im2col(x, w.kernel, w.stride, w.pad, w.dilation, w.out,
+    // Only the argmax taps are read: no history (max's gradient is piecewise constant in x).
+    Tensor xc = detail::im2col(x.detach(), w.kernel, w.stride, w.pad, w.dilation, w.out,
                                -std::numeric_limits<double>::infinity());
     Tensor taps = max_taps(xc.view({n, c, w.k, w.l}), w);
     cols = scatter(zeros({n, c, w.k, w.l}, TensorOptions(g.dtype(), g.device())), 2,
@@ -211,7 +212,9 @@ Tensor pool_grad(bool is_max, const Window& w, bool count_include_pad, const Ten
 }
 
 // The backward of a fused pooling: offered to the backend as ir::PoolBackward, else the
-// composite gradient above. Runs with grad mode off (no double backward through it).
+// composite gradient above. In a create_graph backward a gradient with history goes through the
+// composite, whose ops record (the gradient is linear in g; max's taps do not depend on x
+// differentiably).
 void record_pool_backward(const ir::Pool& fop, const Window& w) {
   const autograd::SavedTensor sx =
       fop.is_max ? autograd::SavedTensor(fop.src) : autograd::SavedTensor();
@@ -223,7 +226,8 @@ void record_pool_backward(const ir::Pool& fop, const Window& w) {
       fop.is_max ? "MaxPoolBackward" : "AvgPoolBackward", {fop.src}, fop.dst, [=](const Tensor& g) {
         const Tensor x = geo.is_max ? sx.get("pool") : Tensor();
         Tensor dx = ember::detail::make_tensor(xs, g.dtype(), g.device(), xf);
-        if (!backend_for(g.device())
+        if (autograd::needs_grad({&g}) ||
+            !backend_for(g.device())
                  .execute_fused(ir::PoolBackward{geo.is_max, x, g, dx, geo.kernel, geo.stride,
                                                  geo.pad_begin, geo.pad_end, geo.dilation,
                                                  geo.count_include_pad}))
