@@ -1,10 +1,12 @@
 // Recording: nodes, edges, saved tensors, leaf accumulators, in-place history rebasing.
 #include "autodiff/graph.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "autodiff/meta.h"
 #include "ember/ops/elementwise.h"
+#include "ember/ops/indexing.h"
 #include "ember/ops/reduce.h"
 #include "tensor/internal.h"
 
@@ -116,16 +118,53 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
 }
 
 namespace {
+// True when two elements of a tensor of this shape and these strides may share a storage
+// element (torch's _maybe_overlapping_memory): sorted by stride, each dim must step past
+// everything the smaller dims reach.
+bool maybe_overlapping(const Shape& shape, const Strides& strides) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size) of dims of size > 1
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0) return false;
+    if (shape[i] > 1) dims.push_back({strides[i] < 0 ? -strides[i] : strides[i], shape[i]});
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t reach = 0;
+  for (const auto& [stride, size] : dims) {
+    if (stride <= reach) return true;
+    reach += stride * (size - 1);
+  }
+  return false;
+}
+
 // Where a view's elements lie in a tensor laid out as its base (a gradient of the base, which
-// is dense in the base's memory format).
+// is dense in the base's memory format), or in a flat buffer (as_strided's backward).
 struct Region {
   Shape shape;
   Strides strides;
   int64_t offset;
+  bool overlapping;  // several elements of the view share one element of the base
   Region(const Tensor& view, const Tensor& base)
-      : shape(view.shape()), strides(view.strides()), offset(view.offset() - base.offset()) {}
+      : Region(view.shape(), view.strides(), view.offset() - base.offset()) {}
+  Region(Shape sh, Strides st, int64_t off)
+      : shape(std::move(sh)),
+        strides(std::move(st)),
+        offset(off),
+        overlapping(maybe_overlapping(shape, strides)) {}
   Tensor operator()(const Tensor& g) const {
     return detail::make_view(g, shape, strides, g.offset() + offset);
+  }
+  // Writes g (of the region's shape) into dst's region, where dst (dense in its memory format)
+  // is zero: elements of g that alias one element of dst add up there.
+  void scatter(const Tensor& dst, const Tensor& g) const {
+    if (!overlapping) {
+      (*this)(dst).copy_(g);
+      return;
+    }
+    // index_add over dst's memory order: arange viewed at the region numbers each element's slot.
+    const int64_t n = dst.numel();
+    Tensor flat = detail::make_view(dst, {n}, {1}, dst.offset());
+    Tensor slots = (*this)(arange(n, {DType::i64, dst.device()})).reshape({-1});
+    flat.copy_(index_add(flat, 0, slots, g.reshape({-1})));
   }
 };
 
@@ -137,11 +176,44 @@ void record_view_of(const Tensor& base, const Tensor& view) {
   const MemoryFormat bfmt = base.memory_format();
   record1("AsStridedBackward", {base}, view, [region, bshape, bdtype, bfmt](const Tensor& g) {
     Tensor gb = empty(bshape, {bdtype, g.device()}, bfmt).zero_();
-    region(gb).copy_(g);
+    region.scatter(gb, g);
     return std::vector<Tensor>{gb};
   });
 }
+
+// The storage elements [lo, hi) a geometry reaches (hi == lo when it has no elements).
+std::pair<int64_t, int64_t> extent(const Geometry& g) {
+  int64_t lo = g.offset, hi = g.offset + 1;
+  if (numel_of(g.shape) == 0) return {lo, lo};
+  for (size_t i = 0; i < g.shape.size(); ++i) {
+    const int64_t d = (g.shape[i] - 1) * g.strides[i];
+    (d < 0 ? lo : hi) += d;
+  }
+  return {lo, hi};
+}
 }  // namespace
+
+Tensor as_strided_backward(const Tensor& grad, const Geometry& input, const Geometry& output) {
+  const TensorOptions opts{grad.dtype(), grad.device()};
+  if (numel_of(input.shape) == 0) return zeros(input.shape, opts);
+  auto [lo, hi] = extent(input);
+  if (numel_of(output.shape) > 0) {
+    const auto [olo, ohi] = extent(output);
+    lo = std::min(lo, olo);
+    hi = std::max(hi, ohi);
+  }
+  // The covered storage as a flat zero buffer; both geometries are placed in it relative to lo.
+  Tensor storage = zeros({hi - lo}, opts);
+  if (numel_of(output.shape) > 0)
+    Region(output.shape, output.strides, output.offset - lo).scatter(storage, grad);
+  const Region in(input.shape, input.strides, input.offset - lo);
+  if (!in.overlapping) return in(storage);
+  // Input elements that alias one storage element share its gradient (the count is 0 only where
+  // the input reads nothing, so the division's inf/nan there is never read).
+  Tensor count = zeros({hi - lo}, opts);
+  in.scatter(count, ones(input.shape, opts));
+  return in(storage / count).clone();
+}
 
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined() || !t.impl()->autograd) return {};
