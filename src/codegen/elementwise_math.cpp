@@ -63,7 +63,8 @@ int bits_of(DType t) { return dtype_size(t) * 8; }
 
 // A float function in compute_type(t): f64 from the library; float from GLSL where it has the
 // function, else through f64 (when the device has it) or the float library.
-std::string fn(const char* name, DType t, const std::string& x, const Caps& caps) {
+// `op` names the public op in errors.
+std::string fn(const char* name, DType t, const std::string& x, const Caps& caps, UnaryOp op) {
   const std::string n = name;
   if (t == DType::f64) return "ember_" + n + "_f64(" + x + ")";
   // lavapipe's float asin/acos are off by up to 4e-4 and its asinh/acosh overflow past 1e19:
@@ -79,7 +80,8 @@ std::string fn(const char* name, DType t, const std::string& x, const Caps& caps
   if (n == "expm1" || n == "log1p") return "ember_" + n + "_f32(" + x + ")";
   if (n == "log10") return "(log(" + x + ") * 0.4342944819)";
   if (!caps.f64)
-    EMBER_FAIL("unary", n, " on ", dtype_name(t), " needs shaderFloat64 on this backend");
+    EMBER_FAIL(ir::user_name(op), dtype_name(t), " needs shaderFloat64 on this backend (for ", n,
+               ")");
   return "float(ember_" + n + "_f64(f64(" + x + ")))";
 }
 
@@ -90,7 +92,7 @@ std::string param(DType t, uint32_t pbase, int k) {
 
 std::string float_unary(UnaryOp op, DType t, const std::string& x, uint32_t pb, const Caps& caps) {
   auto K = [&](double v) { return lit(t, v); };
-  auto F = [&](const char* n, const std::string& a) { return fn(n, t, a, caps); };
+  auto F = [&](const char* n, const std::string& a) { return fn(n, t, a, caps, op); };
   const std::string T = compute_type(t);
   switch (op) {
     case UnaryOp::neg:
@@ -305,7 +307,9 @@ std::string float_binary(BinaryOp op, DType t, const std::string& a, const std::
   auto via = [&](const char* n) {
     if (t == DType::f64) return std::string("ember_") + n + "_f64(" + a + ", " + b + ")";
     if (!caps.f64)
-      EMBER_FAIL("binary", n, " on ", dtype_name(t), " needs shaderFloat64 on this backend");
+      EMBER_FAIL(ir::user_name(op), *ir::user_variant(op) ? ir::user_variant(op) : "",
+                 *ir::user_variant(op) ? " " : "", "on ", dtype_name(t),
+                 " needs shaderFloat64 on this backend (for ", n, ")");
     return std::string("float(ember_") + n + "_f64(f64(" + a + "), f64(" + b + ")))";
   };
   switch (op) {
