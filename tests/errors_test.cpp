@@ -93,3 +93,101 @@ TEST(ErrorsTest, EmptyTensorsWork) {
   EXPECT_EQ(e.reshape({0, 1, 3}).shape(), (Shape{0, 1, 3}));
   EXPECT_EQ(e.str(), "tensor([], size=[0, 3])");
 }
+
+namespace {
+// The message of the ember::Error f throws ("" when it throws none).
+template <typename F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+// Errors name the op the user called (div with its rounding_mode, floor_divide, one_hot...), never
+// an IR name such as div_floor / div_trunc, and give the operands' dtypes and shapes.
+TEST(ErrorsTest, MessagesUseThePublicOpNames) {
+  for (const Device dev : {Device::ref(), Device::cpu()}) {
+    const Tensor i64 = ones({2}, {DType::i64, dev}), z64 = zeros({2}, {DType::i64, dev});
+    const Tensor b = ones({3}, {DType::b8, dev});
+    std::string m = message_of([&] { div(b, b, "floor"); });
+    EXPECT_EQ(m,
+              "[div] with rounding_mode='floor' is not supported for bool tensors (bool [3] on " +
+                  dev.str() + " and bool [3] on " + dev.str() + ")");
+    m = message_of([&] { div(i64, z64, "floor"); });
+    EXPECT_EQ(m, "[div] integer division by zero with rounding_mode='floor' (int64 [2] on " +
+                     dev.str() + " and int64 [2] on " + dev.str() + ")");
+    m = message_of([&] { div(i64, z64, "trunc"); });
+    EXPECT_EQ(m.rfind("[div] integer division by zero with rounding_mode='trunc' (int64 [2]", 0),
+              0u)
+        << m;
+    m = message_of([&] { div(i64, 0, "trunc"); });
+    EXPECT_EQ(m.rfind("[div] integer division by zero with rounding_mode='trunc' (int64 [2]", 0),
+              0u)
+        << m;
+    m = message_of([&] { floor_divide(i64, z64); });
+    EXPECT_EQ(m.rfind("[floor_divide] integer division by zero (int64 [2]", 0), 0u) << m;
+    m = message_of([&] { floor_divide(b, b); });
+    EXPECT_EQ(m.rfind("[floor_divide] is not supported for bool tensors (bool [3]", 0), 0u) << m;
+    m = message_of([&] { remainder(i64, z64); });
+    EXPECT_EQ(m.rfind("[remainder] integer division by zero (int64 [2]", 0), 0u) << m;
+    m = message_of([&] { fmod(i64, 0); });
+    EXPECT_EQ(m.rfind("[fmod] integer division by zero (int64 [2]", 0), 0u) << m;
+    m = message_of([&] { remainder(b, b); });
+    EXPECT_EQ(m, "[remainder] is not supported for bool tensors (bool [3] on " + dev.str() +
+                     " and bool [3] on " + dev.str() + ")");
+    m = message_of([&] { remainder(b, true); });
+    EXPECT_EQ(m.rfind("[remainder] is not supported for bool tensors (bool [3]", 0), 0u) << m;
+    m = message_of([&] { b << true; });
+    EXPECT_EQ(m.rfind("[bitwise_left_shift] is only supported for integer tensors (bool [3]", 0),
+              0u)
+        << m;
+    m = message_of([&] { ones({2}, {DType::f32, dev}) >> 1; });
+    EXPECT_EQ(
+        m.rfind("[bitwise_right_shift] is only supported for integer tensors (float32 [2]", 0), 0u)
+        << m;
+    m = message_of([&] { bitwise_left_shift(i64, 1.5); });
+    EXPECT_EQ(m.rfind("[bitwise_left_shift] is only supported for integer tensors (int64 [2]", 0),
+              0u)
+        << m;
+    m = message_of([&] { 1.5 & i64; });
+    EXPECT_EQ(
+        m.rfind("[bitwise_and] is only supported for integer and bool tensors (float32 []", 0), 0u)
+        << m;
+    m = message_of([&] { one_hot(tensor<int64_t>({0, 3, 1}).to(dev), 3); });
+    EXPECT_EQ(m,
+              "[one_hot] class value 3 is out of range for num_classes=3 (valid: [0, 3); int64 "
+              "[3] on " +
+                  dev.str() + ")");
+    m = message_of([&] { one_hot(tensor<int64_t>({0, -1}).to(dev), 3); });
+    EXPECT_EQ(m.rfind("[one_hot] class value -1 is negative", 0), 0u) << m;
+    m = message_of([&] { one_hot(tensor<int64_t>({2, -1}).to(dev), -1); });
+    EXPECT_EQ(m.rfind("[one_hot] class value -1 is negative", 0), 0u) << m;
+  }
+}
+
+TEST(ErrorsTest, AsStridedChecksAgainstTheStorage) {
+  const Tensor x = arange(5, DType::f32);
+  // torch: "setStorage: sizes [3, 3], strides [1, 1], storage offset 1, and itemsize 4
+  // requiring a storage size of 24 are out of bounds for storage of size 20"
+  EXPECT_EQ(message_of([&] {
+              x.as_strided({3, 3}, {1, 1}, 1);
+            }),
+            "[as_strided] sizes [3, 3], strides [1, 1], storage offset 1, and itemsize 4 requiring "
+            "a storage size of 24 are out of bounds for storage of size 20 (tensor [5])");
+  expect_error([&] { x.as_strided({3, 3}, {1, 2}); }, {"[as_strided]", "storage size of 28"});
+  expect_error([&] { x.narrow(0, 3, 2).as_strided({3}, {1}); },
+               {"[as_strided]", "storage offset 3", "storage size of 24", "size 20"});
+  expect_error([&] { x.as_strided({3}, {1, 1}); }, {"[as_strided]", "[3]", "[1, 1]", "length"});
+  expect_error([&] { x.as_strided({3}, {-1}, 3); }, {"[as_strided]", "negative strides"});
+  expect_error([&] { x.as_strided({-1}, {1}); }, {"[as_strided]", "negative size", "[-1]"});
+  expect_error([&] { x.as_strided({2}, {1}, -1); }, {"[as_strided]", "invalid storage offset -1"});
+  expect_error([&] { x.as_strided({int64_t(1) << 40}, {int64_t(1) << 40}); },
+               {"[as_strided]", "out of bounds"});
+  expect_error([&] { as_strided(Tensor(), {1}, {1}); }, {"[as_strided]", "undefined"});
+  // An empty result needs no storage, as torch.
+  EXPECT_EQ(x.as_strided({0, 3}, {100, 100}, 5).shape(), (Shape{0, 3}));
+}

@@ -321,6 +321,15 @@ TEST(GradcheckTest, ViewOps) {
     check("diagonal", f1([](const Tensor& t) { return t.diagonal(0, 0, 2); }), {x});
     check("diagonal", f1([](const Tensor& t) { return t.diagonal(1, 1, 2); }), {x});
     check("flip", f1([](const Tensor& t) { return t.flip({0, 2}); }), {x});
+    // Overlapping windows over the storage, a stride-0 dim, and an input that is a view.
+    check("as_strided", f1([](const Tensor& t) {
+            return t.as_strided({3, 3}, {1, 1}) * t.as_strided({3, 3}, {2, 1}, 1);
+          }),
+          {x});
+    check("as_strided", f1([](const Tensor& t) {
+            return t.narrow(0, 1, t.size(0) - 1).as_strided({2, 2, 2}, {0, 2, 1});
+          }),
+          {x});
     check("contiguous", f1([](const Tensor& t) { return t.t().contiguous(); }), {in({3, 4}, seed)});
     check("clone", f1([](const Tensor& t) { return t.clone() * t; }), {x});
   }

@@ -221,6 +221,31 @@ EMBER_OP_CASE({"inplace_through_view", numeric_dtypes(),
                  x.narrow(1, 2, 2).copy_(in[1].narrow(0, 0, 2));
                  return std::vector<Tensor>{x};
                }});
+EMBER_OP_CASE(
+    {"bitwise_scalar_operands", int_dtypes(),
+     [](DType dt, uint64_t seed) {
+       return Inputs{uniform({3, 4}, dt, seed, -100, 100), uniform({4}, dt, seed + 1, 0, 8)};
+     },
+     [](const Inputs& in) {
+       const Tensor &x = in[0], &s = in[1];
+       // Shift amounts past the width or negative saturate (scalars wrap to the dtype:
+       // -1 is 255 for uint8).
+       return std::vector<Tensor>{x >> 1,  x << 2,  bitwise_right_shift(x, 9),
+                                  x << 70, x >> -1, 1 << s,
+                                  3 >> s,  x & 6,   12 | x,
+                                  x ^ -1,  ~x,      bitwise_left_shift(x, true),
+                                  x & s,   x >> s,  bitwise_and(300, x)};
+     }});
+EMBER_OP_CASE({"bitwise_bool_scalar_operands",
+               {DType::b8},
+               [](DType dt, uint64_t seed) {
+                 return Inputs{uniform({3, 4}, dt, seed)};
+               },
+               [](const Inputs& in) {
+                 const Tensor& b = in[0];
+                 return std::vector<Tensor>{b & true, false | b, b ^ true, ~b,
+                                            b | 2,    b << 1,    3 >> b,   b & 1};
+               }});
 
 // ---- special values: signed zeros, infinities and NaN (the table compares them bit for bit) ----
 // [4, 4] of -0, +0, -inf, inf, NaN and small values whose results round to a signed zero

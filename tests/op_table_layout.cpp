@@ -1,5 +1,5 @@
 // Op-table cases for cat, stack, split, chunk, repeat, tile, roll, tril, triu, diag, diagonal,
-// meshgrid, pad and flip.
+// meshgrid, pad, flip and as_strided.
 #include "op_table.h"
 
 namespace ember::testing {
@@ -87,6 +87,33 @@ const int kLayout = [] {
     return Out{pad(in[0], {2, -1, 4, 1}, "circular")};
   });
   layout_case("flip", {{3, 4, 2}}, [](const Inputs& in) { return Out{flip(in[0], {0, 2})}; });
+  // as_strided reads the storage, so its input stays contiguous (no layout variants).
+  register_case(OpCase{"as_strided",
+                       all_dtypes(),
+                       [](DType dt, uint64_t seed) {
+                         return Inputs{uniform({4, 5}, dt, seed, -3, 3)};
+                       },
+                       [](const Inputs& in) {
+                         const Tensor& x = in[0];
+                         return copies({x.as_strided({3, 3}, {1, 1}),  // overlapping windows
+                                        as_strided(x, {2, 3}, {7, 2}, 3),
+                                        x.as_strided({2, 2}, {0, 5}, 19 - 5),    // stride 0
+                                        x.narrow(0, 1, 2).as_strided({4}, {3}),  // from a view
+                                        x.as_strided({}, {}, 19)});
+                       },
+                       {false}});
+  register_case(
+      OpCase{"as_strided/write_through",
+             numeric_dtypes(),
+             [](DType dt, uint64_t seed) {
+               return Inputs{uniform({4, 5}, dt, seed, -3, 3), uniform({2, 3}, dt, seed + 1, 1, 3)};
+             },
+             [](const Inputs& in) {
+               Tensor x = in[0].clone();
+               x.as_strided({2, 3}, {6, 2}, 1).mul_(in[1]);
+               return Out{x};
+             },
+             {false, true}});
   return 0;
 }();
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "ember/ember.h"
 
@@ -53,4 +54,55 @@ TEST(PromotionTest, PyTorchArithmeticSemantics) {
   EXPECT_EQ(bitwise_left_shift(tensor<int32_t>({1}), tensor<int32_t>({40})).item<int>(), 0);
   EXPECT_EQ(pow(tensor<int64_t>({3}), tensor<int64_t>({4})).item<int64_t>(), 81);
   EXPECT_NEAR(erfinv(tensor<double>({0.5})).item<double>(), 0.4769362762044699, 1e-12);
+}
+
+// Integer ops with a Python-style scalar on either side; values and dtypes from torch 1.13
+// (`t >> 1`, `1 << t`, `torch.bitwise_left_shift(3, t)`, `t | 300`, `b & True`...).
+TEST(PromotionTest, BitwiseAndShiftScalarsMatchTorch) {
+  auto i64s = [](const Tensor& t) { return t.to_vector<int64_t>(); };
+  using V = std::vector<int64_t>;
+  for (const Device dev : {Device::ref(), Device::cpu()}) {
+    const Tensor t8 = tensor<int8_t>({1, 2, -3, 100}).to(dev);
+    const Tensor s8 = tensor<int8_t>({0, 1, 2, 5}).to(dev);
+    const Tensor u8 = tensor<uint8_t>({1, 2, 200, 255}).to(dev);
+    const Tensor b = tensor<bool>({true, false}).to(dev);
+    EXPECT_EQ((t8 >> 1).dtype(), DType::i8);
+    EXPECT_EQ(i64s(t8 >> 1), (V{0, 1, -2, 50}));
+    EXPECT_EQ(i64s(t8 << 1), (V{2, 4, -6, -56}));
+    EXPECT_EQ(i64s(t8 << true), (V{2, 4, -6, -56}));
+    EXPECT_EQ((1 << s8).dtype(), DType::i8);
+    EXPECT_EQ(i64s(1 << tensor<int8_t>({0, 1, 6, 7}).to(dev)), (V{1, 2, 64, -128}));
+    EXPECT_EQ(i64s(bitwise_left_shift(3, s8)), (V{3, 6, 12, 96}));
+    EXPECT_EQ(i64s(bitwise_right_shift(300, s8)), (V{44, 22, 11, 1}));  // 300 wraps to 44
+    EXPECT_EQ(i64s(t8 | 300), (V{45, 46, -3, 108}));
+    EXPECT_EQ(i64s(t8 ^ -1), (V{-2, -3, 2, -101}));
+    EXPECT_EQ(i64s(~t8), (V{-2, -3, 2, -101}));
+    EXPECT_EQ(i64s(3 & t8), (V{1, 2, 1, 0}));
+    EXPECT_EQ(i64s(bitwise_and(t8, 3)), (V{1, 2, 1, 0}));
+    EXPECT_EQ((u8 ^ -1).dtype(), DType::u8);
+    EXPECT_EQ(i64s(u8 ^ -1), (V{254, 253, 55, 0}));
+    EXPECT_EQ(i64s(u8 & 256), (V{0, 0, 0, 0}));
+    EXPECT_EQ(i64s(u8 >> 1), (V{0, 1, 100, 127}));
+    EXPECT_EQ(i64s(1 << tensor<uint8_t>({0, 3, 7}).to(dev)), (V{1, 8, 128}));
+    const Tensor i64 = tensor<int64_t>({1, 2, -3, 100}).to(dev);
+    EXPECT_EQ(i64s(i64 >> 2), (V{0, 0, -1, 25}));
+    EXPECT_EQ(i64s(i64 << 62),
+              (V{int64_t(1) << 62, std::numeric_limits<int64_t>::min(), int64_t(1) << 62, 0}));
+    // bool with a bool stays bool; with an int it is int64.
+    EXPECT_EQ((b & true).dtype(), DType::b8);
+    EXPECT_EQ(i64s(b & true), (V{1, 0}));
+    EXPECT_EQ((true ^ b).dtype(), DType::b8);
+    EXPECT_EQ(i64s(true ^ b), (V{0, 1}));
+    EXPECT_EQ((~b).dtype(), DType::b8);
+    EXPECT_EQ(i64s(~b), (V{0, 1}));
+    EXPECT_EQ((b | 2).dtype(), DType::i64);
+    EXPECT_EQ(i64s(b | 2), (V{3, 2}));
+    EXPECT_EQ((b << 1).dtype(), DType::i64);
+    EXPECT_EQ(i64s(b << 1), (V{2, 0}));
+    // Out-of-range shift amounts saturate (torch 2's values; 1.13 leaves them to the CPU).
+    EXPECT_EQ(i64s(t8 << 8), (V{0, 0, 0, 0}));
+    EXPECT_EQ(i64s(t8 >> 9), (V{0, 0, -1, 0}));
+    EXPECT_EQ(i64s(t8 >> -1), (V{0, 0, -1, 0}));
+    EXPECT_EQ(i64s(i64 << 64), (V{0, 0, 0, 0}));
+  }
 }

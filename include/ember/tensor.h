@@ -169,6 +169,17 @@ class Tensor {
   Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
   /// Reverses the given dims (a copy, as torch.flip).
   Tensor flip(std::vector<int64_t> dims) const;
+  /// A view of this tensor's storage with the given sizes, strides and storage offset (all in
+  /// elements), as torch.Tensor.as_strided: the offset defaults to this tensor's own (offset()),
+  /// and the result may read storage outside this view and may alias one element several times
+  /// (size [3, 3], stride [1, 1] over 5 elements: overlapping windows). Writes through it reach
+  /// this tensor and its history. Gradient: torch's as_strided_backward (aliased elements sum;
+  /// storage this tensor does not cover gets none). Throws ember::Error "[as_strided] ..." when
+  /// size and stride differ in length, a size or stride is negative, the offset is negative, or
+  /// the furthest element lies past the storage (the message gives sizes, strides, offset,
+  /// itemsize and the storage sizes needed and held, as torch's).
+  Tensor as_strided(Shape size, Strides stride,
+                    std::optional<int64_t> storage_offset = std::nullopt) const;
   Tensor operator[](int64_t index) const { return select(0, index); }
 
   // ---- in-place (write through views; bump the storage version) ----

@@ -146,15 +146,29 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
 
 namespace {
 // Where a view's elements lie in a tensor laid out as its base (a gradient of the base, which
-// is dense in the base's memory format).
+// is dense in the base's memory format), or in a flat buffer (as_strided's backward).
 struct Region {
   Shape shape;
   Strides strides;
   int64_t offset;
+  bool overlapping;  // several elements of the view share one element of the base
   Region(const Tensor& view, const Tensor& base)
-      : shape(view.shape()), strides(view.strides()), offset(view.offset() - base.offset()) {}
+      : Region(view.shape(), view.strides(), view.offset() - base.offset()) {}
+  Region(Shape sh, Strides st, int64_t off)
+      : shape(std::move(sh)),
+        strides(std::move(st)),
+        offset(off),
+        overlapping(detail::overlaps_itself(shape, strides)) {}
   Tensor operator()(const Tensor& g) const {
     return detail::make_view(g, shape, strides, g.offset() + offset);
+  }
+  // Writes g (of the region's shape) into dst's region, where dst (dense in its memory format)
+  // is zero: elements of g that alias one element of dst add up there.
+  void scatter(const Tensor& dst, const Tensor& g) const {
+    if (overlapping)
+      detail::add_into((*this)(dst), g);
+    else
+      (*this)(dst).copy_(g);
   }
 };
 
@@ -187,7 +201,7 @@ Tensor region_write(const Region& region, const Tensor& g, const Shape& bshape, 
   {
     NoGradGuard no_grad;
     gb.zero_();
-    region(gb).copy_(g);
+    region.scatter(gb, g);
   }
   record1("AsStridedBackward", {g}, gb, [region, bfmt](const Tensor& gg) {
     return std::vector<Tensor>{region_read(region, gg, bfmt)};
@@ -204,13 +218,44 @@ void record_view_of(const Tensor& base, const Tensor& view) {
   record1("AsStridedBackward", {base}, view, [region, bshape, bdtype, bfmt](const Tensor& g) {
     if (needs_grad({&g})) return std::vector<Tensor>{region_write(region, g, bshape, bdtype, bfmt)};
     Tensor gb = empty(bshape, {bdtype, g.device()}, bfmt).zero_();
-    const Tensor r = region(gb);
-    // A view whose elements share memory (unfold windows): their gradients add up.
-    detail::overlaps_itself(r) ? detail::add_into(r, g) : void(Tensor(r).copy_(g));
+    region.scatter(gb, g);
     return std::vector<Tensor>{gb};
   });
 }
+
+// The storage elements [lo, hi) a geometry reaches (hi == lo when it has no elements).
+std::pair<int64_t, int64_t> extent(const Geometry& g) {
+  int64_t lo = g.offset, hi = g.offset + 1;
+  if (numel_of(g.shape) == 0) return {lo, lo};
+  for (size_t i = 0; i < g.shape.size(); ++i) {
+    const int64_t d = (g.shape[i] - 1) * g.strides[i];
+    (d < 0 ? lo : hi) += d;
+  }
+  return {lo, hi};
+}
 }  // namespace
+
+Tensor as_strided_backward(const Tensor& grad, const Geometry& input, const Geometry& output) {
+  const TensorOptions opts{grad.dtype(), grad.device()};
+  if (numel_of(input.shape) == 0) return zeros(input.shape, opts);
+  auto [lo, hi] = extent(input);
+  if (numel_of(output.shape) > 0) {
+    const auto [olo, ohi] = extent(output);
+    lo = std::min(lo, olo);
+    hi = std::max(hi, ohi);
+  }
+  // The covered storage as a flat zero buffer; both geometries are placed in it relative to lo.
+  Tensor storage = zeros({hi - lo}, opts);
+  if (numel_of(output.shape) > 0)
+    Region(output.shape, output.strides, output.offset - lo).scatter(storage, grad);
+  const Region in(input.shape, input.strides, input.offset - lo);
+  if (!in.overlapping) return in(storage);
+  // Input elements that alias one storage element share its gradient (the count is 0 only where
+  // the input reads nothing, so the division's inf/nan there is never read).
+  Tensor count = zeros({hi - lo}, opts);
+  in.scatter(count, ones(input.shape, opts));
+  return in(storage / count).clone();
+}
 
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined() || !t.impl()->autograd) return {};

@@ -95,6 +95,20 @@ Tensor reduce_to(const Tensor& grad, const Shape& shape, DType dtype);
 /// region and to the old value elsewhere.
 void record_copy(const Tensor& dst, const Tensor& src, const Tensor& dst_before_base);
 
+/// Where a strided tensor lies in its storage: sizes, strides and offset, in elements.
+struct Geometry {
+  Shape shape;
+  Strides strides;
+  int64_t offset = 0;
+};
+
+/// Gradient of input.as_strided(output) from the output's gradient (torch's as_strided_backward):
+/// grad is scattered into a zero buffer laid out as the storage the two geometries cover,
+/// summing where several output elements alias one storage element, and read back at the input's
+/// geometry (an element's share divided among the input elements that alias it). Storage the
+/// input does not cover gets no gradient.
+Tensor as_strided_backward(const Tensor& grad, const Geometry& input, const Geometry& output);
+
 /// The gradient edge of t: its grad_fn, its accumulator (leaf requiring grad), or none.
 Edge gradient_edge(const Tensor& t);
 

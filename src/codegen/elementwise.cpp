@@ -177,14 +177,15 @@ Lowering lower_fill(const ir::Fill& op, Dialect d, const Caps& caps) {
 
 Lowering lower_unary(const ir::Unary& op, Dialect d, const Caps& caps) {
   const DType sd = op.src.dtype(), dd = op.dst.dtype();
-  const char* name = ir::name(op.op);
-  check_dtype(name, sd, caps);
-  check_dtype(name, dd, caps);
+  const char* name = ir::name(op.op);  // kernel key; errors use the public name
+  const char* tag = ir::user_name(op.op);
+  check_dtype(tag, sd, caps);
+  check_dtype(tag, dd, caps);
   Lowering l;
   if (op.dst.numel() == 0) return l;
   Iter it = make_iter({op.dst, op.src});
   Params p;
-  add_iter(p, it, name);
+  add_iter(p, it, tag);
   const bool wide = sd == DType::f64 || (!is_floating(sd) && caps.f64);
   uint32_t pbase = uint32_t(p.words().size());
   if (wide) {
@@ -212,16 +213,17 @@ Lowering lower_unary(const ir::Unary& op, Dialect d, const Caps& caps) {
 
 Lowering lower_binary(const ir::Binary& op, Dialect d, const Caps& caps) {
   const DType t = op.a.dtype(), dd = op.dst.dtype();
-  const char* name = ir::name(op.op);
-  check_dtype(name, t, caps);
-  check_dtype(name, dd, caps);
-  EMBER_CHECK(op.b.dtype() == t, name, "operands have different dtypes (", dtype_name(t), ", ",
+  const char* name = ir::name(op.op);  // kernel key; errors use the public name
+  const char* tag = ir::user_name(op.op);
+  check_dtype(tag, t, caps);
+  check_dtype(tag, dd, caps);
+  EMBER_CHECK(op.b.dtype() == t, tag, "operands have different dtypes (", dtype_name(t), ", ",
               dtype_name(op.b.dtype()), ")");
   Lowering l;
   if (op.dst.numel() == 0) return l;
   Iter it = make_iter({op.dst, op.a, op.b});
   Params p;
-  add_iter(p, it, name);
+  add_iter(p, it, tag);
   const std::string key = std::string("binary_") + name + "_" + dtype_tag(t) + "_" + dtype_tag(dd) +
                           rank_tag(it.rank());
   auto k = cached_kernel(key, d, caps, [&] {

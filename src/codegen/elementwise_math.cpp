@@ -64,10 +64,16 @@ int bits_of(DType t) { return dtype_size(t) * 8; }
 std::string fn_value(const std::string& n, DType t, const std::string& x, const Caps& caps);
 
 // A float function in compute_type(t): f64 from the library; float from GLSL where it has the
+<<<<<<< HEAD
 // function, else through f64 (when the device has it) or the float library. The odd functions
 // (and expm1, log1p) give x itself at +-0: lavapipe's sinh/asinh/atanh/atan/erf and several of
 // the f64 library's series lose the sign of -0 (ref, as C and torch: f(-0) = -0).
 std::string fn(const char* name, DType t, const std::string& x, const Caps& caps) {
+=======
+// function, else through f64 (when the device has it) or the float library.
+// `op` names the public op in errors.
+std::string fn(const char* name, DType t, const std::string& x, const Caps& caps, UnaryOp op) {
+>>>>>>> semantics-ops
   const std::string n = name;
   static const char* kKeepsZero[] = {"sin",   "tan",   "asin", "atan",   "sinh",  "tanh",
                                      "asinh", "atanh", "erf",  "erfinv", "expm1", "log1p"};
@@ -92,7 +98,8 @@ std::string fn_value(const std::string& n, DType t, const std::string& x, const 
   if (n == "expm1" || n == "log1p") return "ember_" + n + "_f32(" + x + ")";
   if (n == "log10") return "(log(" + x + ") * 0.4342944819)";
   if (!caps.f64)
-    EMBER_FAIL("unary", n, " on ", dtype_name(t), " needs shaderFloat64 on this backend");
+    EMBER_FAIL(ir::user_name(op), dtype_name(t), " needs shaderFloat64 on this backend (for ", n,
+               ")");
   return "float(ember_" + n + "_f64(f64(" + x + ")))";
 }
 
@@ -103,7 +110,7 @@ std::string param(DType t, uint32_t pbase, int k) {
 
 std::string float_unary(UnaryOp op, DType t, const std::string& x, uint32_t pb, const Caps& caps) {
   auto K = [&](double v) { return lit(t, v); };
-  auto F = [&](const char* n, const std::string& a) { return fn(n, t, a, caps); };
+  auto F = [&](const char* n, const std::string& a) { return fn(n, t, a, caps, op); };
   const std::string T = compute_type(t);
   switch (op) {
     case UnaryOp::neg:
@@ -323,7 +330,9 @@ std::string float_binary(BinaryOp op, DType t, const std::string& a, const std::
   auto via = [&](const char* n) {
     if (t == DType::f64) return std::string("ember_") + n + "_f64(" + a + ", " + b + ")";
     if (!caps.f64)
-      EMBER_FAIL("binary", n, " on ", dtype_name(t), " needs shaderFloat64 on this backend");
+      EMBER_FAIL(ir::user_name(op), *ir::user_variant(op) ? ir::user_variant(op) : "",
+                 *ir::user_variant(op) ? " " : "", "on ", dtype_name(t),
+                 " needs shaderFloat64 on this backend (for ", n, ")");
     return std::string("float(ember_") + n + "_f64(f64(" + a + "), f64(" + b + ")))";
   };
   switch (op) {

@@ -47,6 +47,18 @@ const char* name(BinaryOp op) {
   return kNames[int(op)];
 }
 
+const char* user_name(UnaryOp op) { return op == UnaryOp::gelu_tanh ? "gelu" : name(op); }
+
+const char* user_name(BinaryOp op) {
+  return op == BinaryOp::div_floor || op == BinaryOp::div_trunc ? "div" : name(op);
+}
+
+const char* user_variant(BinaryOp op) {
+  if (op == BinaryOp::div_floor) return "rounding_mode='floor'";
+  if (op == BinaryOp::div_trunc) return "rounding_mode='trunc'";
+  return "";
+}
+
 namespace {
 struct Namer {
   const char* operator()(const Copy&) const { return "copy"; }

@@ -236,5 +236,18 @@ using Op =
 const char* name(UnaryOp op);
 const char* name(BinaryOp op);
 const char* name(const Op& op);
+/// The public op a user calls for `op`, the tag of its errors (name() is the IR's, also used in
+/// kernel keys): "div" for div_floor and div_trunc, "gelu" for gelu_tanh, else name(op).
+const char* user_name(UnaryOp op);
+const char* user_name(BinaryOp op);
+/// What tells `op` apart among the ops of its user_name, for error messages:
+/// "rounding_mode='floor'" (div_floor), "rounding_mode='trunc'" (div_trunc), else "".
+const char* user_variant(BinaryOp op);
+
+/// Thrown by host kernels on an integer division or remainder by zero, so that the frontend can
+/// rethrow it as an ember::Error naming the call the user made and its operands.
+struct IntegerDivisionByZero : Error {
+  using Error::Error;
+};
 
 }  // namespace ember::ir

@@ -51,11 +51,24 @@ bool is_predicate(UnaryOp op) {
 
 bool is_compare(BinaryOp op) { return op >= BinaryOp::eq; }
 
+// The op as the user called it, for errors: its public name and what tells it apart among the
+// ops of that name ("rounding_mode='floor'" for div(a, b, "floor"); floor_divide has none).
+struct Called {
+  const char* name;
+  const char* variant = "";
+};
+Called called(BinaryOp op) { return {ir::user_name(op), ir::user_variant(op)}; }
+
+// "with rounding_mode='floor' " before a message, or "".
+std::string with_variant(const Called& c) {
+  return *c.variant ? std::string("with ") + c.variant + " " : std::string();
+}
+
 // The dtype `op` computes in for inputs promoting to `rt`, or an error.
-DType binary_compute_dtype(BinaryOp op, DType rt, const Tensor& a, const Tensor& b) {
-  const char* n = ir::name(op);
+DType binary_compute_dtype(BinaryOp op, DType rt, const Tensor& a, const Tensor& b,
+                           const Called& c) {
   auto reject = [&](const char* what) {
-    EMBER_FAIL(n, what, " (", describe(a), " and ", describe(b), ")");
+    EMBER_FAIL(c.name, with_variant(c), what, " (", describe(a), " and ", describe(b), ")");
   };
   switch (op) {
     case BinaryOp::div:
@@ -88,23 +101,44 @@ DType binary_compute_dtype(BinaryOp op, DType rt, const Tensor& a, const Tensor&
   }
 }
 
-Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, DType rt) {
-  const char* n = ir::name(op);
-  check_same_device(a, b, n);
-  const DType compute = binary_compute_dtype(op, rt, a, b);
-  const Shape s = broadcast_shapes(a.shape(), b.shape(), n);
+Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, DType rt, const Called& c) {
+  check_same_device(a, b, c.name);
+  const DType compute = binary_compute_dtype(op, rt, a, b, c);
+  const Shape s = broadcast_shapes(a.shape(), b.shape(), c.name);
   Tensor out = make_tensor(s, is_compare(op) ? DType::b8 : compute, a.device(),
                            detail::format_for(s, {&a, &b}));
   const Tensor ac = cast(a, compute), bc = cast(b, compute);
-  run(ir::Binary{op, ac.expand(s), bc.expand(s), out});
+  try {
+    run(ir::Binary{op, ac.expand(s), bc.expand(s), out});
+  } catch (const ir::IntegerDivisionByZero&) {
+    EMBER_FAIL(c.name, "integer division by zero", *c.variant ? " with " : "", c.variant, " (",
+               describe(a), " and ", describe(b), ")");
+  }
   autograd::rules::binary(op, ac, bc, out);
   return out;
+}
+
+Tensor binary(const Called& c, BinaryOp op, const Tensor& a, const Tensor& b) {
+  check_same_device(a, b, c.name);
+  return binary_impl(op, a, b, result_type(a, b), c);
+}
+
+Tensor binary(const Called& c, BinaryOp op, const Tensor& a, const Scalar& b) {
+  check_defined(a, c.name);
+  const DType rt = result_type(a, b);
+  return binary_impl(op, a, scalar_to_tensor(b, rt, a.device()), rt, c);
+}
+
+Tensor binary(const Called& c, BinaryOp op, const Scalar& a, const Tensor& b) {
+  check_defined(b, c.name);
+  const DType rt = result_type(b, a);
+  return binary_impl(op, scalar_to_tensor(a, rt, b.device()), b, rt, c);
 }
 
 }  // namespace
 
 Tensor unary(UnaryOp op, const Tensor& x, double p0, double p1, double p2) {
-  const char* n = ir::name(op);
+  const char* n = ir::user_name(op);
   check_defined(x, n);
   DType dt = x.dtype();
   if (float_only(op)) {
@@ -128,20 +162,13 @@ Tensor unary(UnaryOp op, const Tensor& x, double p0, double p1, double p2) {
 }
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
-  check_same_device(a, b, ir::name(op));
-  return binary_impl(op, a, b, result_type(a, b));
+  return binary(called(op), op, a, b);
 }
-
 Tensor binary(BinaryOp op, const Tensor& a, const Scalar& b) {
-  check_defined(a, ir::name(op));
-  const DType rt = result_type(a, b);
-  return binary_impl(op, a, scalar_to_tensor(b, rt, a.device()), rt);
+  return binary(called(op), op, a, b);
 }
-
 Tensor binary(BinaryOp op, const Scalar& a, const Tensor& b) {
-  check_defined(b, ir::name(op));
-  const DType rt = result_type(b, a);
-  return binary_impl(op, scalar_to_tensor(a, rt, b.device()), b, rt);
+  return binary(called(op), op, a, b);
 }
 
 std::vector<Tensor> broadcast_all(const std::vector<Tensor>& ts, const char* op) {
@@ -254,7 +281,9 @@ Tensor div(const Tensor& a, const Scalar& b, const std::string& m) {
 Tensor div(const Scalar& a, const Tensor& b, const std::string& m) {
   return binary(div_op(m), a, b);
 }
-Tensor floor_divide(const Tensor& a, const Tensor& b) { return binary(BinaryOp::div_floor, a, b); }
+Tensor floor_divide(const Tensor& a, const Tensor& b) {
+  return binary(detail::Called{"floor_divide"}, BinaryOp::div_floor, a, b);
+}
 Tensor remainder(const Tensor& a, const Tensor& b) { return binary(BinaryOp::remainder, a, b); }
 Tensor remainder(const Tensor& a, const Scalar& b) { return binary(BinaryOp::remainder, a, b); }
 Tensor fmod(const Tensor& a, const Tensor& b) { return binary(BinaryOp::fmod, a, b); }
@@ -273,15 +302,17 @@ Tensor hypot(const Tensor& a, const Tensor& b) { return binary(BinaryOp::hypot, 
 Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::minimum, a, b); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::maximum, a, b); }
 Tensor copysign(const Tensor& a, const Tensor& b) { return binary(BinaryOp::copysign, a, b); }
-Tensor bitwise_and(const Tensor& a, const Tensor& b) { return binary(BinaryOp::bitwise_and, a, b); }
-Tensor bitwise_or(const Tensor& a, const Tensor& b) { return binary(BinaryOp::bitwise_or, a, b); }
-Tensor bitwise_xor(const Tensor& a, const Tensor& b) { return binary(BinaryOp::bitwise_xor, a, b); }
-Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) {
-  return binary(BinaryOp::shift_left, a, b);
-}
-Tensor bitwise_right_shift(const Tensor& a, const Tensor& b) {
-  return binary(BinaryOp::shift_right, a, b);
-}
+// Integer ops take a Python-style scalar on either side (torch's `t >> 1`, `1 << t`, `t & 3`).
+#define EMBER_INT_BINARY(fn, op)                                                     \
+  Tensor fn(const Tensor& a, const Tensor& b) { return binary(BinaryOp::op, a, b); } \
+  Tensor fn(const Tensor& a, const Scalar& b) { return binary(BinaryOp::op, a, b); } \
+  Tensor fn(const Scalar& a, const Tensor& b) { return binary(BinaryOp::op, a, b); }
+EMBER_INT_BINARY(bitwise_and, bitwise_and)
+EMBER_INT_BINARY(bitwise_or, bitwise_or)
+EMBER_INT_BINARY(bitwise_xor, bitwise_xor)
+EMBER_INT_BINARY(bitwise_left_shift, shift_left)
+EMBER_INT_BINARY(bitwise_right_shift, shift_right)
+#undef EMBER_INT_BINARY
 #define EMBER_CMP(fn, op)                                                            \
   Tensor fn(const Tensor& a, const Tensor& b) { return binary(BinaryOp::op, a, b); } \
   Tensor fn(const Tensor& a, const Scalar& b) { return binary(BinaryOp::op, a, b); }
@@ -322,32 +353,47 @@ Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi) {
   if (!lo.defined() && !hi.defined())
     EMBER_FAIL("clamp", "at least one of min and max must be given");
   Tensor r = x;
-  if (lo.defined()) r = maximum(r, lo);
-  if (hi.defined()) r = minimum(r, hi);
+  const detail::Called c{"clamp"};
+  if (lo.defined()) r = binary(c, BinaryOp::maximum, r, lo);
+  if (hi.defined()) r = binary(c, BinaryOp::minimum, r, hi);
   return r;
 }
 Tensor clamp(const Tensor& x, const Scalar& lo, const Scalar& hi) {
-  return binary(BinaryOp::minimum, binary(BinaryOp::maximum, x, lo), hi);
+  const detail::Called c{"clamp"};
+  return binary(c, BinaryOp::minimum, binary(c, BinaryOp::maximum, x, lo), hi);
 }
-Tensor clamp_min(const Tensor& x, const Scalar& lo) { return binary(BinaryOp::maximum, x, lo); }
-Tensor clamp_max(const Tensor& x, const Scalar& hi) { return binary(BinaryOp::minimum, x, hi); }
+Tensor clamp_min(const Tensor& x, const Scalar& lo) {
+  return binary(detail::Called{"clamp_min"}, BinaryOp::maximum, x, lo);
+}
+Tensor clamp_max(const Tensor& x, const Scalar& hi) {
+  return binary(detail::Called{"clamp_max"}, BinaryOp::minimum, x, hi);
+}
 
+// Composites tag their errors (shapes that do not broadcast...) with their own name.
 Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w) {
   detail::check_floating(a, "lerp");
-  return add(a, mul(w, sub(b, a)));
+  const detail::Called c{"lerp"};
+  return binary(c, BinaryOp::add, a, binary(c, BinaryOp::mul, w, binary(c, BinaryOp::sub, b, a)));
 }
 Tensor lerp(const Tensor& a, const Tensor& b, const Scalar& w) {
   detail::check_floating(a, "lerp");
-  return add(a, mul(sub(b, a), w));
+  const detail::Called c{"lerp"};
+  return binary(c, BinaryOp::add, a, binary(c, BinaryOp::mul, binary(c, BinaryOp::sub, b, a), w));
 }
 Tensor addcmul(const Tensor& x, const Tensor& t1, const Tensor& t2, const Scalar& value) {
-  return add(x, mul(mul(t1, t2), value));
+  const detail::Called c{"addcmul"};
+  return binary(c, BinaryOp::add, x,
+                binary(c, BinaryOp::mul, binary(c, BinaryOp::mul, t1, t2), value));
 }
 Tensor addcdiv(const Tensor& x, const Tensor& t1, const Tensor& t2, const Scalar& value) {
+  check_defined(t1, "addcdiv");
+  check_defined(t2, "addcdiv");
   if (is_integral(t1.dtype()) && is_integral(t2.dtype()))
     EMBER_FAIL("addcdiv", "integer division with addcdiv is not supported (", describe(t1), " / ",
                describe(t2), ")");
-  return add(x, mul(div(t1, t2), value));
+  const detail::Called c{"addcdiv"};
+  return binary(c, BinaryOp::add, x,
+                binary(c, BinaryOp::mul, binary(c, BinaryOp::div, t1, t2), value));
 }
 
 // ---- operators ----
@@ -364,6 +410,18 @@ Tensor operator+(const Scalar& a, const Tensor& b) { return binary(BinaryOp::add
 Tensor operator-(const Scalar& a, const Tensor& b) { return binary(BinaryOp::sub, a, b); }
 Tensor operator*(const Scalar& a, const Tensor& b) { return binary(BinaryOp::mul, a, b); }
 Tensor operator/(const Scalar& a, const Tensor& b) { return binary(BinaryOp::div, a, b); }
+
+Tensor operator~(const Tensor& a) { return bitwise_not(a); }
+#define EMBER_INT_OPERATOR(sym, fn)                                          \
+  Tensor operator sym(const Tensor& a, const Tensor& b) { return fn(a, b); } \
+  Tensor operator sym(const Tensor& a, const Scalar& b) { return fn(a, b); } \
+  Tensor operator sym(const Scalar& a, const Tensor& b) { return fn(a, b); }
+EMBER_INT_OPERATOR(&, bitwise_and)
+EMBER_INT_OPERATOR(|, bitwise_or)
+EMBER_INT_OPERATOR(^, bitwise_xor)
+EMBER_INT_OPERATOR(<<, bitwise_left_shift)
+EMBER_INT_OPERATOR(>>, bitwise_right_shift)
+#undef EMBER_INT_OPERATOR
 
 // ---- in place: compute, check the result dtype fits, write through the view ----
 namespace {
@@ -400,7 +458,7 @@ bool binary_inplace(BinaryOp op, Tensor& self, const Tensor& o) {
   if (base && Tensor(base).requires_grad()) return false;
   if (!self.is_contiguous() && self.memory_format() == MemoryFormat::contiguous) return false;
   const DType rt = detail::result_type(self, o);
-  if (detail::binary_compute_dtype(op, rt, self, o) != self.dtype() ||
+  if (detail::binary_compute_dtype(op, rt, self, o, detail::called(op)) != self.dtype() ||
       broadcast_shapes(self.shape(), o.shape(), ir::name(op)) != self.shape())
     return false;
   if (o.is_alias_of(self) &&
@@ -419,6 +477,7 @@ Tensor& inplace(BinaryOp op, Tensor& self, const Tensor& o, const char* name,
                 const Scalar& alpha = 1) {
   detail::check_defined(self, name);
   detail::check_same_device(self, o, name);
+<<<<<<< HEAD
   detail::check_inplace(self, {&o}, name);
   if (detail::overlaps_itself(self) &&
       broadcast_shapes(self.shape(), o.shape(), name) == self.shape() &&
@@ -431,6 +490,11 @@ Tensor& inplace(BinaryOp op, Tensor& self, const Tensor& o, const char* name,
   return assign(
       self, binary(op, op == BinaryOp::add || op == BinaryOp::sub ? self : original(self, &os), os),
       name);
+=======
+  if (binary_inplace(op, self, o)) return self;
+  const Tensor lhs = op == BinaryOp::add || op == BinaryOp::sub ? self : original(self, &o);
+  return assign(self, binary(detail::Called{name}, op, lhs, o), name);
+>>>>>>> semantics-ops
 }
 Tensor& inplace(BinaryOp op, Tensor& self, const Scalar& v, const char* name) {
   detail::check_defined(self, name);

@@ -241,7 +241,18 @@ Tensor one_hot(const Tensor& x, int64_t num_classes) {
     for (int64_t v : x.to_vector<int64_t>()) mx = std::max(mx, v);
     num_classes = mx + 1;
   }
-  const Tensor idx = detail::check_index(x, num_classes, op, false);
+  if (x.numel() > 0) {
+    // torch: "Class values must be smaller than num_classes." / "... must be non-negative."
+    const int64_t lo = is_signed(x.dtype()) ? amin(x).item<int64_t>() : 0;
+    const uint64_t hi = amax(x).to(DType::u64).item<uint64_t>();
+    if (lo < 0)
+      EMBER_FAIL(op, "class value ", lo, " is negative; class values must be in [0, ", num_classes,
+                 ") (", describe(x), ")");
+    if (hi >= uint64_t(num_classes))
+      EMBER_FAIL(op, "class value ", hi, " is out of range for num_classes=", num_classes,
+                 " (valid: [0, ", num_classes, "); ", describe(x), ")");
+  }
+  const Tensor idx = detail::cast(x, DType::i64);
   const Tensor classes = arange_typed(0, num_classes, 1, DType::i64, x.device());
   return eq(idx.unsqueeze(-1), classes).to(DType::i64);
 }

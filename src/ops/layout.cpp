@@ -218,6 +218,12 @@ Tensor diag(const Tensor& x, int64_t diagonal) {
   EMBER_FAIL("diag", "expects a 1-d or 2-d tensor, got shape ", shape_str(x.shape()));
 }
 
+Tensor as_strided(const Tensor& x, Shape size, Strides stride,
+                  std::optional<int64_t> storage_offset) {
+  check_defined(x, "as_strided");
+  return x.as_strided(std::move(size), std::move(stride), storage_offset);
+}
+
 Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
   check_defined(x, "diagonal");
   return x.diagonal(offset, dim1, dim2);

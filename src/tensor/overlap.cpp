@@ -126,7 +126,10 @@ std::vector<int64_t> loop_order(const Tensor& self, const std::vector<Tensor>& o
 }
 }  // namespace
 
-bool overlaps_itself(const Tensor& t) { return !disjoint(t.shape(), t.strides(), 0); }
+bool overlaps_itself(const Shape& shape, const Strides& strides) {
+  return !disjoint(shape, strides, 0);
+}
+bool overlaps_itself(const Tensor& t) { return overlaps_itself(t.shape(), t.strides()); }
 
 bool write_in_parts(const Tensor& self, const std::vector<Tensor>& operands,
                     const std::function<void(Tensor&, const std::vector<Tensor>&)>& fn) {

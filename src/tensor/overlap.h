@@ -32,6 +32,7 @@ void check_inplace(const Tensor& self, std::initializer_list<const Tensor*> oper
 
 /// True when two elements of t may share memory (t passes no cheap proof that they don't).
 bool overlaps_itself(const Tensor& t);
+bool overlaps_itself(const Shape& shape, const Strides& strides);
 
 /// Writes into a destination whose elements share memory (unfold windows, expanded tensors)
 /// element after element as torch does, in parts that do not: calls fn(part, operand parts)

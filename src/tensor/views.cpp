@@ -1,6 +1,8 @@
 // View ops: new geometry over the same storage, no copy (flip and reshape copy when they must).
 #include <algorithm>
 #include <functional>
+#include <optional>
+#include <string>
 
 #include "autodiff/graph.h"
 #include "tensor/internal.h"
@@ -348,6 +350,49 @@ Tensor Tensor::diagonal(int64_t off, int64_t d1, int64_t d2) const {
   return track(make_view(*this, s, st, start), *this, "DiagonalBackward",
                [old = shape(), off, d1, d2](const Tensor& g) {
                  return scatter_into(g, old, [&](Tensor& gx) { return gx.diagonal(off, d1, d2); });
+               });
+}
+
+Tensor Tensor::as_strided(Shape size, Strides stride, std::optional<int64_t> storage_offset) const {
+  const char* op = "as_strided";
+  check_defined(*this, op);
+  const int64_t off = storage_offset.value_or(offset());
+  if (size.size() != stride.size())
+    EMBER_FAIL(op, "size ", shape_str(size), " and stride ", shape_str(stride),
+               " differ in length (", size.size(), " vs ", stride.size(), ")");
+  for (int64_t n : size)
+    if (n < 0) EMBER_FAIL(op, "negative size in ", shape_str(size));
+  for (int64_t st : stride)
+    if (st < 0)
+      EMBER_FAIL(op, "negative strides are not supported, got stride ", shape_str(stride));
+  if (off < 0) EMBER_FAIL(op, "invalid storage offset ", off);
+  if (size.size() > 64) EMBER_FAIL(op, "rank ", size.size(), " exceeds the maximum of 64");
+  const int64_t n = checked_numel(size, op);
+  // The furthest element must lie in the storage (torch's checkInBoundsForStorage); an empty
+  // result needs none.
+  if (n > 0) {
+    const int64_t item = element_size();
+    int64_t last = off;  // index of the furthest element, overflow-checked
+    bool overflow = false;
+    for (size_t i = 0; i < size.size(); ++i) {
+      int64_t d = 0;
+      overflow |= __builtin_mul_overflow(size[i] - 1, stride[i], &d);
+      overflow |= __builtin_add_overflow(last, d, &last);
+    }
+    int64_t need = 0;
+    overflow |= __builtin_mul_overflow(last + 1, item, &need);
+    const int64_t have = impl()->storage->nbytes;
+    if (overflow || need > have)
+      EMBER_FAIL(op, "sizes ", shape_str(size), ", strides ", shape_str(stride),
+                 ", storage offset ", off, ", and itemsize ", item, " requiring a storage size of ",
+                 overflow ? std::string("more than 2^63") : std::to_string(need),
+                 " are out of bounds for storage of size ", have, " (tensor ", shape_str(shape()),
+                 ")");
+  }
+  autograd::Geometry in{shape(), strides(), offset()}, out{size, stride, off};
+  return track(make_view(*this, std::move(size), std::move(stride), off), *this,
+               "AsStridedBackward", [in = std::move(in), out = std::move(out)](const Tensor& g) {
+                 return autograd::as_strided_backward(g, in, out);
                });
 }
 

@@ -77,12 +77,31 @@ Tensor hypot(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);  // NaN propagates
 Tensor maximum(const Tensor& a, const Tensor& b);  // NaN propagates
 Tensor copysign(const Tensor& a, const Tensor& b);
-Tensor bitwise_and(const Tensor& a, const Tensor& b);  // integer and bool
+/// Bitwise and/or/xor of integer or bool operands (floating ones throw ember::Error). A scalar
+/// operand may stand on either side and promotes as a Python number (torch's `t & 3`, `3 & t`):
+/// an int8 tensor with an int stays int8 (the scalar wraps to it), a bool tensor with a bool
+/// stays bool, a bool tensor with an int gives int64.
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_and(const Tensor& a, const Scalar& b);
+Tensor bitwise_and(const Scalar& a, const Tensor& b);
 Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, const Scalar& b);
+Tensor bitwise_or(const Scalar& a, const Tensor& b);
 Tensor bitwise_xor(const Tensor& a, const Tensor& b);
-Tensor bitwise_left_shift(const Tensor& a, const Tensor& b);   // integer only
-Tensor bitwise_right_shift(const Tensor& a, const Tensor& b);  // arithmetic for signed
-Tensor eq(const Tensor& a, const Tensor& b);                   // comparisons return bool
+Tensor bitwise_xor(const Tensor& a, const Scalar& b);
+Tensor bitwise_xor(const Scalar& a, const Tensor& b);
+/// a << b and a >> b (arithmetic for signed types) of integer operands, promoting as above
+/// (`int8 >> 1` stays int8; a bool tensor with an int shifts as int64; bool or floating compute
+/// dtypes throw ember::Error). Shifting by a negative amount or by at least the bit width gives 0
+/// (-1 for a negative value shifted right) on every backend; torch 1.13 leaves that to the CPU
+/// (x86 takes the amount mod 32 or 64), torch 2 gives these values.
+Tensor bitwise_left_shift(const Tensor& a, const Tensor& b);
+Tensor bitwise_left_shift(const Tensor& a, const Scalar& b);
+Tensor bitwise_left_shift(const Scalar& a, const Tensor& b);
+Tensor bitwise_right_shift(const Tensor& a, const Tensor& b);
+Tensor bitwise_right_shift(const Tensor& a, const Scalar& b);
+Tensor bitwise_right_shift(const Scalar& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);  // comparisons return bool
 Tensor ne(const Tensor& a, const Tensor& b);
 Tensor lt(const Tensor& a, const Tensor& b);
 Tensor le(const Tensor& a, const Tensor& b);
@@ -97,6 +116,26 @@ Tensor ge(const Tensor& a, const Scalar& b);
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor logical_xor(const Tensor& a, const Tensor& b);
+
+// ---- bitwise operators (as Python's on torch tensors): ~ is bitwise_not, & | ^ are
+// bitwise_and/or/xor, << >> are bitwise_left_shift/right_shift; a scalar may stand on either
+// side. ----
+Tensor operator~(const Tensor& a);
+Tensor operator&(const Tensor& a, const Tensor& b);
+Tensor operator&(const Tensor& a, const Scalar& b);
+Tensor operator&(const Scalar& a, const Tensor& b);
+Tensor operator|(const Tensor& a, const Tensor& b);
+Tensor operator|(const Tensor& a, const Scalar& b);
+Tensor operator|(const Scalar& a, const Tensor& b);
+Tensor operator^(const Tensor& a, const Tensor& b);
+Tensor operator^(const Tensor& a, const Scalar& b);
+Tensor operator^(const Scalar& a, const Tensor& b);
+Tensor operator<<(const Tensor& a, const Tensor& b);
+Tensor operator<<(const Tensor& a, const Scalar& b);
+Tensor operator<<(const Scalar& a, const Tensor& b);
+Tensor operator>>(const Tensor& a, const Tensor& b);
+Tensor operator>>(const Tensor& a, const Scalar& b);
+Tensor operator>>(const Scalar& a, const Tensor& b);
 
 // ---- ternary ----
 /// cond (bool) ? a : b, all three broadcast; a and b promote together.

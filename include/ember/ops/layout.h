@@ -2,6 +2,7 @@
 // ember::Error naming the op and the shapes on mismatched shapes, dims out of range, undefined
 // tensors, or mixed devices.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ Tensor triu(const Tensor& x, int64_t diagonal = 0);
 Tensor diag(const Tensor& x, int64_t diagonal = 0);
 /// torch.diagonal as a function (a view; the diagonal becomes the last dim).
 Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+/// torch.as_strided as a function: x.as_strided(size, stride, storage_offset) (a view).
+Tensor as_strided(const Tensor& x, Shape size, Strides stride,
+                  std::optional<int64_t> storage_offset = std::nullopt);
 /// torch.meshgrid of 0-d/1-d tensors of one dtype: k outputs of shape [n0, n1, ...] (views).
 /// indexing "ij" (default, matrix) or "xy" (Cartesian: the first two output dims are swapped).
 std::vector<Tensor> meshgrid(const std::vector<Tensor>& ts, const std::string& indexing = "ij");

@@ -127,7 +127,7 @@ Tensor unary_grad(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y,
     default:
       break;
   }
-  EMBER_FAIL(ir::name(op), "is not differentiable");
+  EMBER_FAIL(ir::user_name(op), "is not differentiable");
 }
 }  // namespace
 
@@ -164,7 +164,7 @@ void unary(UnaryOp op, const Tensor& x, const Tensor& out, double p0, double p1,
   }
   SavedTensor sx(uses_x ? x : Tensor()), sy(uses_out ? out : Tensor());
   record1(name.c_str(), {x}, out, [op, sx, sy, p0, p1](const Tensor& g) {
-    const char* n = ir::name(op);
+    const char* n = ir::user_name(op);
     return std::vector<Tensor>{unary_grad(op, g, sx.get(n), sy.get(n), p0, p1)};
   });
 }
@@ -180,7 +180,7 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   const DType at = a.dtype(), bt = b.dtype();
   const bool ga = a.requires_grad(), gb = b.requires_grad();
   record1(name.c_str(), {a, b}, out, [=](const Tensor& g) {
-    const char* n = ir::name(op);
+    const char* n = ir::user_name(op);
     Tensor x = sa.get(n), y = sb.get(n);
     Tensor da, db;
     switch (op) {

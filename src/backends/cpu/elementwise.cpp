@@ -520,7 +520,9 @@ void run_binary(const ir::Binary& op, F f) {
         if constexpr (checks_zero<F>::value) {
           bool zero = false;
           for (int64_t i = 0; i < n; ++i) zero |= b[o[2] + i * st[2]] == T(0);
-          if (zero) EMBER_FAIL(ir::name(op.op), "integer division by zero");
+          if (zero)
+            throw ir::IntegerDivisionByZero(std::string("[") + ir::user_name(op.op) +
+                                            "] integer division by zero");
         }
         if (avx2)
           binary_row_avx2(f, d + o[0], a + o[1], b + o[2], n, st[0], st[1], st[2]);

@@ -66,7 +66,10 @@ C float_op(BinaryOp op, C a, C b) {
   }
 }
 
-[[noreturn]] void zero_div(BinaryOp op) { EMBER_FAIL(ir::name(op), "integer division by zero"); }
+[[noreturn]] void zero_div(BinaryOp op) {
+  throw ir::IntegerDivisionByZero(std::string("[") + ir::user_name(op) +
+                                  "] integer division by zero");
+}
 
 template <typename C>
 C int_op(BinaryOp op, C a, C b) {
