@@ -61,29 +61,26 @@ bool is_signed_int(DType t) {
 
 int bits_of(DType t) { return dtype_size(t) * 8; }
 
-std::string fn_value(const std::string& n, DType t, const std::string& x, const Caps& caps);
+std::string fn_value(const std::string& n, DType t, const std::string& x, const Caps& caps,
+                     UnaryOp op);
 
 // A float function in compute_type(t): f64 from the library; float from GLSL where it has the
-<<<<<<< HEAD
 // function, else through f64 (when the device has it) or the float library. The odd functions
 // (and expm1, log1p) give x itself at +-0: lavapipe's sinh/asinh/atanh/atan/erf and several of
 // the f64 library's series lose the sign of -0 (ref, as C and torch: f(-0) = -0).
-std::string fn(const char* name, DType t, const std::string& x, const Caps& caps) {
-=======
-// function, else through f64 (when the device has it) or the float library.
 // `op` names the public op in errors.
 std::string fn(const char* name, DType t, const std::string& x, const Caps& caps, UnaryOp op) {
->>>>>>> semantics-ops
   const std::string n = name;
   static const char* kKeepsZero[] = {"sin",   "tan",   "asin", "atan",   "sinh",  "tanh",
                                      "asinh", "atanh", "erf",  "erfinv", "expm1", "log1p"};
   for (const char* k : kKeepsZero)
     if (n == k)
-      return "(" + x + " == " + lit(t, 0) + " ? " + x + " : " + fn_value(n, t, x, caps) + ")";
-  return fn_value(n, t, x, caps);
+      return "(" + x + " == " + lit(t, 0) + " ? " + x + " : " + fn_value(n, t, x, caps, op) + ")";
+  return fn_value(n, t, x, caps, op);
 }
 
-std::string fn_value(const std::string& n, DType t, const std::string& x, const Caps& caps) {
+std::string fn_value(const std::string& n, DType t, const std::string& x, const Caps& caps,
+                     UnaryOp op) {
   if (t == DType::f64) return "ember_" + n + "_f64(" + x + ")";
   // lavapipe's float asin/acos are off by up to 4e-4 and its asinh/acosh overflow past 1e19:
   // through the f64 library when the device has it

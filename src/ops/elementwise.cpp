@@ -477,7 +477,6 @@ Tensor& inplace(BinaryOp op, Tensor& self, const Tensor& o, const char* name,
                 const Scalar& alpha = 1) {
   detail::check_defined(self, name);
   detail::check_same_device(self, o, name);
-<<<<<<< HEAD
   detail::check_inplace(self, {&o}, name);
   if (detail::overlaps_itself(self) &&
       broadcast_shapes(self.shape(), o.shape(), name) == self.shape() &&
@@ -487,14 +486,10 @@ Tensor& inplace(BinaryOp op, Tensor& self, const Tensor& o, const char* name,
     return self;
   const Tensor os = scaled(o, alpha);
   if (binary_inplace(op, self, os)) return self;
-  return assign(
-      self, binary(op, op == BinaryOp::add || op == BinaryOp::sub ? self : original(self, &os), os),
-      name);
-=======
-  if (binary_inplace(op, self, o)) return self;
-  const Tensor lhs = op == BinaryOp::add || op == BinaryOp::sub ? self : original(self, &o);
-  return assign(self, binary(detail::Called{name}, op, lhs, o), name);
->>>>>>> semantics-ops
+  return assign(self,
+                binary(detail::Called{name}, op,
+                       op == BinaryOp::add || op == BinaryOp::sub ? self : original(self, &os), os),
+                name);
 }
 Tensor& inplace(BinaryOp op, Tensor& self, const Scalar& v, const char* name) {
   detail::check_defined(self, name);
