@@ -5,6 +5,8 @@ set -euo pipefail
 pkgs=(build-essential cmake ccache pkg-config git libdnnl-dev libgtest-dev googletest libcli11-dev
       nlohmann-json3-dev zlib1g-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
       libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist
+      # ReportBrowserTest renders the training report in headless Chromium.
+      chromium
       # The cpu backend's GEMM above 128^3 and f64 (opened at run time; oneDNN when absent).
       libopenblas0-openmp
       # The Vulkan backend: headers (the loader is opened at run time), lavapipe (the CPU Vulkan

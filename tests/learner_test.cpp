@@ -161,6 +161,7 @@ TEST(LearnerTest, WritesCheckpointsLogsAndReport) {
   const std::string& dir = dir_tmp.path();
   train::LearnerOptions o = quiet(dir);
   o.keep_last = 2;
+  o.report_settings = {{"model", "blob mlp"}, {"seed", "3"}};
   std::ostringstream lines;
   o.out = &lines;
   o.progress = train::Progress::lines;
@@ -203,6 +204,21 @@ TEST(LearnerTest, WritesCheckpointsLogsAndReport) {
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("valid_loss"), std::string::npos);
   EXPECT_NE(html.find("</html>"), std::string::npos);
+  // The settings given, then those the Learner knows, then the version.
+  const size_t model_at = html.find("<tr><th>model</th><td>blob mlp</td></tr>");
+  const size_t seed_at = html.find("<tr><th>seed</th><td>3</td></tr>");
+  const size_t device_at = html.find("<tr><th>device</th><td>cpu</td></tr>");
+  const size_t precision_at = html.find("<tr><th>precision</th><td>float32</td></tr>");
+  const size_t version_at = html.find("<tr><th>Ember</th><td>");
+  EXPECT_LT(model_at, seed_at);
+  EXPECT_LT(seed_at, device_at);
+  EXPECT_LT(device_at, precision_at);
+  EXPECT_LT(precision_at, version_at);
+  EXPECT_NE(version_at, std::string::npos);
+  char best_line[96];
+  std::snprintf(best_line, sizeof best_line, "best checkpoint: epoch %lld, valid_loss %.4f",
+                (long long)(r.best_epoch + 1), r.best_metric);
+  EXPECT_NE(html.find(best_line), std::string::npos) << best_line;
   EXPECT_NE(lines.str().find("epoch 1/3"), std::string::npos);
   EXPECT_NE(lines.str().find("epoch 3/3"), std::string::npos);
   EXPECT_EQ(lines.str().find('\r'), std::string::npos);  // no progress bar when not a terminal

@@ -17,17 +17,19 @@ void add_eval_command(CLI::App& app);
 /// ember predict --checkpoint FILE IMAGE: tools/infer.cpp.
 void add_predict_command(CLI::App& app);
 
-/// An integer option read exactly: decimal digits (a '-' only for signed T) in T's range, else a
-/// usage error naming the option. CLI11 2.1 reads integers with strtoll/strtoull and does not
-/// check their range (--epochs 99999999999999999999 became INT64_MAX, --seed -1 became 2^64 - 1),
-/// and with base 0 ("010" was 8); the value is handed on in canonical decimal.
+/// An integer option read exactly: decimal digits (a '-' only for signed T) in [min, max], else a
+/// usage error naming the option ("--epochs: value 0 is out of range (must be >= 1)"). CLI11
+/// 2.1 reads integers with strtoll/strtoull and does not check their range (--epochs
+/// 99999999999999999999 became INT64_MAX, --seed -1 became 2^64 - 1), and with base 0 ("010"
+/// was 8); the value is handed on in canonical decimal.
 template <typename T>
 CLI::Option* add_int_option(CLI::App* cmd, const std::string& name, T& value,
-                            const std::string& description) {
+                            const std::string& description, T min = std::numeric_limits<T>::min(),
+                            T max = std::numeric_limits<T>::max()) {
   static_assert(std::is_integral_v<T>);
   CLI::Option* opt = cmd->add_option(name, value, description);
   opt->transform(CLI::Validator(
-      [](std::string& s) -> std::string {
+      [min, max](std::string& s) -> std::string {
         T v{};
         const char* end = s.data() + s.size();
         const bool plus = s.size() > 1 && s[0] == '+' && s[1] != '-';
@@ -39,10 +41,26 @@ CLI::Option* add_int_option(CLI::App* cmd, const std::string& name, T& value,
         if (ec != std::errc() || p != end || s.empty())
           return "value " + s + " is not " +
                  (std::is_signed_v<T> ? "an integer" : "a non-negative integer");
+        if (v < min || v > max) {
+          const bool no_max = max == std::numeric_limits<T>::max();
+          return "value " + std::to_string(v) + " is out of range (must be " +
+                 (no_max ? ">= " + std::to_string(min)
+                         : std::to_string(min) + " to " + std::to_string(max)) +
+                 ")";
+        }
         s = std::to_string(v);
         return "";
       },
       "", ""));
   return opt;
 }
+
+/// --device: a name Device::parse knows (cpu, ref, vulkan, vulkan:N, vulkan:KIND, cuda:N), else a
+/// usage error. Whether the device can run is found out when the command opens it (an error).
+CLI::Option* add_device_option(CLI::App* cmd, std::string& value);
+
+/// The exit statuses of every command (also in `ember --help` and README.md).
+inline constexpr int kExitUsage = 2;          ///< "error: <what>" + "Run with --help ..."
+inline constexpr int kExitFailure = 1;        ///< "error: [<tag>] <what>"
+inline constexpr int kExitInterrupted = 130;  ///< ember train stopped by Ctrl-C (128 + SIGINT)
 }  // namespace ember::tools

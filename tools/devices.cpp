@@ -1,4 +1,5 @@
 // `ember devices`: every device that can run now, with its capabilities.
+#include <charconv>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -7,8 +8,42 @@
 
 #include "commands.h"
 #include "ember/device.h"
+#include "ember/error.h"
 
 namespace ember::tools {
+
+namespace {
+bool is_index(const std::string& s) {
+  int64_t v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return !s.empty() && ec == std::errc() && p == s.data() + s.size() && v >= 0;
+}
+}  // namespace
+
+CLI::Option* add_device_option(CLI::App* cmd, std::string& value) {
+  CLI::Option* opt =
+      cmd->add_option("--device", value, "cpu, ref, vulkan, ... (see `ember devices`)");
+  opt->check(CLI::Validator(
+      [](std::string& s) -> std::string {
+        if (s == "cpu" || s == "ref" || s == "vulkan" || s == "cuda") return "";
+        if (s.rfind("cuda:", 0) == 0 && is_index(s.substr(5))) return "";
+        if (s.rfind("vulkan:", 0) == 0) {
+          if (is_index(s.substr(7))) return "";
+          try {
+            (void)DeviceKind::parse(s.substr(7));  // only parses: opens no device
+            return "";
+          } catch (const Error& e) {
+            const std::string m = e.what();  // "[device] unknown device kind ..."
+            return m.substr(m.find("] ") == std::string::npos ? 0 : m.find("] ") + 2);
+          }
+        }
+        return "unknown device '" + s +
+               "' (expected cpu, ref, vulkan, vulkan:N, vulkan:KIND or cuda:N; see `ember "
+               "devices`)";
+      },
+      "", ""));
+  return opt->capture_default_str();
+}
 
 void add_devices_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("devices", "List the devices Ember can run on");
@@ -37,8 +72,7 @@ void add_devices_command(CLI::App& app) {
     } catch (const std::exception& e) {
       const char* env = std::getenv("EMBER_DEVICE");
       if (!env) throw;
-      throw std::runtime_error(std::string("EMBER_DEVICE=") + env +
-                               " does not name a usable device: " + e.what());
+      EMBER_FAIL("devices", "EMBER_DEVICE=", env, " does not name a usable device: ", e.what());
     }
     std::cout << "default device: " << def << "\n";
   });

@@ -1,5 +1,6 @@
 // `ember eval` and `ember predict`: load a model trained by `ember train` (a checkpoint of the
 // Learner or DIR/model.safetensors) and evaluate it on a test set or classify one image.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -27,13 +28,16 @@ namespace {
 struct Trained {
   std::shared_ptr<nn::UnaryModule> model;
   std::string model_name, dataset;
-  ImageData images;  // dataset "images": the recorded image folder
+  ImageData images;       // dataset "images": the recorded image folder
+  std::string test_data;  // data_fingerprint of the test split it was trained with ("" unknown)
 };
 
 // A Learner checkpoint (metadata format ember.checkpoint.v1, "model." tensors, the dataset and
 // model names in its user JSON) or a model file (safetensors with ember.dataset / ember.model
-// metadata). `dataset` overrides the recorded dataset ("" keeps it).
-Trained load_trained(const std::string& path, const std::string& dataset, const Device& device) {
+// metadata). `dataset` overrides the recorded dataset ("" keeps it). `op`: the command, the tag of
+// its errors.
+Trained load_trained(const char* op, const std::string& path, const std::string& dataset,
+                     const Device& device) {
   record::SafetensorsFile f = record::load_safetensors(path, Device::cpu());
   nn::StateDict weights;
   Trained t;
@@ -47,6 +51,7 @@ Trained load_trained(const std::string& path, const std::string& dataset, const 
       t.dataset = user.value("dataset", "");
       if (t.dataset == "images")
         t.images = ImageData::from_json(user.value("data", nlohmann::json()), path);
+      t.test_data = user.value("test_data", "");
     }
   } else {
     weights = f.tensors;
@@ -57,21 +62,22 @@ Trained load_trained(const std::string& path, const std::string& dataset, const 
           nlohmann::json::parse(f.metadata.count("ember.data") ? f.metadata.at("ember.data") : "",
                                 nullptr, false),
           path);
+    if (f.metadata.count("ember.test_data")) t.test_data = f.metadata.at("ember.test_data");
   }
   std::vector<std::string> keys;
   for (const auto& [k, v] : weights.items()) keys.push_back(k);
   if (t.model_name.empty()) t.model_name = model_from_keys(keys);
-  EMBER_CHECK(t.model_name == "cnn" || t.model_name == "mlp", "load", path,
+  EMBER_CHECK(t.model_name == "cnn" || t.model_name == "mlp", op, path,
               ": not a model trained by `ember train` (no cnn or mlp weights in it)");
   // --dataset only fills in a dataset the file does not record. Another dataset than the recorded
   // one is refused, as train --resume refuses another dataset's run: mnist and fashion-mnist have
   // the same image size and 10 classes, so the model would run and print meaningless figures (or
   // the other dataset's class names).
   if (!dataset.empty() && !t.dataset.empty() && dataset != t.dataset)
-    EMBER_FAIL("load", "--dataset ", dataset, ": ", path, " holds a model trained on ", t.dataset,
+    EMBER_FAIL(op, "--dataset ", dataset, ": ", path, " holds a model trained on ", t.dataset,
                " (omit --dataset to use it)");
   if (!dataset.empty()) t.dataset = dataset;
-  EMBER_CHECK(!t.dataset.empty(), "load", path, ": the dataset is not recorded; pass --dataset");
+  EMBER_CHECK(!t.dataset.empty(), op, path, ": the dataset is not recorded; pass --dataset");
   Device::set_default_device(device);
   t.model = make_model(t.model_name, t.dataset == "images" ? t.images.model_shape() : ModelShape{});
   t.model->load_state_dict(weights, true);
@@ -98,13 +104,14 @@ void add_eval_command(CLI::App& app) {
                   "mnist or fashion-mnist, for a model file that does not record its dataset "
                   "(another dataset than the recorded one is an error)")
       ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
-  cmd->add_option("--device", a->device, "cpu, ref, ...")->capture_default_str();
-  add_int_option(cmd, "--batch-size", a->batch_size, "Evaluation batch size")
+  add_device_option(cmd, a->device);
+  add_int_option(cmd, "--batch-size", a->batch_size,
+                 "Evaluation batch size (one larger than the test set is the whole set)",
+                 int64_t(1))
       ->capture_default_str();
   cmd->callback([a] {
-    EMBER_CHECK(a->batch_size >= 1, "eval", "--batch-size must be >= 1, got ", a->batch_size);
     const Device device = Device::parse(a->device);
-    Trained t = load_trained(a->checkpoint, a->dataset, device);
+    Trained t = load_trained("eval", a->checkpoint, a->dataset, device);
     data::DatasetPtr<data::Example> test;
     std::string what = t.dataset;
     if (t.dataset == "images") {
@@ -115,11 +122,20 @@ void add_eval_command(CLI::App& app) {
       what += " " + s.data.dir;
     } else {
       const DatasetSpec spec = dataset_spec(t.dataset);
-      test = std::make_shared<data::TensorDataset>(
-          load_split(spec, a->data_dir.empty() ? spec.default_dir : a->data_dir, false));
+      const std::string dir = a->data_dir.empty() ? spec.default_dir : a->data_dir;
+      std::string fingerprint;
+      test = std::make_shared<data::TensorDataset>(load_split(spec, dir, false, &fingerprint));
+      // MNIST and Fashion-MNIST have the same shapes: the other one's images would be classified
+      // without an error, into meaningless figures. Files from before the fingerprint was
+      // recorded are not checked.
+      if (!t.test_data.empty() && fingerprint != t.test_data)
+        EMBER_FAIL("eval", dir, ": these are not the ", t.dataset, " test images ", a->checkpoint,
+                   " was trained with (their fingerprint is ", fingerprint, ", the model records ",
+                   t.test_data, "); pass --data the folder of its dataset");
     }
     data::DataLoaderOptions lo;
-    lo.batch_size = a->batch_size;
+    // As torch's DataLoader, a batch larger than the set is the whole set.
+    lo.batch_size = std::max<int64_t>(1, std::min<int64_t>(a->batch_size, test->size()));
     train::Loader loader(test, lo);
     auto opt = std::make_shared<optim::Adam>(t.model->parameters());  // unused: evaluation only
     train::LearnerOptions o;
@@ -150,11 +166,11 @@ void add_predict_command(CLI::App& app) {
                   "mnist or fashion-mnist, for a model file that does not record its dataset "
                   "(another dataset than the recorded one is an error)")
       ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
-  cmd->add_option("--device", a->device, "cpu, ref, ...")->capture_default_str();
+  add_device_option(cmd, a->device);
   cmd->callback([a] {
     namespace F = nn::functional;
     const Device device = Device::parse(a->device);
-    Trained t = load_trained(a->checkpoint, a->dataset, device);
+    Trained t = load_trained("predict", a->checkpoint, a->dataset, device);
     std::vector<std::string> classes;
     Tensor x;
     if (t.dataset == "images") {

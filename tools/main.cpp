@@ -1,6 +1,10 @@
 // The `ember` command: ember devices | train | eval | predict (see --help).
-// Exit status: 0 on success, 1 on an error ("error: ..." on stderr), 2 for a usage error,
-// 130 when training was interrupted (Ctrl-C; continue with --resume).
+// Exit status (the same for every command; `ember --help` and README.md list them): 0 on
+// success; 2 for a usage error ("error: <what>" and "Run with --help ..." on stderr: an unknown
+// command or option, a missing argument, a value out of its range or not one of the choices);
+// 1 when the command fails ("error: [<tag>] <what>": a missing or corrupt file, a device that
+// cannot run, data that does not match the model); 130 when training was interrupted (Ctrl-C;
+// continue with --resume).
 #include <exception>
 #include <iostream>
 #include <string>
@@ -12,6 +16,14 @@
 int main(int argc, char** argv) {
   CLI::App app{"Ember: a C++20 deep-learning framework"};
   app.require_subcommand(1);
+  app.footer(
+      "Exit status (every command):\n"
+      "  0    success\n"
+      "  1    the command failed: \"error: [TAG] message\" on stderr (a missing or corrupt\n"
+      "       file, a device that cannot run, data that does not match the model, ...)\n"
+      "  2    usage error: \"error: message\" and a pointer to --help (an unknown command or\n"
+      "       option, a missing argument, a value out of range or not one of the choices)\n"
+      "  130  `ember train` was interrupted (Ctrl-C); continue with --resume");
   ember::tools::add_devices_command(app);
   ember::tools::add_train_command(app);
   ember::tools::add_eval_command(app);
@@ -24,7 +36,7 @@ int main(int argc, char** argv) {
     std::cerr << "error: unknown command '" << argv[1]
               << "' (expected devices, train, eval or predict)\nRun with --help for more "
                  "information.\n";
-    return 2;
+    return ember::tools::kExitUsage;
   }
   try {
     app.parse(argc, argv);
@@ -37,10 +49,16 @@ int main(int argc, char** argv) {
       for (const std::string& x : sub->remaining()) extras.push_back(x);
     const std::string msg = extras.empty() ? e.what() : CLI::ExtrasError(extras).what();
     std::cerr << "error: " << msg << "\nRun with --help for more information.\n";
-    return 2;
+    return ember::tools::kExitUsage;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
+    // ember::Error carries its tag; anything else (std::filesystem, std::bad_alloc) gets the
+    // command's, so every failure reads "error: [tag] message".
+    const std::string what = e.what();
+    const bool tagged = what.size() > 2 && what[0] == '[' && what.find("] ") != std::string::npos;
+    std::string tag = "ember";
+    for (const CLI::App* sub : app.get_subcommands()) tag = sub->get_name();
+    std::cerr << "error: " << (tagged ? "" : "[" + tag + "] ") << what << "\n";
+    return ember::tools::kExitFailure;
   }
   return 0;
 }

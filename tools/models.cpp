@@ -86,6 +86,7 @@ Tensor normalize_images(const Tensor& images_u8, const DatasetSpec& spec) {
 
 // ---- datasets ----
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -134,7 +135,26 @@ void prepare_mnist(const std::string& dir) {
   fs::remove_all(tmp, ec);
 }
 
-data::TensorDataset load_split(const DatasetSpec& spec, const std::string& dir, bool train) {
+std::string data_fingerprint(const Tensor& images_u8, const Tensor& labels) {
+  EMBER_CHECK(images_u8.dtype() == DType::u8 && images_u8.dim() >= 1 && labels.dim() == 1 &&
+                  labels.size(0) == images_u8.size(0),
+              "data_fingerprint", "expected u8 images [N, ...] and labels [N], got ",
+              shape_str(images_u8.shape()), " and ", shape_str(labels.shape()));
+  const int64_t n = std::min<int64_t>(100, images_u8.size(0));
+  const std::vector<uint8_t> pixels =
+      images_u8.slice(0, 0, n).to(Device::cpu()).contiguous().to_vector<uint8_t>();
+  const std::vector<int64_t> ys = labels.slice(0, 0, n).to(Device::cpu()).to_vector<int64_t>();
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64
+  auto add = [&](uint8_t b) { h = (h ^ b) * 0x100000001b3ull; };
+  for (uint8_t p : pixels) add(p);
+  for (int64_t y : ys) add(uint8_t(y));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+data::TensorDataset load_split(const DatasetSpec& spec, const std::string& dir, bool train,
+                               std::string* fingerprint) {
   data::TensorDataset raw = [&] {
     if (spec.name == "mnist") {
       prepare_mnist(dir);
@@ -142,6 +162,7 @@ data::TensorDataset load_split(const DatasetSpec& spec, const std::string& dir, 
     }
     return data::load_fashion_mnist(dir, train);
   }();
+  if (fingerprint) *fingerprint = data_fingerprint(raw.data(), raw.targets());
   return data::TensorDataset(normalize_images(raw.data(), spec).contiguous(), raw.targets());
 }
 

@@ -71,6 +71,13 @@ bool has_mnist_files(const std::string& dir);
 /// the download fails.
 void prepare_mnist(const std::string& dir);
 /// The train or test split of a dataset as f32 [N, 1, 28, 28] normalized images and i64 [N]
-/// labels (host). For mnist, prepares `dir` first when needed.
-data::TensorDataset load_split(const DatasetSpec& spec, const std::string& dir, bool train);
+/// labels (host). For mnist, prepares `dir` first when needed. `fingerprint`, when given, gets
+/// data_fingerprint of the split.
+data::TensorDataset load_split(const DatasetSpec& spec, const std::string& dir, bool train,
+                               std::string* fingerprint = nullptr);
+/// What identifies a split's content: "fnv1a64:<16 hex digits>", FNV-1a over the bytes of its
+/// first 100 images (u8 [N, H, W] as stored) and their labels. MNIST and Fashion-MNIST have the
+/// same shapes and class count, so a model trained on one runs on the other without an error;
+/// `ember train` records the test split's fingerprint, `ember eval` compares it.
+std::string data_fingerprint(const Tensor& images_u8, const Tensor& labels);
 }  // namespace ember::tools

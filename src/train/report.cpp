@@ -1,35 +1,25 @@
 // Epoch history as CSV, JSON and an HTML page with inline SVG charts.
 #include "ember/train/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
+#include "train/report_internal.h"
+
 namespace ember::train {
 
 namespace {
+using detail::html_escape;
+std::string esc(const std::string& s) { return html_escape(s); }
+
 std::string num(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
-}
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<')
-      o += "&lt;";
-    else if (c == '>')
-      o += "&gt;";
-    else if (c == '&')
-      o += "&amp;";
-    else if (c == '"')
-      o += "&quot;";
-    else
-      o += c;
-  }
-  return o;
 }
 // The metrics' names, less "epoch" (the Learner records it as a metric for monitoring; the
 // reports write it once, as an integer, from EpochSummary::epoch).
@@ -41,75 +31,59 @@ std::set<std::string> metric_names(const std::vector<EpochSummary>& h) {
   return names;
 }
 
-// One line chart: x = epoch (1-based), one polyline + markers per series.
-std::string chart(const std::vector<EpochSummary>& h, const std::vector<std::string>& series,
-                  const std::string& title) {
-  constexpr double W = 560, H = 300, L = 60, R = 150, T = 30, B = 40;
-  const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
-  double lo = INFINITY, hi = -INFINITY;
-  std::vector<std::string> present;
-  for (const auto& s : series) {
-    bool any = false;
-    for (const auto& e : h) {
-      auto it = e.metrics.find(s);
-      if (it == e.metrics.end() || !std::isfinite(it->second)) continue;
-      lo = std::min(lo, it->second);
-      hi = std::max(hi, it->second);
-      any = true;
-    }
-    if (any) present.push_back(s);
-  }
-  std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-    << "\" viewBox=\"0 0 " << W << ' ' << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  o << "<text x=\"" << W / 2 << "\" y=\"18\" text-anchor=\"middle\" font-size=\"14\">" << esc(title)
-    << "</text>\n";
-  o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\""
-    << H - T - B << "\" fill=\"none\" stroke=\"#888\"/>\n";
-  if (present.empty() || h.empty()) {
-    o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H / 2
-      << "\" text-anchor=\"middle\">no data</text>\n</svg>\n";
-    return o.str();
-  }
-  if (hi == lo) {
-    hi += 0.5;
-    lo -= 0.5;
-  }
-  const int64_t n = int64_t(h.size());
-  auto px = [&](double epoch) { return L + (n == 1 ? 0.5 : epoch / double(n - 1)) * (W - L - R); };
-  auto py = [&](double v) { return T + (hi - v) / (hi - lo) * (H - T - B); };
-  for (int i = 0; i <= 4; ++i) {  // y ticks
-    const double v = lo + (hi - lo) * i / 4;
-    o << "<line x1=\"" << L - 4 << "\" x2=\"" << L << "\" y1=\"" << py(v) << "\" y2=\"" << py(v)
-      << "\" stroke=\"#888\"/><text x=\"" << L - 6 << "\" y=\"" << py(v) + 4
-      << "\" text-anchor=\"end\">" << esc(num(std::round(v * 1e4) / 1e4)) << "</text>\n";
-  }
-  const int64_t step = std::max<int64_t>(1, n / 10);
-  for (int64_t i = 0; i < n; i += step)  // x ticks: epochs
-    o << "<text x=\"" << px(double(i)) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">"
-      << h[size_t(i)].epoch + 1 << "</text>\n";
-  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 6
-    << "\" text-anchor=\"middle\">epoch</text>\n";
-  for (size_t s = 0; s < present.size(); ++s) {
-    const char* color = colors[s % 6];
-    std::ostringstream pts;
-    for (int64_t i = 0; i < n; ++i) {
-      auto it = h[size_t(i)].metrics.find(present[s]);
-      if (it == h[size_t(i)].metrics.end() || !std::isfinite(it->second)) continue;
-      pts << px(double(i)) << ',' << py(it->second) << ' ';
-      o << "<circle cx=\"" << px(double(i)) << "\" cy=\"" << py(it->second)
-        << "\" r=\"2.5\" fill=\"" << color << "\"/>\n";
-    }
-    o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" points=\""
-      << pts.str() << "\"/>\n";
-    const double ly = T + 16 * double(s) + 8;
-    o << "<line x1=\"" << W - R + 10 << "\" x2=\"" << W - R + 30 << "\" y1=\"" << ly << "\" y2=\""
-      << ly << "\" stroke=\"" << color << "\" stroke-width=\"2\"/><text x=\"" << W - R + 34
-      << "\" y=\"" << ly + 4 << "\">" << esc(present[s]) << "</text>\n";
-  }
-  o << "</svg>\n";
-  return o.str();
+// A value as the report's tables show it: four decimals for losses and fractions, the learning
+// rate in four significant digits, a throughput as an integer.
+std::string shown(const std::string& name, double v) {
+  char buf[48];
+  if (!std::isfinite(v))
+    std::snprintf(buf, sizeof buf, "%s", std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+  else if (name == "lr")
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+  else if (name == "samples_per_sec" || std::fabs(v) >= 1e5)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.4f", v);
+  return buf;
 }
+
+// Which way a metric improves, by its name: -1 smaller (losses), +1 larger (accuracies,
+// precision, recall, F1), 0 neither (lr, throughput).
+int direction(const std::string& name) {
+  if (name.find("loss") != std::string::npos) return -1;
+  for (const char* k : {"accuracy", "precision", "recall", "f1"})
+    if (name.find(k) != std::string::npos) return 1;
+  return 0;
+}
+
+// A column heading that may break after its underscores ("valid_top_k_accuracy").
+std::string breakable(const std::string& name) {
+  std::string o;
+  for (char c : name) o += c == '_' ? std::string("_<wbr>") : esc(std::string(1, c));
+  return o;
+}
+
+// Metric names in reading order: losses, accuracies, the other scores, then the rest.
+std::vector<std::string> ordered(const std::set<std::string>& names) {
+  std::vector<std::string> out;
+  for (const char* m : {"loss", "accuracy", "top_k_accuracy", "f1", "precision", "recall"})
+    for (const char* p : {"train_", "valid_"})
+      if (names.count(std::string(p) + m)) out.push_back(std::string(p) + m);
+  for (const auto& n : names)
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  return out;
+}
+
+const char* const kStyle =
+    "body{font-family:sans-serif;margin:16px 20px;color:#222}\n"
+    "h1{font-size:22px;margin:0 0 12px}h2{font-size:17px;margin:20px 0 8px}\n"
+    "table{border-collapse:collapse;font-size:13px}\n"
+    "th,td{border:1px solid #ccc;padding:3px 7px}th{background:#f3f3f3}\n"
+    "td.n{text-align:right;font-variant-numeric:tabular-nums}\n"
+    ".top{display:flex;flex-wrap:wrap;gap:28px;align-items:flex-start}\n"
+    ".settings th{text-align:left}\n"
+    ".charts{display:flex;flex-wrap:wrap;gap:12px}\n"
+    ".scroll{overflow-x:auto;max-width:100%}\n"
+    ".epochs th{font-weight:normal;font-size:12px;vertical-align:bottom;max-width:90px}\n";
 }  // namespace
 
 std::string history_csv(const std::vector<EpochSummary>& h) {
@@ -145,29 +119,99 @@ std::string history_json(const std::vector<EpochSummary>& h) {
   return arr.dump(2) + "\n";
 }
 
-std::string history_html(const std::vector<EpochSummary>& h, const std::string& title) {
+std::string history_html(const std::vector<EpochSummary>& h, const std::string& title,
+                         const ReportInfo& info) {
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << esc(title)
-    << "</title></head>\n<body style=\"font-family:sans-serif\">\n<h1>" << esc(title) << "</h1>\n";
-  o << chart(h, {"train_loss", "valid_loss"}, "loss");
-  o << chart(h, {"train_accuracy", "valid_accuracy", "valid_top_k_accuracy", "valid_f1"},
-             "accuracy");
-  // The numbers, as a table.
+    << "</title>\n<style>\n"
+    << kStyle << "</style></head>\n<body>\n<h1>" << esc(title) << "</h1>\n<div class=\"top\">\n";
+  // The run's settings.
+  auto settings = info.settings;
+  bool has_version = false;
+  for (const auto& [k, v] : settings) has_version |= k == "Ember";
+  if (!has_version) settings.emplace_back("Ember", detail::ember_version());
+  o << "<table class=\"settings\">\n";
+  for (const auto& [k, v] : settings)
+    o << "<tr><th>" << esc(k) << "</th><td>" << esc(v) << "</td></tr>\n";
+  o << "<tr><th>epochs</th><td>" << h.size() << "</td></tr>\n</table>\n";
+
+  // Each metric's last and best value.
   const std::set<std::string> names = metric_names(h);
-  o << "<table border=\"1\" cellspacing=\"0\" cellpadding=\"3\">\n<tr><th>epoch</th>";
-  for (const auto& n : names) o << "<th>" << esc(n) << "</th>";
-  o << "</tr>\n";
-  for (const auto& e : h) {
-    o << "<tr><td>" << e.epoch + 1 << "</td>";
-    for (const auto& n : names) {
+  const std::vector<std::string> order = ordered(names);
+  o << "<table class=\"summary\">\n<tr><th>metric</th><th>last</th><th>best</th><th>best "
+       "epoch</th></tr>\n";
+  for (const auto& n : order) {
+    const int dir = direction(n);
+    double best = NAN;
+    int64_t best_epoch = -1;
+    for (const auto& e : h) {
       auto it = e.metrics.find(n);
-      char buf[32] = "";
-      if (it != e.metrics.end()) std::snprintf(buf, sizeof buf, "%.6g", it->second);
-      o << "<td>" << buf << "</td>";
+      if (it == e.metrics.end() || !std::isfinite(it->second) || dir == 0) continue;
+      if (best_epoch < 0 || (dir < 0 ? it->second < best : it->second > best)) {
+        best = it->second;
+        best_epoch = e.epoch + 1;
+      }
     }
-    o << "</tr>\n";
+    std::string last;
+    if (!h.empty())
+      if (auto it = h.back().metrics.find(n); it != h.back().metrics.end())
+        last = shown(n, it->second);
+    o << "<tr><th>" << esc(n) << "</th><td class=\"n\">" << last << "</td><td class=\"n\">"
+      << (best_epoch < 0 ? "" : shown(n, best)) << "</td><td class=\"n\">"
+      << (best_epoch < 0 ? "" : std::to_string(best_epoch)) << "</td></tr>\n";
   }
-  o << "</table>\n</body></html>\n";
+  o << "</table>\n";
+  if (!info.monitor.empty()) {
+    // The epoch the best checkpoint holds, by the Learner's rule (first strict improvement).
+    double best = NAN;
+    int64_t best_epoch = -1;
+    for (const auto& e : h) {
+      auto it = e.metrics.find(info.monitor);
+      if (it == e.metrics.end() || !std::isfinite(it->second)) continue;
+      if (best_epoch < 0 ||
+          (info.monitor_mode == Mode::min ? it->second < best : it->second > best)) {
+        best = it->second;
+        best_epoch = e.epoch + 1;
+      }
+    }
+    o << "<p class=\"best\">best checkpoint: "
+      << (best_epoch < 0 ? std::string("none yet (") + esc(info.monitor) + " not recorded)"
+                         : "epoch " + std::to_string(best_epoch) + ", " + esc(info.monitor) + " " +
+                               shown(info.monitor, best))
+      << "</p>\n";
+  }
+  o << "</div>\n";
+
+  // The curves: each chart's series share a scale, so top-k accuracy (near 1) has its own.
+  o << "<div class=\"charts\">\n";
+  o << detail::svg_chart(h, {"train_loss", "valid_loss"}, "loss");
+  const std::vector<std::vector<std::string>> more = {
+      {"train_accuracy", "valid_accuracy", "train_f1", "valid_f1"},
+      {"train_top_k_accuracy", "valid_top_k_accuracy"}};
+  const char* titles[] = {"accuracy and F1", "top-k accuracy"};
+  for (size_t c = 0; c < more.size(); ++c) {
+    bool any = false;
+    for (const auto& s : more[c]) any |= names.count(s) > 0;
+    if (any) o << detail::svg_chart(h, more[c], titles[c]);
+  }
+  o << "</div>\n";
+
+  // The numbers, as a table.
+  o << "<h2>Metrics per epoch</h2>\n<div class=\"scroll\"><table class=\"epochs\">\n"
+       "<tr><th>epoch</th>";
+  for (const auto& n : order) o << "<th>" << breakable(n) << "</th>";
+  o << "<th>seconds</th></tr>\n";
+  for (const auto& e : h) {
+    o << "<tr><td class=\"n\">" << e.epoch + 1 << "</td>";
+    for (const auto& n : order) {
+      auto it = e.metrics.find(n);
+      o << "<td class=\"n\">" << (it == e.metrics.end() ? "" : shown(n, it->second)) << "</td>";
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", e.seconds);
+    o << "<td class=\"n\">" << buf << "</td></tr>\n";
+  }
+  o << "</table></div>\n</body></html>\n";
   return o.str();
 }
 

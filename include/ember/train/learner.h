@@ -25,6 +25,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ember/data/dataloader.h"
@@ -101,6 +102,10 @@ struct LearnerOptions {
   std::function<void(const BatchEvent&)> on_batch_end;
   /// Kept verbatim in checkpoints ("user" metadata); must be valid JSON.
   std::string user_json = "{}";
+  /// The run's settings at the top of report.html, in order, as name / value ({"model", "cnn"},
+  /// {"batch size", "64"}, ...). The Learner adds "device" (options.device), "precision" (the
+  /// dtype of the model's first floating parameter) and "Ember" (the version) unless named here.
+  std::vector<std::pair<std::string, std::string>> report_settings;
 };
 
 /// One epoch's metrics (see the metric names above) and its wall time.
