@@ -645,128 +645,129 @@ TEST(CliTest, ImageFolderErrorsNameTheProblem) {
   Result ok = run_ember("train --data " + (dir / "two") + " --epochs 1" + out);
   EXPECT_EQ(ok.status, 0) << ok.output;
   EXPECT_NE(ok.output.find("(2 classes, 1x28x28)"), std::string::npos) << ok.output;
+}
 
-  TEST(CliTest, ExitStatusesAndMessagesAreTheSameForEveryCommand) {
-    REQUIRE_CLI();
-    // Usage errors: status 2, "error: <what>" and the pointer to --help, on every command.
-    for (const char* args :
-         {"train fashion-mnist --device nonsense", "train fashion-mnist --lr 0",
-          "train fashion-mnist --lr abc", "train fashion-mnist --limit-test -1", "eval",
-          "eval --checkpoint x --device nonsense", "eval --checkpoint x --batch-size 0",
-          "predict --checkpoint x", "predict --checkpoint x y.png --device vulkan:Bogus",
-          "predict --checkpoint x y.png --dataset cifar", "devices extra"}) {
-      Result r = run_ember(args);
-      EXPECT_EQ(r.status, 2) << args << ": " << r.output;
-      EXPECT_EQ(r.output.rfind("error: ", 0), 0u) << args << ": " << r.output;
-      EXPECT_EQ(r.output.rfind("error: [", 0), std::string::npos) << args << ": " << r.output;
-      EXPECT_NE(r.output.find("\nRun with --help for more information.\n"), std::string::npos)
-          << args << ": " << r.output;
-    }
-    Result dev = run_ember("train fashion-mnist --device nonsense");
-    EXPECT_NE(dev.output.find("--device: unknown device 'nonsense' (expected cpu, ref, vulkan"),
-              std::string::npos)
-        << dev.output;
-    Result lr = run_ember("train fashion-mnist --lr 0");
-    EXPECT_NE(lr.output.find("--lr: value 0 is out of range (must be a finite number > 0)"),
-              std::string::npos)
-        << lr.output;
-    // Failures: status 1 and one line "error: [tag] <what>", the tag naming where it failed.
-    TempDir dir;
-    const std::vector<std::pair<std::string, std::string>> failures = {
-        {"train fashion-mnist --data " + (dir / "none"), ""},
-        {"eval --checkpoint " + (dir / "none.safetensors"), ""},
-        {"predict --checkpoint " + (dir / "none.safetensors") + " " + (dir / "x.png"), ""},
-        {"devices", "EMBER_DEVICE=bogus"}};
-    for (const auto& [args, env] : failures) {
-      Result r = run_ember(args, env);
-      EXPECT_EQ(r.status, 1) << args << ": " << r.output;
-      const size_t at = r.output.find("error: [");
-      ASSERT_NE(at, std::string::npos) << args << ": " << r.output;
-      EXPECT_TRUE(at == 0 || r.output[at - 1] == '\n') << args << ": " << r.output;
-      EXPECT_EQ(r.output.find("Run with --help"), std::string::npos) << args << ": " << r.output;
-    }
-    // The statuses are documented in --help.
-    Result help = run_ember("--help");
-    EXPECT_EQ(help.status, 0);
-    for (const char* s : {"Exit status", "  0    success", "  1    the command failed",
-                          "  2    usage error", "  130  `ember train` was interrupted"})
-      EXPECT_NE(help.output.find(s), std::string::npos) << s << "\n" << help.output;
+TEST(CliTest, ExitStatusesAndMessagesAreTheSameForEveryCommand) {
+  REQUIRE_CLI();
+  // Usage errors: status 2, "error: <what>" and the pointer to --help, on every command.
+  for (const char* args :
+       {"train fashion-mnist --device nonsense", "train fashion-mnist --lr 0",
+        "train fashion-mnist --lr abc", "train fashion-mnist --limit-test -1", "eval",
+        "eval --checkpoint x --device nonsense", "eval --checkpoint x --batch-size 0",
+        "predict --checkpoint x", "predict --checkpoint x y.png --device vulkan:Bogus",
+        "predict --checkpoint x y.png --dataset cifar", "devices extra"}) {
+    Result r = run_ember(args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.output;
+    EXPECT_EQ(r.output.rfind("error: ", 0), 0u) << args << ": " << r.output;
+    EXPECT_EQ(r.output.rfind("error: [", 0), std::string::npos) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("\nRun with --help for more information.\n"), std::string::npos)
+        << args << ": " << r.output;
   }
+  Result dev = run_ember("train fashion-mnist --device nonsense");
+  EXPECT_NE(dev.output.find("--device: unknown device 'nonsense' (expected cpu, ref, vulkan"),
+            std::string::npos)
+      << dev.output;
+  Result lr = run_ember("train fashion-mnist --lr 0");
+  EXPECT_NE(lr.output.find("--lr: value 0 is out of range (must be a finite number > 0)"),
+            std::string::npos)
+      << lr.output;
+  // Failures: status 1 and one line "error: [tag] <what>", the tag naming where it failed.
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> failures = {
+      {"train fashion-mnist --data " + (dir / "none"), ""},
+      {"eval --checkpoint " + (dir / "none.safetensors"), ""},
+      {"predict --checkpoint " + (dir / "none.safetensors") + " " + (dir / "x.png"), ""},
+      {"devices", "EMBER_DEVICE=bogus"}};
+  for (const auto& [args, env] : failures) {
+    Result r = run_ember(args, env);
+    EXPECT_EQ(r.status, 1) << args << ": " << r.output;
+    const size_t at = r.output.find("error: [");
+    ASSERT_NE(at, std::string::npos) << args << ": " << r.output;
+    EXPECT_TRUE(at == 0 || r.output[at - 1] == '\n') << args << ": " << r.output;
+    EXPECT_EQ(r.output.find("Run with --help"), std::string::npos) << args << ": " << r.output;
+  }
+  // The statuses are documented in --help.
+  Result help = run_ember("--help");
+  EXPECT_EQ(help.status, 0);
+  for (const char* s : {"Exit status", "  0    success", "  1    the command failed",
+                        "  2    usage error", "  130  `ember train` was interrupted"})
+    EXPECT_NE(help.output.find(s), std::string::npos) << s << "\n" << help.output;
+}
 
-  TEST(CliTest, BatchLargerThanTheSetIsTheWholeSet) {
-    REQUIRE_FASHION();
-    TempDir dir;
-    // As torch's DataLoader(batch_size=2**63 - 1): one batch. The loader's arithmetic overflowed.
-    Result r = run_ember(
-        "train fashion-mnist --model mlp --limit-train 100 --limit-test 50 --epochs 1 "
-        "--batch-size 9223372036854775807 --out " +
-        (dir / "run"));
-    ASSERT_EQ(r.status, 0) << r.output;
-    const json s = read_json(dir / "run/summary.json");
-    EXPECT_EQ(s["steps"], 1);
-    EXPECT_EQ(s["batch_size"], 9223372036854775807LL);
-    Result e = run_ember("eval --batch-size 9223372036854775807 --checkpoint " +
-                         (dir / "run/model.safetensors"));
-    EXPECT_EQ(e.status, 0) << e.output;
-    EXPECT_NE(e.output.find("(10000 test images)"), std::string::npos) << e.output;
-  }
+TEST(CliTest, BatchLargerThanTheSetIsTheWholeSet) {
+  REQUIRE_FASHION();
+  TempDir dir;
+  // As torch's DataLoader(batch_size=2**63 - 1): one batch. The loader's arithmetic overflowed.
+  Result r = run_ember(
+      "train fashion-mnist --model mlp --limit-train 100 --limit-test 50 --epochs 1 "
+      "--batch-size 9223372036854775807 --out " +
+      (dir / "run"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json s = read_json(dir / "run/summary.json");
+  EXPECT_EQ(s["steps"], 1);
+  EXPECT_EQ(s["batch_size"], 9223372036854775807LL);
+  Result e = run_ember("eval --batch-size 9223372036854775807 --checkpoint " +
+                       (dir / "run/model.safetensors"));
+  EXPECT_EQ(e.status, 0) << e.output;
+  EXPECT_NE(e.output.find("(10000 test images)"), std::string::npos) << e.output;
+}
 
-  TEST(CliTest, EvalRefusesTestImagesOfAnotherDataset) {
-    REQUIRE_FASHION();
-    using namespace ember;
-    TempDir dir;
-    // Another dataset with the same shapes and labels: Fashion-MNIST's images inverted (as MNIST
-    // and Fashion-MNIST, both u8 [N, 28, 28] with 10 classes).
-    fs::create_directories(dir / "other");
-    for (bool train : {true, false}) {
-      data::TensorDataset ds = data::load_fashion_mnist(kFashion, train);
-      const int64_t n = train ? 200 : 500;
-      std::vector<uint8_t> px = ds.data().slice(0, 0, n).contiguous().to_vector<uint8_t>();
-      for (uint8_t& p : px) p = uint8_t(255 - p);
-      std::vector<uint8_t> ys;
-      for (int64_t y : ds.targets().slice(0, 0, n).to_vector<int64_t>()) ys.push_back(uint8_t(y));
-      const std::string pre = dir / ("other/" + std::string(train ? "train" : "t10k"));
-      data::write_idx(pre + "-images-idx3-ubyte", from_vector<uint8_t>(px, {n, 28, 28}));
-      data::write_idx(pre + "-labels-idx1-ubyte", from_vector<uint8_t>(ys, {n}));
-    }
-    Result r = run_ember(
-        "train fashion-mnist --model mlp --limit-train 320 --limit-test 100 --epochs 1 --out " +
-        (dir / "run"));
-    ASSERT_EQ(r.status, 0) << r.output;
-    const json s = read_json(dir / "run/summary.json");
-    const std::string fp = s["test_data"];
-    EXPECT_EQ(fp.rfind("fnv1a64:", 0), 0u) << fp;
-    EXPECT_EQ(fp.size(), 24u) << fp;
-    fs::create_directories(dir / "copy");
-    for (const auto& f : fs::directory_iterator(kFashion)) fs::copy(f.path(), dir / "copy");
-    for (const std::string ck : {"run/model.safetensors", "run/checkpoints/best.safetensors"}) {
-      // The model's own test images, from another folder: accepted.
-      Result ok = run_ember("eval --data " + (dir / "copy") + " --checkpoint " + (dir / ck));
-      EXPECT_EQ(ok.status, 0) << ck << ": " << ok.output;
-      // Another dataset's: refused, naming both fingerprints (it printed an accuracy before).
-      Result bad = run_ember("eval --data " + (dir / "other") + " --checkpoint " + (dir / ck));
-      EXPECT_EQ(bad.status, 1) << ck << ": " << bad.output;
-      EXPECT_EQ(bad.output.rfind("error: [eval] " + (dir / "other") +
-                                     ": these are not the fashion-mnist test images",
-                                 0),
-                0u)
-          << ck << ": " << bad.output;
-      EXPECT_NE(bad.output.find("the model records " + fp), std::string::npos) << bad.output;
-      EXPECT_EQ(bad.output.find("test accuracy"), std::string::npos) << bad.output;
-    }
-    // A model file from before the fingerprint was recorded is still evaluated.
-    record::SafetensorsFile f = record::load_safetensors(dir / "run/model.safetensors");
-    f.metadata.erase("ember.test_data");
-    record::save_safetensors(dir / "old.safetensors", f.tensors, f.metadata);
-    Result old =
-        run_ember("eval --data " + (dir / "other") + " --checkpoint " + (dir / "old.safetensors"));
-    EXPECT_EQ(old.status, 0) << old.output;
-    // Resuming a run on other test images is refused as another dataset's run is.
-    Result resumed = run_ember(
-        "train fashion-mnist --model mlp --limit-train 320 --limit-test 100 --epochs 2 --resume "
-        "--data " +
-        (dir / "other") + " --out " + (dir / "run"));
-    EXPECT_EQ(resumed.status, 1) << resumed.output;
-    EXPECT_NE(resumed.output.find("is from a run with test_data \"" + fp + "\""), std::string::npos)
-        << resumed.output;
+TEST(CliTest, EvalRefusesTestImagesOfAnotherDataset) {
+  REQUIRE_FASHION();
+  using namespace ember;
+  TempDir dir;
+  // Another dataset with the same shapes and labels: Fashion-MNIST's images inverted (as MNIST
+  // and Fashion-MNIST, both u8 [N, 28, 28] with 10 classes).
+  fs::create_directories(dir / "other");
+  for (bool train : {true, false}) {
+    data::TensorDataset ds = data::load_fashion_mnist(kFashion, train);
+    const int64_t n = train ? 200 : 500;
+    std::vector<uint8_t> px = ds.data().slice(0, 0, n).contiguous().to_vector<uint8_t>();
+    for (uint8_t& p : px) p = uint8_t(255 - p);
+    std::vector<uint8_t> ys;
+    for (int64_t y : ds.targets().slice(0, 0, n).to_vector<int64_t>()) ys.push_back(uint8_t(y));
+    const std::string pre = dir / ("other/" + std::string(train ? "train" : "t10k"));
+    data::write_idx(pre + "-images-idx3-ubyte", from_vector<uint8_t>(px, {n, 28, 28}));
+    data::write_idx(pre + "-labels-idx1-ubyte", from_vector<uint8_t>(ys, {n}));
   }
+  Result r = run_ember(
+      "train fashion-mnist --model mlp --limit-train 320 --limit-test 100 --epochs 1 --out " +
+      (dir / "run"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json s = read_json(dir / "run/summary.json");
+  const std::string fp = s["test_data"];
+  EXPECT_EQ(fp.rfind("fnv1a64:", 0), 0u) << fp;
+  EXPECT_EQ(fp.size(), 24u) << fp;
+  fs::create_directories(dir / "copy");
+  for (const auto& f : fs::directory_iterator(kFashion)) fs::copy(f.path(), dir / "copy");
+  for (const std::string ck : {"run/model.safetensors", "run/checkpoints/best.safetensors"}) {
+    // The model's own test images, from another folder: accepted.
+    Result ok = run_ember("eval --data " + (dir / "copy") + " --checkpoint " + (dir / ck));
+    EXPECT_EQ(ok.status, 0) << ck << ": " << ok.output;
+    // Another dataset's: refused, naming both fingerprints (it printed an accuracy before).
+    Result bad = run_ember("eval --data " + (dir / "other") + " --checkpoint " + (dir / ck));
+    EXPECT_EQ(bad.status, 1) << ck << ": " << bad.output;
+    EXPECT_EQ(bad.output.rfind("error: [eval] " + (dir / "other") +
+                                   ": these are not the fashion-mnist test images",
+                               0),
+              0u)
+        << ck << ": " << bad.output;
+    EXPECT_NE(bad.output.find("the model records " + fp), std::string::npos) << bad.output;
+    EXPECT_EQ(bad.output.find("test accuracy"), std::string::npos) << bad.output;
+  }
+  // A model file from before the fingerprint was recorded is still evaluated.
+  record::SafetensorsFile f = record::load_safetensors(dir / "run/model.safetensors");
+  f.metadata.erase("ember.test_data");
+  record::save_safetensors(dir / "old.safetensors", f.tensors, f.metadata);
+  Result old =
+      run_ember("eval --data " + (dir / "other") + " --checkpoint " + (dir / "old.safetensors"));
+  EXPECT_EQ(old.status, 0) << old.output;
+  // Resuming a run on other test images is refused as another dataset's run is.
+  Result resumed = run_ember(
+      "train fashion-mnist --model mlp --limit-train 320 --limit-test 100 --epochs 2 --resume "
+      "--data " +
+      (dir / "other") + " --out " + (dir / "run"));
+  EXPECT_EQ(resumed.status, 1) << resumed.output;
+  EXPECT_NE(resumed.output.find("is from a run with test_data \"" + fp + "\""), std::string::npos)
+      << resumed.output;
+}

@@ -339,8 +339,12 @@ TEST(IndexingTest, OneHotClasses) {
   EXPECT_EQ(iv(one_hot(scalar_tensor(1, DType::i64), 3)), (IV{0, 1, 0}));
   EXPECT_EQ(one_hot(zeros({0}, DType::i64), 3).shape(), (Shape{0, 3}));
   EXPECT_EQ(iv(one_hot(tensor<int32_t>({1}), 2)), (IV{0, 1}));
-  expect_error([&] { one_hot(L({0, -1})); }, {"[one_hot]", "index -1"});
-  expect_error([&] { one_hot(L({0, 3}), 3); }, {"[one_hot]", "index 3", "size 3"});
+  expect_error([&] { one_hot(L({0, -1})); }, {"[one_hot]", "class value -1 is negative"});
+  expect_error(
+      [&] {
+        one_hot(L({0, 3}), 3);
+      },
+      {"[one_hot]", "class value 3 is out of range for num_classes=3"});
   expect_error([&] { one_hot(F({0})); }, {"[one_hot]", "integer"});
   expect_error([&] { one_hot(zeros({0}, DType::i64)); }, {"[one_hot]", "empty"});
   expect_error([&] { one_hot(L({0}), -2); }, {"[one_hot]", "num_classes"});

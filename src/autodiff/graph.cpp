@@ -6,6 +6,7 @@
 
 #include "autodiff/meta.h"
 #include "ember/ops/elementwise.h"
+#include "ember/ops/indexing.h"
 #include "ember/ops/reduce.h"
 #include "tensor/internal.h"
 #include "tensor/overlap.h"
@@ -245,16 +246,24 @@ Tensor as_strided_backward(const Tensor& grad, const Geometry& input, const Geom
     hi = std::max(hi, ohi);
   }
   // The covered storage as a flat zero buffer; both geometries are placed in it relative to lo.
-  Tensor storage = zeros({hi - lo}, opts);
-  if (numel_of(output.shape) > 0)
-    Region(output.shape, output.strides, output.offset - lo).scatter(storage, grad);
+  // Written with index_add / index_select (recorded ops), so a create_graph backward through
+  // as_strided is differentiable too.
+  const int64_t n = hi - lo;
+  const Tensor slot = arange(n, {DType::i64, grad.device()});
+  Tensor storage = zeros({n}, opts);
+  if (numel_of(output.shape) > 0) {
+    const Tensor out_slots = Region(output.shape, output.strides, output.offset - lo)(slot);
+    storage = index_add(storage, 0, out_slots.reshape({-1}), grad.reshape({-1}));
+  }
   const Region in(input.shape, input.strides, input.offset - lo);
-  if (!in.overlapping) return in(storage);
-  // Input elements that alias one storage element share its gradient (the count is 0 only where
-  // the input reads nothing, so the division's inf/nan there is never read).
-  Tensor count = zeros({hi - lo}, opts);
-  in.scatter(count, ones(input.shape, opts));
-  return in(storage / count).clone();
+  const Tensor in_slots = in(slot).reshape({-1});
+  if (in.overlapping) {
+    // Input elements that alias one storage element share its gradient (the count is 0 only
+    // where the input reads nothing, so the division's inf/nan there is never read).
+    const Tensor count = index_add(zeros({n}, opts), 0, in_slots, ones({in_slots.numel()}, opts));
+    storage = storage / count;
+  }
+  return index_select(storage, 0, in_slots).reshape(input.shape);
 }
 
 Edge gradient_edge(const Tensor& t) {
