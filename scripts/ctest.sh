@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs a build folder's tests with ctest: each gtest is its own ctest test (tests/CMakeLists.txt),
-# run in parallel (-j$(nproc), or JOBS), with the output of those that fail. Fails when it finds
+# Runs a build folder's tests with ctest: one ctest test per gtest suite and per op-table
+# family x backend (tests/ctest_groups.cmake), run in parallel (-j$(nproc), or JOBS), with the output of those that fail. Fails when it finds
 # no tests (a folder configured without EMBER_BUILD_TESTS, a test binary that lists none).
 # Usage: scripts/ctest.sh BUILD_DIR [ctest arguments, e.g. -R 'OpTable\.add/']
 set -euo pipefail
