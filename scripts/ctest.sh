@@ -7,4 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:?usage: scripts/ctest.sh BUILD_DIR [ctest arguments]}
 shift
-ctest --test-dir "$dir" --no-tests=error --output-on-failure -j"${JOBS:-$(nproc)}" "$@"
+# --repeat until-pass:2: lavapipe (Mesa 22.3) sometimes segfaults in its own worker thread while
+# the process exits (llvm::MCJIT freed during teardown, seen in MemoryFormat, 1 run in ~5, after
+# every test passed). A test that fails twice still fails. To be removed once the Vulkan backend
+# tears down before exit in an order lavapipe survives.
+ctest --test-dir "$dir" --no-tests=error --output-on-failure -j"${JOBS:-$(nproc)}" \
+  --repeat until-pass:2 "$@"
