@@ -57,6 +57,14 @@ Registry& registry() {
   return *r;
 }
 
+void quiesce_all() {
+  Registry& r = registry();
+  std::unique_lock<std::mutex> lock(r.mutex, std::try_to_lock);
+  if (!lock.owns_lock()) return;  // exit() from inside a registry call: nothing safe to do
+  for (const auto& e : r.entries)
+    if (e->backend && !e->released) e->backend->quiesce();
+}
+
 std::string adapter_list() {
   std::string s;
   Registry& r = registry();
@@ -123,6 +131,11 @@ std::vector<Device> devices() {
   for (size_t i = 0; i < r.entries.size(); ++i)
     if (!r.entries[i]->released) out.emplace_back(DeviceType::vulkan, int64_t(i));
   return out;
+}
+
+void quiesce_at_exit() {
+  static const bool registered = std::atexit(quiesce_all) == 0;
+  (void)registered;
 }
 
 VulkanBackend& backend(int64_t index) {

@@ -64,6 +64,23 @@ void VulkanBackend::release() {
   used_ = false;
 }
 
+void VulkanBackend::quiesce() noexcept {
+  try {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    if (dead_ || !used_) return;
+    // Unsubmitted work cannot be observed any more: drop it rather than compile its shaders now.
+    if (current_) {
+      ctx_->fn().vkEndCommandBuffer(current_->cmd);
+      ctx_->fn().vkResetCommandBuffer(current_->cmd, 0);
+      release_batch(*current_);
+      free_batches_.push_back(std::move(current_));
+    }
+    retire(true);
+    ctx_->fn().vkQueueWaitIdle(ctx_->queue());
+  } catch (...) {
+  }
+}
+
 void VulkanBackend::configure(const vulkan::RuntimeOptions& o) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (used_)
@@ -228,6 +245,7 @@ void VulkanBackend::retire(bool wait_all) {
     in_flight_.pop_front();
     release_batch(*done);
     free_batches_.push_back(std::move(done));
+    quiesce_at_exit();
   }
 }
 

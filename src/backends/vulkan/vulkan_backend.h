@@ -49,6 +49,8 @@ class VulkanBackend : public Backend {
   /// Waits for the device and destroys every Vulkan object Ember made on it (init_device's
   /// devices, before the application destroys its VkDevice). Throws when tensors are alive.
   void release();
+  // At exit: drops unsubmitted work, waits for submitted work and an idle queue; never throws.
+  void quiesce() noexcept;
 
  private:
   struct Batch {
@@ -98,6 +100,12 @@ class VulkanBackend : public Backend {
 /// the application's devices (init_device, after them).
 Device resolve(const DeviceKind& kind);
 VulkanBackend& backend(int64_t index);
+
+// Registers (once) the exit handler that quiesces every device. Called after a batch has run, so
+// that the driver's lazily made statics (lavapipe's LLVM JIT, created by its first shader
+// compile) are destroyed after it: lavapipe's queue thread crashed (1 exit in ~15) compiling or
+// freeing a shader while those statics were being destroyed.
+void quiesce_at_exit();
 /// Every usable adapter (empty when there is no loader or no device).
 std::vector<Device> devices();
 /// The default max_tasks (measured on lavapipe; docs/vulkan.md).
