@@ -19,7 +19,8 @@ namespace ember::data {
 /// Reads an IDX file, plain or gzip-compressed (detected by the gzip magic, not the name), into a
 /// host (cpu) tensor of the file's dtype and dims. Throws "[read_idx] <path>: ..." when the file
 /// cannot be read, for a bad magic, an unknown type code, rank 0, a truncated header or data,
-/// trailing bytes (dims/size mismatch), or a gzip error.
+/// trailing bytes or dims beyond 2^48 bytes (dims/size mismatch; every dim counts, also in an
+/// empty tensor), or a gzip error.
 Tensor read_idx(const std::string& path);
 /// Writes `t` (u8, i8, i16, i32, f32 or f64; rank 1..255) as IDX; gzip-compressed when the path
 /// ends in ".gz". Atomic. Throws "[write_idx] ..." for other dtypes, rank 0, or an I/O error.
