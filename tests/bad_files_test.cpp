@@ -75,6 +75,19 @@ void expect_error(F fn, std::vector<std::string> parts) {
   }
 }
 
+// CRC-32 (ISO 3309, as PNG chunks and gzip trailers use).
+uint32_t crc32_of(const unsigned char* p, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+  }
+  return c ^ 0xFFFFFFFFu;
+}
+void put_le32(Bytes& b, uint32_t v) {
+  for (int i = 0; i < 4; ++i) b.push_back(uint8_t(v >> (8 * i)));
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- shapes with a zero dim
@@ -137,4 +150,98 @@ TEST(ShapeOverflowTest, SafetensorsEmptyTensorWithHugeDimsIsRejected) {
       record::deserialize_safetensors(file("[0,3,4]"), "mem", Device::cpu());
   EXPECT_EQ(ok.tensors.at("x").shape(), (Shape{0, 3, 4}));
   EXPECT_EQ(ok.tensors.at("x").strides(), (Strides{12, 4, 1}));
+}
+
+// ---------------------------------------------------------------- gzip members
+
+namespace {
+// One gzip member holding `data` in stored (uncompressed) deflate blocks.
+Bytes gzip_stored(const Bytes& data) {
+  Bytes z = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff};
+  size_t at = 0;
+  do {
+    const size_t n = std::min<size_t>(data.size() - at, 65535);
+    const bool last = at + n == data.size();
+    z.push_back(last ? 1 : 0);
+    z.push_back(uint8_t(n)), z.push_back(uint8_t(n >> 8));
+    z.push_back(uint8_t(~n)), z.push_back(uint8_t(~n >> 8));
+    z.insert(z.end(), data.begin() + std::ptrdiff_t(at), data.begin() + std::ptrdiff_t(at + n));
+    at += n;
+  } while (at < data.size());
+  put_le32(z, crc32_of(data.data(), data.size()));
+  put_le32(z, uint32_t(data.size()));
+  return z;
+}
+}  // namespace
+
+// Concatenated members are one file to gzip -d: every member is read (before, all but the first
+// were dropped, so the IDX data looked truncated).
+TEST(GzipMembersTest, EveryMemberIsRead) {
+  TempDir dir;
+  const Tensor t = arange(0, 300, 1, TensorOptions(DType::i32, Device::cpu()));
+  write_idx(dir / "t.idx", t);
+  const Bytes idx = read_bytes(dir / "t.idx");
+  const Bytes first(idx.begin(), idx.begin() + 500), second(idx.begin() + 500, idx.end());
+  const Bytes m1 = gzip_stored(first), m2 = gzip_stored(second), empty_member = gzip_stored({});
+  Bytes two = m1;
+  two.insert(two.end(), m2.begin(), m2.end());
+  write_bytes(dir / "two.gz", two);
+  EXPECT_EQ(read_idx(dir / "two.gz").to_vector<int>(), t.to_vector<int>());
+  // Three members, the middle one empty, then zero padding (ignored, as Python's gzip does).
+  Bytes three = m1;
+  three.insert(three.end(), empty_member.begin(), empty_member.end());
+  three.insert(three.end(), m2.begin(), m2.end());
+  three.insert(three.end(), 7, 0);
+  write_bytes(dir / "three.gz", three);
+  EXPECT_EQ(read_idx(dir / "three.gz").to_vector<int>(), t.to_vector<int>());
+  // A deflate member (zlib's, from write_idx) followed by another member.
+  write_idx(dir / "t.gz", t);
+  Bytes deflated = read_bytes(dir / "t.gz");
+  const Bytes extra = gzip_stored({0, 0, 0, 7});  // one more i32 (big-endian 7)
+  deflated.insert(deflated.end(), extra.begin(), extra.end());
+  write_bytes(dir / "more.gz", deflated);
+  // The header still says 300 values: the member is read, and its 4 bytes are trailing data.
+  expect_error([&] { read_idx(dir / "more.gz"); }, {"[read_idx]", "4 trailing bytes"});
+}
+
+// Bytes after the last member that are not a gzip member are an error, not dropped.
+TEST(GzipMembersTest, TrailingGarbageAndTruncatedMembersAreErrors) {
+  TempDir dir;
+  const Tensor t = arange(0, 300, 1, TensorOptions(DType::i32, Device::cpu()));
+  write_idx(dir / "t.gz", t);  // zlib's deflate
+  const Bytes z = read_bytes(dir / "t.gz");
+  EXPECT_EQ(read_idx(dir / "t.gz").to_vector<int>(), t.to_vector<int>());
+  Bytes junk = z;
+  for (unsigned char c : std::string("garbage")) junk.push_back(c);
+  write_bytes(dir / "junk.gz", junk);
+  expect_error([&] { read_idx(dir / "junk.gz"); },
+               {"[read_idx]", dir / "junk.gz", "gzip error", "7 trailing bytes",
+                "offset " + std::to_string(z.size()), "not another gzip member"});
+  Bytes zeros_then_junk = z;
+  zeros_then_junk.insert(zeros_then_junk.end(), {0, 0, 1});
+  write_bytes(dir / "zj.gz", zeros_then_junk);
+  expect_error([&] { read_idx(dir / "zj.gz"); }, {"[read_idx]", "3 trailing bytes"});
+  // A second member cut short.
+  Bytes cut = z;
+  const Bytes m = gzip_stored({1, 2, 3, 4, 5, 6, 7, 8});
+  cut.insert(cut.end(), m.begin(), m.begin() + 12);
+  write_bytes(dir / "cut.gz", cut);
+  expect_error([&] { read_idx(dir / "cut.gz"); }, {"[read_idx]", dir / "cut.gz", "truncated"});
+}
+
+// ---------------------------------------------------------------- CSV
+
+// A row holding only "" is one empty field, not a blank line (it was skipped).
+TEST(CsvEmptyFieldTest, QuotedEmptyRowIsRejected) {
+  TempDir dir;
+  write_text(dir / "a.csv", "x,y,label\n1,2,0\n\"\"\n3,4,1\n");
+  expect_error([&] { read_csv(dir / "a.csv"); },
+               {"[read_csv]", dir / "a.csv", ":3:", "expected 3 columns, found 1"});
+  write_text(dir / "b.csv", "  \"\"  \r\n1,2,0\n");
+  expect_error([&] { read_csv(dir / "b.csv"); }, {"[read_csv]", ":1:", "at least 2 columns"});
+  write_text(dir / "c.csv", "1,2,0\n\"\",\"\",\"\"\n");
+  expect_error([&] { read_csv(dir / "c.csv"); }, {"[read_csv]", ":2:", "not a number: ''"});
+  // Whitespace-only lines are still blank.
+  write_text(dir / "d.csv", "1,2,0\n  \t \n\r\n3,4,1\n");
+  EXPECT_EQ(read_csv(dir / "d.csv").size(), 2);
 }

@@ -16,11 +16,12 @@ namespace ember::data {
 // values big-endian, row-major. Type codes: 0x08 u8, 0x09 i8, 0x0B i16, 0x0C i32, 0x0D f32,
 // 0x0E f64. ----
 
-/// Reads an IDX file, plain or gzip-compressed (detected by the gzip magic, not the name), into a
-/// host (cpu) tensor of the file's dtype and dims. Throws "[read_idx] <path>: ..." when the file
-/// cannot be read, for a bad magic, an unknown type code, rank 0, a truncated header or data,
-/// trailing bytes or dims beyond 2^48 bytes (dims/size mismatch; every dim counts, also in an
-/// empty tensor), or a gzip error.
+/// Reads an IDX file, plain or gzip-compressed (detected by the gzip magic, not the name; every
+/// member of a multi-member gzip file, as gzip -d), into a host (cpu) tensor of the file's dtype
+/// and dims. Throws "[read_idx] <path>: ..." when the file cannot be read, for a bad magic, an
+/// unknown type code, rank 0, a truncated header or data, trailing bytes or dims beyond 2^48
+/// bytes (dims/size mismatch; every dim counts, also in an empty tensor), or a gzip error
+/// (corrupt or truncated data, bytes after the last member other than zero padding).
 Tensor read_idx(const std::string& path);
 /// Writes `t` (u8, i8, i16, i32, f32 or f64; rank 1..255) as IDX; gzip-compressed when the path
 /// ends in ".gz". Atomic. Throws "[write_idx] ..." for other dtypes, rank 0, or an I/O error.
@@ -39,7 +40,8 @@ struct CsvOptions {
   /// When > 0, labels must lie in [0, num_classes).
   int64_t num_classes = 0;
 };
-/// Reads a numeric CSV file (blank lines skipped, fields may be "quoted", \r\n accepted) into a
+/// Reads a numeric CSV file (blank lines skipped: whitespace only, so a row holding just "" is a
+/// row of one empty field, an error; fields may be "quoted", \r\n accepted) into a
 /// TensorDataset: data f32 [N, columns-1] (the other columns, in order), targets i64 [N].
 /// Throws "[read_csv] <path>:<line>: ..." for a ragged row, a non-numeric field, a non-integral
 /// or out-of-range label, an unknown label column, or an empty file.
