@@ -22,6 +22,9 @@
 #include <utility>
 #include <vector>
 
+// After <cstdio>: jpeglib.h needs size_t and FILE declared first.
+#include <jpeglib.h>
+
 #include "ember/data/data.h"
 #include "ember/ember.h"
 #include "ember/record/safetensors.h"
@@ -84,11 +87,247 @@ uint32_t crc32_of(const unsigned char* p, size_t n) {
   }
   return c ^ 0xFFFFFFFFu;
 }
+void put_be32(unsigned char* p, uint32_t v) {
+  p[0] = uint8_t(v >> 24), p[1] = uint8_t(v >> 16), p[2] = uint8_t(v >> 8), p[3] = uint8_t(v);
+}
 void put_le32(Bytes& b, uint32_t v) {
   for (int i = 0; i < 4; ++i) b.push_back(uint8_t(v >> (8 * i)));
 }
 
+Tensor pattern(int64_t c, int64_t h, int64_t w) {
+  std::vector<uint8_t> v(size_t(c * h * w));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = uint8_t((i * 37 + 11) % 256);
+  return from_vector<uint8_t>(v, {c, h, w}, Device::cpu());
+}
+// Flat colours: JPEG keeps them almost exactly, so a decoded copy can be compared.
+Tensor flat(int64_t h, int64_t w) {
+  Tensor t = empty({3, h, w}, TensorOptions(DType::u8, Device::cpu()));
+  t[0].fill_(200), t[1].fill_(100), t[2].fill_(50);
+  return t;
+}
+
+// The PNG with its IHDR's width and height replaced (and the chunk's CRC recomputed).
+Bytes png_with_size(Bytes png, uint32_t w, uint32_t h) {
+  // Signature (8), IHDR length (4), "IHDR" (4), width, height, ..., CRC over type + data.
+  EXPECT_EQ(std::memcmp(png.data() + 12, "IHDR", 4), 0);
+  put_be32(png.data() + 16, w);
+  put_be32(png.data() + 20, h);
+  put_be32(png.data() + 29, crc32_of(png.data() + 12, 17));
+  return png;
+}
+
+// Offset of the JPEG frame header (SOF0 baseline or SOF2 progressive marker).
+size_t sof_offset(const Bytes& jpg) {
+  for (size_t i = 2; i + 9 < jpg.size(); ++i)
+    if (jpg[i] == 0xFF && (jpg[i + 1] == 0xC0 || jpg[i + 1] == 0xC2)) return i;
+  ADD_FAILURE() << "no SOF marker";
+  return 0;
+}
+// The JPEG with its frame header's height and width replaced.
+Bytes jpeg_with_size(Bytes jpg, unsigned w, unsigned h) {
+  const size_t s = sof_offset(jpg);  // FF Cn, length (2), precision (1), height (2), width (2)
+  jpg[s + 5] = uint8_t(h >> 8), jpg[s + 6] = uint8_t(h);
+  jpg[s + 7] = uint8_t(w >> 8), jpg[s + 8] = uint8_t(w);
+  return jpg;
+}
+// Offset of the first byte of entropy-coded data (after the SOS segment).
+size_t scan_data_offset(const Bytes& jpg) {
+  for (size_t i = 2; i + 3 < jpg.size(); ++i)
+    if (jpg[i] == 0xFF && jpg[i + 1] == 0xDA) return i + 2 + (size_t(jpg[i + 2]) << 8 | jpg[i + 3]);
+  ADD_FAILURE() << "no SOS marker";
+  return 0;
+}
+
+// A progressive RGB JPEG written by libjpeg itself (jpeg_simple_progression).
+Bytes progressive_jpeg(const Tensor& chw) {
+  const int64_t h = chw.size(1), w = chw.size(2);
+  const std::vector<uint8_t> v = chw.permute({1, 2, 0}).contiguous().to_vector<uint8_t>();
+  jpeg_compress_struct cinfo;
+  jpeg_error_mgr jerr;
+  cinfo.err = jpeg_std_error(&jerr);
+  jpeg_create_compress(&cinfo);
+  unsigned char* buf = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&cinfo, &buf, &size);
+  cinfo.image_width = JDIMENSION(w), cinfo.image_height = JDIMENSION(h);
+  cinfo.input_components = 3, cinfo.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&cinfo);
+  jpeg_set_quality(&cinfo, 95, TRUE);
+  jpeg_simple_progression(&cinfo);
+  jpeg_start_compress(&cinfo, TRUE);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    JSAMPROW row = const_cast<uint8_t*>(v.data()) + size_t(cinfo.next_scanline) * size_t(w * 3);
+    jpeg_write_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  jpeg_destroy_compress(&cinfo);
+  Bytes out(buf, buf + size);
+  std::free(buf);
+  return out;
+}
+
+// Sets data::max_image_pixels for one test.
+struct PixelLimit {
+  int64_t old;
+  explicit PixelLimit(int64_t n) : old(max_image_pixels()) { set_max_image_pixels(n); }
+  ~PixelLimit() { set_max_image_pixels(old); }
+};
+
 }  // namespace
+
+// ---------------------------------------------------------------- the pixel budget
+
+TEST(ImageLimitTest, DefaultIsSixtyFourMebipixelsAndSettable) {
+  EXPECT_EQ(kDefaultMaxImagePixels, int64_t(1) << 26);
+  EXPECT_EQ(max_image_pixels(), kDefaultMaxImagePixels);
+  {
+    PixelLimit limit(1000);
+    EXPECT_EQ(max_image_pixels(), 1000);
+  }
+  EXPECT_EQ(max_image_pixels(), kDefaultMaxImagePixels);
+  expect_error([] { set_max_image_pixels(-1); }, {"[set_max_image_pixels]", "-1"});
+  EXPECT_EQ(max_image_pixels(), kDefaultMaxImagePixels);
+}
+
+// The issue's 837-byte JPEG declaring 65500x65500: 12.9 GB allocated before the fix.
+TEST(ImageLimitTest, JpegDeclaringHugeSizeIsRefusedFromItsHeader) {
+  TempDir dir;
+  save_jpeg(dir / "ok.jpg", flat(16, 16));
+  write_bytes(dir / "bomb.jpg", jpeg_with_size(read_bytes(dir / "ok.jpg"), 65500, 65500));
+  for (const char* op : {"load_image", "read_image_info"}) {
+    expect_error(
+        [&] {
+          if (std::string(op) == "load_image")
+            load_image(dir / "bomb.jpg");
+          else
+            read_image_info(dir / "bomb.jpg");
+        },
+        {std::string("[") + op + "]", dir / "bomb.jpg", "JPEG declares 65500x65500 = 4290250000",
+         "limit of 67108864", "set_max_image_pixels", "--max-image-pixels"});
+  }
+}
+
+// The issue's 584-byte progressive JPEG declaring 16384x16384 (1.6 GB of coefficients, 9 s).
+TEST(ImageLimitTest, ProgressiveJpegIsRefusedBeforeItsCoefficientsAreAllocated) {
+  TempDir dir;
+  const Bytes prog = progressive_jpeg(flat(16, 16));
+  ASSERT_EQ(prog[sof_offset(prog) + 1], 0xC2);  // SOF2: progressive
+  write_bytes(dir / "prog.jpg", prog);
+  // A valid progressive JPEG decodes (its scans raise no warning).
+  const Tensor img = load_image(dir / "prog.jpg");
+  ASSERT_EQ(img.shape(), (Shape{3, 16, 16}));
+  const auto v = img.to_vector<int>();
+  for (size_t i = 0; i < v.size(); ++i) EXPECT_NEAR(v[i], (i < 256 ? 200 : i < 512 ? 100 : 50), 3);
+  write_bytes(dir / "bomb.jpg", jpeg_with_size(prog, 16384, 16384));
+  expect_error([&] { load_image(dir / "bomb.jpg"); },
+               {"[load_image]", dir / "bomb.jpg", "16384x16384 = 268435456", "limit of 67108864"});
+}
+
+// The issue's 453-byte PNG declaring 16384x16384 (2^28 pixels): today's per-side cap let it
+// force a 768 MiB buffer.
+TEST(ImageLimitTest, PngDeclaringHugeSizeIsRefusedFromItsHeader) {
+  TempDir dir;
+  save_png(dir / "ok.png", pattern(3, 4, 4));
+  write_bytes(dir / "bomb.png", png_with_size(read_bytes(dir / "ok.png"), 16384, 16384));
+  expect_error([&] { load_image(dir / "bomb.png"); },
+               {"[load_image]", dir / "bomb.png", "PNG declares 16384x16384 = 268435456",
+                "limit of 67108864"});
+  expect_error([&] { read_image_info(dir / "bomb.png"); },
+               {"[read_image_info]", dir / "bomb.png", "16384x16384"});
+  // Grayscale is counted in pixels too (the budget is per pixel, not per byte).
+  save_png(dir / "gray.png", pattern(1, 4, 4));
+  write_bytes(dir / "gray_bomb.png", png_with_size(read_bytes(dir / "gray.png"), 9000, 9000));
+  expect_error([&] { load_image(dir / "gray_bomb.png"); }, {"9000x9000 = 81000000"});
+}
+
+// One budget for every format: a genuine image beyond it fails, at it loads, and 0 lifts it.
+TEST(ImageLimitTest, OneBudgetForEveryFormatAndItCanBeRaised) {
+  TempDir dir;
+  const Tensor rgb = pattern(3, 12, 10);  // 120 pixels
+  save_png(dir / "a.png", rgb);
+  save_jpeg(dir / "a.jpg", flat(12, 10));
+  write_bytes(dir / "p.jpg", progressive_jpeg(flat(12, 10)));
+  {
+    PixelLimit limit(119);
+    for (const char* f : {"a.png", "a.jpg", "p.jpg"}) {
+      expect_error([&] { load_image(dir / f); },
+                   {"[load_image]", dir / f, "declares 10x12 = 120 pixels", "limit of 119"});
+      expect_error([&] { read_image_info(dir / f); }, {"[read_image_info]", "limit of 119"});
+    }
+  }
+  for (int64_t n : {int64_t(120), int64_t(0)}) {
+    PixelLimit limit(n);
+    EXPECT_EQ(load_image(dir / "a.png").to_vector<int>(), rgb.to_vector<int>()) << n;
+    EXPECT_EQ(load_image(dir / "a.jpg").shape(), (Shape{3, 12, 10})) << n;
+    EXPECT_EQ(load_image(dir / "p.jpg").shape(), (Shape{3, 12, 10})) << n;
+    EXPECT_EQ(read_image_info(dir / "a.jpg").height, 12) << n;
+  }
+  // An ImageFolder sample beyond the budget fails as load_image does.
+  fs::create_directories(dir.path / "f/cls");
+  save_png(dir / "f/cls/x.png", rgb);
+  ImageFolder folder((dir.path / "f").string());
+  PixelLimit limit(100);
+  expect_error([&] { folder.get(0); }, {"x.png", "limit of 100"});
+}
+
+// ---------------------------------------------------------------- damaged JPEGs
+
+// The issue's 12x10 JPEG whose height field is doubled: libjpeg warned "premature end of data
+// segment" and filled the missing rows; it loaded as [3, 24, 10].
+TEST(JpegDamageTest, DoubledHeightIsAnError) {
+  TempDir dir;
+  save_jpeg(dir / "ok.jpg", flat(12, 10));
+  ASSERT_EQ(load_image(dir / "ok.jpg").shape(), (Shape{3, 12, 10}));
+  write_bytes(dir / "tall.jpg", jpeg_with_size(read_bytes(dir / "ok.jpg"), 10, 24));
+  expect_error([&] { load_image(dir / "tall.jpg"); },
+               {"[load_image]", dir / "tall.jpg", "corrupt or truncated JPEG",
+                "premature end of data segment"});
+  // The same for a progressive JPEG.
+  write_bytes(dir / "ptall.jpg", jpeg_with_size(progressive_jpeg(flat(12, 10)), 10, 24));
+  expect_error([&] { load_image(dir / "ptall.jpg"); }, {"[load_image]", dir / "ptall.jpg", "JPEG"});
+}
+
+// Entropy-coded data cut short but the file still ends with EOI: before, only a missing EOI
+// (libjpeg's end-of-file warning) was fatal.
+TEST(JpegDamageTest, TruncatedDataSegmentIsAnError) {
+  TempDir dir;
+  save_jpeg(dir / "ok.jpg", pattern(3, 32, 32));
+  const Bytes jpg = read_bytes(dir / "ok.jpg");
+  const size_t data = scan_data_offset(jpg);
+  Bytes cut(jpg.begin(), jpg.begin() + std::ptrdiff_t(data + (jpg.size() - data) / 3));
+  cut.push_back(0xFF), cut.push_back(0xD9);  // EOI
+  write_bytes(dir / "cut.jpg", cut);
+  expect_error([&] { load_image(dir / "cut.jpg"); },
+               {"[load_image]", dir / "cut.jpg", "premature end of data segment"});
+}
+
+// Bytes where a marker belongs ("extraneous bytes before marker"): corrupt, also in the header
+// that read_image_info reads.
+TEST(JpegDamageTest, ExtraneousBytesAreAnError) {
+  TempDir dir;
+  save_jpeg(dir / "ok.jpg", flat(8, 8));
+  Bytes jpg = read_bytes(dir / "ok.jpg");
+  const size_t sof = sof_offset(jpg);
+  jpg.insert(jpg.begin() + std::ptrdiff_t(sof), {0x12, 0x34});
+  write_bytes(dir / "junk.jpg", jpg);
+  expect_error([&] { load_image(dir / "junk.jpg"); },
+               {"[load_image]", dir / "junk.jpg", "extraneous bytes before marker"});
+  expect_error([&] { read_image_info(dir / "junk.jpg"); },
+               {"[read_image_info]", dir / "junk.jpg", "extraneous bytes"});
+}
+
+// An unknown JFIF revision is metadata: the pixels are intact and the image loads.
+TEST(JpegDamageTest, UnknownJfifRevisionStillLoads) {
+  TempDir dir;
+  save_jpeg(dir / "ok.jpg", flat(8, 8));
+  Bytes jpg = read_bytes(dir / "ok.jpg");
+  // SOI, APP0 (FF E0), length (2), "JFIF\0", major, minor.
+  ASSERT_EQ(std::memcmp(jpg.data() + 6, "JFIF", 4), 0);
+  jpg[11] = 2;
+  write_bytes(dir / "v2.jpg", jpg);
+  EXPECT_EQ(load_image(dir / "v2.jpg").to_vector<int>(),
+            load_image(dir / "ok.jpg").to_vector<int>());
+}
 
 // ---------------------------------------------------------------- shapes with a zero dim
 
@@ -244,4 +483,60 @@ TEST(CsvEmptyFieldTest, QuotedEmptyRowIsRejected) {
   // Whitespace-only lines are still blank.
   write_text(dir / "d.csv", "1,2,0\n  \t \n\r\n3,4,1\n");
   EXPECT_EQ(read_csv(dir / "d.csv").size(), 2);
+}
+
+// ---------------------------------------------------------------- the CLI's --max-image-pixels
+
+namespace {
+#ifdef EMBER_CLI_PATH
+const char* const kCli = EMBER_CLI_PATH;
+#else
+const char* const kCli = nullptr;
+#endif
+
+// `ember <args>`: exit status (-1 when killed by a signal) and stdout + stderr.
+std::pair<int, std::string> run_ember(const std::string& args) {
+  const std::string cmd = std::string(kCli) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+}  // namespace
+
+// train --data, eval and predict read images under the budget --max-image-pixels sets.
+TEST(ImageLimitCliTest, TrainEvalAndPredictTakeMaxImagePixels) {
+  if (!kCli) GTEST_SKIP() << "the ember command is not built (EMBER_BUILD_TOOLS=OFF)";
+  TempDir dir;
+  for (const char* cls : {"a", "b"}) {
+    fs::create_directories(dir.path / "imgs" / cls);
+    for (int i = 0; i < 5; ++i)
+      save_png(dir / ("imgs/" + std::string(cls) + "/" + std::to_string(i) + ".png"),
+               pattern(1, 8, 8));  // 64 pixels
+  }
+  const std::string data = " --data " + (dir / "imgs"), out = " --out " + (dir / "run");
+  auto [st, text] = run_ember("train" + data + out + " --epochs 1 --max-image-pixels 63");
+  EXPECT_EQ(st, 1) << text;
+  EXPECT_NE(text.find("declares 8x8 = 64 pixels, more than the limit of 63"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(".png"), std::string::npos) << text;
+  std::tie(st, text) = run_ember("train" + data + out + " --epochs 1 --max-image-pixels 64");
+  ASSERT_EQ(st, 0) << text;
+  const std::string model = " --checkpoint " + (dir / "run/model.safetensors");
+  const std::string image = " " + (dir / "imgs/a/0.png");
+  std::tie(st, text) = run_ember("predict" + model + image + " --max-image-pixels 10");
+  EXPECT_EQ(st, 1) << text;
+  EXPECT_NE(text.find("limit of 10"), std::string::npos) << text;
+  std::tie(st, text) = run_ember("predict" + model + image);  // the default budget
+  EXPECT_EQ(st, 0) << text;
+  std::tie(st, text) = run_ember("eval" + model + " --max-image-pixels 10");
+  EXPECT_EQ(st, 1) << text;
+  EXPECT_NE(text.find("limit of 10"), std::string::npos) << text;
+  std::tie(st, text) = run_ember("predict" + model + image + " --max-image-pixels -1");
+  EXPECT_EQ(st, 2) << text;
+  EXPECT_NE(text.find("--max-image-pixels"), std::string::npos) << text;
 }
