@@ -59,6 +59,11 @@ CLI::Option* add_int_option(CLI::App* cmd, const std::string& name, T& value,
 /// usage error. Whether the device can run is found out when the command opens it (an error).
 CLI::Option* add_device_option(CLI::App* cmd, std::string& value);
 
+/// --max-image-pixels N, on a command that decodes images: the largest image (width x height)
+/// it accepts, data::set_max_image_pixels (default data::kDefaultMaxImagePixels; 0: no limit).
+/// tools/image_data.cpp.
+CLI::Option* add_max_image_pixels_option(CLI::App* cmd);
+
 /// The exit statuses of every command (also in `ember --help` and README.md).
 inline constexpr int kExitUsage = 2;          ///< "error: <what>" + "Run with --help ..."
 inline constexpr int kExitFailure = 1;        ///< "error: [<tag>] <what>"

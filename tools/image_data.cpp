@@ -1,6 +1,8 @@
 // `ember train --data DIR`: an image folder split, decoded, resized and normalized (image_data.h).
 #include "image_data.h"
 
+#include "commands.h"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -205,6 +207,16 @@ Tensor image_input(const std::string& path, const ImageData& d) {
   auto t = data::compose({data::Resize(d.image_size), data::CenterCrop(d.image_size),
                           data::ToTensor(), data::Normalize(d.mean, d.std)});
   return t(img, {}).unsqueeze(0);
+}
+
+CLI::Option* add_max_image_pixels_option(CLI::App* cmd) {
+  static int64_t pixels = data::kDefaultMaxImagePixels;  // the setting is per process anyway
+  return add_int_option(cmd, "--max-image-pixels", pixels,
+                        "The largest image, in pixels (width x height), to decode: a larger one "
+                        "is an error, before any memory is allocated for it (0: no limit)",
+                        int64_t(0))
+      ->each([](const std::string& v) { data::set_max_image_pixels(std::stoll(v)); })
+      ->capture_default_str();
 }
 
 }  // namespace ember::tools

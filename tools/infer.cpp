@@ -105,6 +105,7 @@ void add_eval_command(CLI::App& app) {
                   "(another dataset than the recorded one is an error)")
       ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
   add_device_option(cmd, a->device);
+  add_max_image_pixels_option(cmd);
   add_int_option(cmd, "--batch-size", a->batch_size,
                  "Evaluation batch size (one larger than the test set is the whole set)",
                  int64_t(1))
@@ -167,6 +168,7 @@ void add_predict_command(CLI::App& app) {
                   "(another dataset than the recorded one is an error)")
       ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
   add_device_option(cmd, a->device);
+  add_max_image_pixels_option(cmd);
   cmd->callback([a] {
     namespace F = nn::functional;
     const Device device = Device::parse(a->device);

@@ -293,6 +293,7 @@ void add_train_command(CLI::App& app) {
           "", ""))
       ->capture_default_str();
   add_device_option(cmd, a->device);
+  add_max_image_pixels_option(cmd);
   cmd->add_option(
       "--out", a->out,
       "Output folder (default runs/<dataset>-<model>; images: runs/<folder name>-<model>)");

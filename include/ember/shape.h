@@ -12,10 +12,10 @@ using Strides = std::vector<int64_t>;
 
 /// Product of the sizes; 1 for a 0-d shape.
 int64_t numel_of(const Shape& s);
-/// numel_of with an overflow check: throws ember::Error tagged `op` when the product of the
-/// sizes exceeds 2^62 (no real tensor is that large) or a size is negative.
+/// numel_of with an overflow check: throws ember::Error tagged `op` for a negative size or when
+/// the product of the nonzero sizes exceeds 2^62 (the strides reach it even if one size is 0).
 int64_t checked_numel(const Shape& s, const char* op);
-/// Row-major strides in elements.
+/// Row-major strides in elements. Throws ember::Error("[contiguous_strides] ...") on overflow.
 Strides contiguous_strides(const Shape& s);
 /// "[2, 3]".
 std::string shape_str(const Shape& s);

@@ -1,5 +1,6 @@
 #include "ember/shape.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "ember/error.h"
@@ -13,16 +14,22 @@ int64_t numel_of(const Shape& s) {
 }
 
 int64_t checked_numel(const Shape& s, const char* op) {
-  int64_t n = 1;
+  // Every dimension counts, zero or not: the strides of [0, 2^62, 2^62] overflow as its
+  // element count would without the zero.
+  int64_t n = 1;  // the product of the nonzero dimensions
+  const bool empty = std::find(s.begin(), s.end(), 0) != s.end();
   for (int64_t d : s) {
     if (d < 0) EMBER_FAIL(op, "negative dimension in shape ", shape_str(s));
-    if (d != 0 && n > (int64_t(1) << 62) / d)
+    if (d == 0) continue;
+    if (n > (int64_t(1) << 62) / d) {
+      if (empty)
+        EMBER_FAIL(op, "shape ", shape_str(s), " is too large (empty, but the product of its ",
+                   "nonzero dimensions, which its strides reach, exceeds 2^62)");
       EMBER_FAIL(op, "shape ", shape_str(s), " has too many elements");
+    }
     n *= d;
   }
-  for (int64_t d : s)
-    if (d == 0) return 0;
-  return n;
+  return empty ? 0 : n;
 }
 
 Strides contiguous_strides(const Shape& s) {
@@ -30,7 +37,8 @@ Strides contiguous_strides(const Shape& s) {
   int64_t acc = 1;
   for (size_t i = s.size(); i-- > 0;) {
     st[i] = acc;
-    acc *= std::max<int64_t>(s[i], 1);
+    if (i > 0 && __builtin_mul_overflow(acc, std::max<int64_t>(s[i], 1), &acc))
+      EMBER_FAIL("contiguous_strides", "the strides of shape ", shape_str(s), " overflow 64 bits");
   }
   return st;
 }

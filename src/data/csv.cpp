@@ -62,7 +62,9 @@ TensorDataset read_csv(const std::string& path, const CsvOptions& o) {
     pos = nl + 1;
     ++ln;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (trim(line).empty()) continue;
+    // Blank means whitespace only: a row holding "" is one empty field (rejected below), not a
+    // blank line to skip.
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
     rows.push_back(split(line, o.delimiter));
     line_no.push_back(ln);
   }

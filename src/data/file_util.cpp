@@ -50,19 +50,41 @@ std::vector<unsigned char> gunzip(const std::vector<unsigned char>& in, const st
   // A truncated file's "trailer" is arbitrary bytes: cap the guess (deflate expands <= 1032x).
   guess = std::min({guess, in.size() * 1032, size_t(1) << 28});
   out.resize(std::max<size_t>(guess, 1024));
-  z.next_in = const_cast<unsigned char*>(in.data());
-  z.avail_in = uInt(in.size());
+  size_t fed = 0;  // bytes of `in` handed to zlib (at most 1 GiB at a time: avail_in is 32-bit)
+  auto feed = [&] {
+    const size_t k = std::min<size_t>(in.size() - fed, 1u << 30);
+    z.next_in = const_cast<unsigned char*>(in.data()) + fed;
+    z.avail_in = uInt(k);
+    fed += k;
+  };
+  feed();
   size_t produced = 0;
   int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
+  for (;;) {
+    if (z.avail_in == 0 && fed < in.size()) feed();
     if (produced == out.size()) out.resize(out.size() * 2);
     z.next_out = out.data() + produced;
     const size_t room = std::min<size_t>(out.size() - produced, 1u << 30);
     z.avail_out = uInt(room);
     rc = inflate(&z, Z_NO_FLUSH);
     produced += room - z.avail_out;
-    if (rc == Z_STREAM_END) break;
-    if (rc == Z_BUF_ERROR && z.avail_in == 0) {
+    if (rc == Z_STREAM_END) {
+      // As gzip -d (and Python's gzip): the file may hold several members, concatenated, each
+      // decompressed in turn, then zero padding; any other trailing byte is an error, never
+      // data silently dropped.
+      const size_t at = fed - z.avail_in;
+      size_t zeros = at;
+      while (zeros < in.size() && in[zeros] == 0) ++zeros;
+      if (zeros == in.size()) break;
+      if (zeros == at && in.size() - at >= 2 && in[at] == 0x1f && in[at + 1] == 0x8b) {
+        inflateReset(&z);
+        continue;  // zlib resumes at next_in, the next member's header
+      }
+      inflateEnd(&z);
+      EMBER_FAIL(op, path, ": gzip error: ", in.size() - at, " trailing bytes after the ",
+                 "compressed data (at offset ", at, "), not another gzip member");
+    }
+    if (rc == Z_BUF_ERROR && z.avail_in == 0 && fed == in.size()) {
       inflateEnd(&z);
       EMBER_FAIL(op, path, ": gzip error: truncated compressed data (ends after ", produced,
                  " decompressed bytes)");

@@ -1,4 +1,5 @@
 // IDX files (the MNIST format): read_idx and write_idx.
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -92,16 +93,28 @@ Tensor read_idx(const std::string& path) {
                " bytes, the file has ", bytes.size());
   Shape shape(rank);
   const size_t es = size_t(dtype_size(dt));
-  const uint64_t kLimit = uint64_t(1) << 48;  // more than any file holds
-  uint64_t need = es;                         // bytes of data the dims describe
   for (size_t i = 0; i < rank; ++i) {
     const unsigned char* p = bytes.data() + 4 + 4 * i;
     shape[i] = int64_t(uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]);
-    if (shape[i] != 0 && need > kLimit / uint64_t(shape[i]))
+  }
+  // Every dim is checked, zero or not: an empty tensor's strides still reach the product of its
+  // other dims (dims [0, 2^32 - 1, 2^32 - 1] would wrap them).
+  const bool has_zero = std::find(shape.begin(), shape.end(), 0) != shape.end();
+  const uint64_t kLimit = uint64_t(1) << 48;  // more than any file holds
+  uint64_t extent = es;                       // bytes the nonzero dims describe
+  for (size_t i = 0; i < rank; ++i) {
+    if (shape[i] == 0) continue;
+    if (extent > kLimit / uint64_t(shape[i])) {
+      if (has_zero)
+        EMBER_FAIL(op, path, ": dims/size mismatch: dims ", shape_str(shape),
+                   " are too large (the tensor is empty, but dim ", i, " = ", shape[i],
+                   " takes its strides beyond 2^48 bytes)");
       EMBER_FAIL(op, path, ": dims/size mismatch: dim ", i, " = ", shape[i],
                  " makes the data larger than any file (", bytes.size(), " bytes)");
-    need *= uint64_t(shape[i]);
+    }
+    extent *= uint64_t(shape[i]);
   }
+  const uint64_t need = has_zero ? 0 : extent;  // bytes of data the dims describe
   const size_t data_bytes = bytes.size() - header;
   if (data_bytes < size_t(need))
     EMBER_FAIL(op, path, ": truncated data: dims ", shape_str(shape), " of ", dtype_name(dt),

@@ -1,9 +1,13 @@
 // PNG (libpng's simplified API) and JPEG (libjpeg-turbo) decoding and encoding.
 #include <png.h>
 // jpeglib.h needs size_t and FILE declared first.
+#include <algorithm>
+#include <atomic>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -17,8 +21,43 @@
 namespace ember::data {
 namespace {
 
+std::atomic<int64_t> g_max_image_pixels{kDefaultMaxImagePixels};
+
+// A header's size is untrusted: every reader checks it here before allocating for the pixels.
+// w and h are at most 2^32 - 1 (both formats store 32 bits or fewer), so w * h fits in 64 bits.
+bool too_many_pixels(uint64_t w, uint64_t h) {
+  const int64_t limit = g_max_image_pixels.load(std::memory_order_relaxed);
+  return limit > 0 && w * h > uint64_t(limit);
+}
+[[noreturn]] void fail_too_many_pixels(const char* op, const std::string& path, const char* format,
+                                       uint64_t w, uint64_t h) {
+  EMBER_FAIL(op, path, ": ", format, " declares ", w, "x", h, " = ", w * h,
+             " pixels, more than the limit of ", g_max_image_pixels.load(),
+             " (data::max_image_pixels; a small file declaring a huge size would exhaust memory). "
+             "If the image is genuine, raise the limit with data::set_max_image_pixels or the "
+             "CLI's --max-image-pixels");
+}
+
+// Pixel bytes, left uninitialized: a file that declares a large size but holds little data fails
+// having touched only the rows it decoded (zero-filling 192 MiB takes a second on its own).
+struct PixelBuffer {
+  std::unique_ptr<unsigned char[]> bytes;
+  unsigned char* data() const { return bytes.get(); }
+  unsigned char& operator[](size_t i) const { return bytes[i]; }
+};
+// Allocates without throwing (for the C-style libjpeg frames that longjmp may cross).
+bool try_alloc(PixelBuffer* b, size_t n) noexcept {
+  b->bytes.reset(new (std::nothrow) unsigned char[std::max<size_t>(n, 1)]);
+  return b->bytes != nullptr;
+}
+[[noreturn]] void fail_no_memory(const char* op, const std::string& path, uint64_t w, uint64_t h,
+                                 uint64_t c) {
+  EMBER_FAIL(op, path, ": cannot allocate ", w * h * c, " bytes for its ", w, "x", h, "x", c,
+             " pixels (out of memory; data::max_image_pixels is ", g_max_image_pixels.load(), ")");
+}
+
 struct Pixels {
-  std::vector<unsigned char> hwc;  // interleaved rows
+  PixelBuffer hwc;  // interleaved rows
   int64_t h = 0, w = 0, c = 0;
 };
 
@@ -30,16 +69,20 @@ Pixels decode_png(const std::vector<unsigned char>& bytes, const std::string& pa
     EMBER_FAIL("load_image", path, ": corrupt PNG (", img.message, ")");
   const bool color = (img.format & PNG_FORMAT_FLAG_COLOR) != 0;
   const int c = channels == 0 ? (color ? 3 : 1) : channels;
+  // 8 bits per channel whatever the file stores (16-bit, palette, alpha): the buffer is exactly
+  // w * h * c bytes, and libpng converts row by row into it.
   img.format = c == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
   Pixels p;
   p.h = img.height, p.w = img.width, p.c = c;
-  // The header's size is untrusted: refuse before allocating for it.
-  if (p.h > 65535 || p.w > 65535 || p.h * p.w > (int64_t(1) << 28)) {
+  if (too_many_pixels(img.width, img.height)) {
     png_image_free(&img);
-    EMBER_FAIL("load_image", path, ": PNG declares ", p.w, "x", p.h,
-               " pixels, beyond the 65535 per side and 2^28 in total that Ember reads");
+    fail_too_many_pixels("load_image", path, "PNG", img.width, img.height);
   }
-  p.hwc.resize(PNG_IMAGE_SIZE(img));
+  // In 64 bits (PNG_IMAGE_SIZE multiplies in 32 and could wrap for a raised limit).
+  if (!try_alloc(&p.hwc, size_t(p.h) * size_t(p.w) * size_t(c))) {
+    png_image_free(&img);
+    fail_no_memory("load_image", path, img.width, img.height, uint64_t(c));
+  }
   if (!png_image_finish_read(&img, nullptr, p.hwc.data(), 0, nullptr)) {
     const std::string msg = img.message;
     png_image_free(&img);
@@ -60,37 +103,55 @@ void jpeg_on_error(j_common_ptr cinfo) {
   std::longjmp(e->jump, 1);
 }
 void jpeg_on_warning(j_common_ptr cinfo, int level) {
-  // A truncated file must not pass silently (libjpeg only warns and pads with grey).
-  if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) jpeg_on_error(cinfo);
+  if (level >= 0) return;  // trace messages
+  // libjpeg only warns about damaged data (a truncated file, "premature end of data segment", a
+  // bad Huffman code, extraneous bytes...) and fills what it could not decode with grey: a
+  // damaged image would load as another one. Every warning is fatal but an unknown JFIF
+  // revision, which is metadata and leaves the pixels intact.
+  if (cinfo->err->msg_code == JWRN_JFIF_MAJOR) return;
+  jpeg_on_error(cinfo);
 }
 
+enum class JpegStatus { ok, libjpeg_error, too_many_pixels, no_memory };
+
 // C-style on purpose: longjmp may only skip frames without C++ destructors. `out` and `err` are
-// set up by the caller; the only C++ object touched here is *out, through a pointer.
-bool decode_jpeg_c(const unsigned char* data, size_t n, int channels, Pixels* out, JpegError* err) {
+// set up by the caller; the only C++ object touched here is *out, through a pointer and noexcept
+// calls. The size is checked after the header, before libjpeg allocates for the image (a
+// progressive JPEG's coefficients, at jpeg_start_decompress) and before *out is.
+JpegStatus decode_jpeg_c(const unsigned char* data, size_t n, int channels, Pixels* out,
+                         JpegError* err) {
   jpeg_decompress_struct cinfo;
   cinfo.err = jpeg_std_error(&err->mgr);
   err->mgr.error_exit = jpeg_on_error;
   err->mgr.emit_message = jpeg_on_warning;
   if (setjmp(err->jump)) {
     jpeg_destroy_decompress(&cinfo);
-    return false;
+    return JpegStatus::libjpeg_error;
   }
   jpeg_create_decompress(&cinfo);
   jpeg_mem_src(&cinfo, data, (unsigned long)n);
   jpeg_read_header(&cinfo, TRUE);
+  out->h = cinfo.image_height, out->w = cinfo.image_width;
+  if (too_many_pixels(cinfo.image_width, cinfo.image_height)) {
+    jpeg_destroy_decompress(&cinfo);
+    return JpegStatus::too_many_pixels;
+  }
   const bool gray = cinfo.jpeg_color_space == JCS_GRAYSCALE;
   const int c = channels == 0 ? (gray ? 1 : 3) : channels;
   cinfo.out_color_space = c == 1 ? JCS_GRAYSCALE : JCS_RGB;
   jpeg_start_decompress(&cinfo);
   out->h = cinfo.output_height, out->w = cinfo.output_width, out->c = cinfo.output_components;
-  out->hwc.resize(size_t(out->h * out->w * out->c));
+  if (!try_alloc(&out->hwc, size_t(out->h) * size_t(out->w) * size_t(out->c))) {
+    jpeg_destroy_decompress(&cinfo);
+    return JpegStatus::no_memory;
+  }
   while (cinfo.output_scanline < cinfo.output_height) {
     JSAMPROW row = out->hwc.data() + size_t(cinfo.output_scanline) * size_t(out->w * out->c);
     jpeg_read_scanlines(&cinfo, &row, 1);
   }
   jpeg_finish_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
-  return true;
+  return JpegStatus::ok;
 }
 
 // The header only: size and stored components (C-style, as decode_jpeg_c).
@@ -154,11 +215,20 @@ Pixels to_pixels(const Tensor& image, const char* op, const std::string& path) {
   Pixels p;
   p.c = x.size(2), p.h = x.size(0), p.w = x.size(1);
   const auto* src = x.data_ptr<uint8_t>();
-  p.hwc.assign(src, src + x.numel());
+  if (!try_alloc(&p.hwc, size_t(x.numel()))) throw std::bad_alloc();
+  std::memcpy(p.hwc.data(), src, size_t(x.numel()));
   return p;
 }
 
 }  // namespace
+
+int64_t max_image_pixels() { return g_max_image_pixels.load(); }
+
+void set_max_image_pixels(int64_t pixels) {
+  if (pixels < 0)
+    EMBER_FAIL("set_max_image_pixels", "the limit must be >= 0 (0: no limit), got ", pixels);
+  g_max_image_pixels.store(pixels);
+}
 
 Tensor load_image(const std::string& path, int channels) {
   if (channels != 0 && channels != 1 && channels != 3)
@@ -171,13 +241,26 @@ Tensor load_image(const std::string& path, int channels) {
   } else if (bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF) {
     JpegError err;
     std::memset(&err, 0, sizeof err);
-    if (!decode_jpeg_c(bytes.data(), bytes.size(), channels, &p, &err))
-      EMBER_FAIL("load_image", path, ": corrupt or truncated JPEG (", err.message, ")");
+    switch (decode_jpeg_c(bytes.data(), bytes.size(), channels, &p, &err)) {
+      case JpegStatus::ok:
+        break;
+      case JpegStatus::libjpeg_error:
+        EMBER_FAIL("load_image", path, ": corrupt or truncated JPEG (", err.message, ")");
+      case JpegStatus::too_many_pixels:
+        fail_too_many_pixels("load_image", path, "JPEG", uint64_t(p.w), uint64_t(p.h));
+      case JpegStatus::no_memory:
+        fail_no_memory("load_image", path, uint64_t(p.w), uint64_t(p.h), uint64_t(p.c));
+    }
   } else {
     EMBER_FAIL("load_image", path, ": unsupported image format (not PNG or JPEG)");
   }
   // HWC -> CHW.
-  Tensor out = empty({p.c, p.h, p.w}, TensorOptions(DType::u8, Device::cpu()));
+  Tensor out;
+  try {
+    out = empty({p.c, p.h, p.w}, TensorOptions(DType::u8, Device::cpu()));
+  } catch (const std::bad_alloc&) {
+    fail_no_memory("load_image", path, uint64_t(p.w), uint64_t(p.h), uint64_t(p.c));
+  }
   uint8_t* dst = out.data_ptr<uint8_t>();
   const int64_t plane = p.h * p.w;
   for (int64_t i = 0; i < plane; ++i)
@@ -198,11 +281,17 @@ ImageInfo read_image_info(const std::string& path) {
     info.height = img.height, info.width = img.width;
     info.channels = (img.format & PNG_FORMAT_FLAG_COLOR) != 0 ? 3 : 1;
     png_image_free(&img);
+    // As PIL.Image.open: a size load_image would refuse is an error already.
+    if (too_many_pixels(img.width, img.height))
+      fail_too_many_pixels("read_image_info", path, "PNG", img.width, img.height);
   } else if (bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF) {
     JpegError err;
     std::memset(&err, 0, sizeof err);
     if (!jpeg_header_c(bytes.data(), bytes.size(), &info, &err))
       EMBER_FAIL("read_image_info", path, ": corrupt JPEG (", err.message, ")");
+    if (too_many_pixels(uint64_t(info.width), uint64_t(info.height)))
+      fail_too_many_pixels("read_image_info", path, "JPEG", uint64_t(info.width),
+                           uint64_t(info.height));
   } else {
     EMBER_FAIL("read_image_info", path, ": unsupported image format (not PNG or JPEG)");
   }

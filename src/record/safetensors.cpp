@@ -52,7 +52,8 @@ std::string shape_text(const Shape& s) {
 }
 
 constexpr const char* kLoad = "load_safetensors";
-constexpr uint64_t kMaxHeader = 100'000'000;  // the Python library's limit
+constexpr uint64_t kMaxHeader = 100'000'000;        // the Python library's limit
+constexpr uint64_t kMaxExtent = uint64_t(1) << 62;  // as checked_numel (no tensor is larger)
 
 }  // namespace
 
@@ -185,13 +186,17 @@ SafetensorsFile deserialize_safetensors(const std::string& bytes, const std::str
     const auto& js = v["shape"];
     if (!js.is_array()) fail("entry \"", name, "\": shape is not an array");
     Shape shape;
-    uint64_t numel = 1;
+    // extent: the product of the nonzero dims, which the strides reach even when numel is 0
+    // (shape [0, 2^62, 2^62] holds nothing, but its first stride is 2^124).
+    uint64_t numel = 1, extent = 1;
     bool overflow = false;
     for (const auto& d : js) {
       if (!d.is_number_unsigned())
         fail("entry \"", name, "\": shape holds a non-integer or negative");
       const uint64_t dim = d.get<uint64_t>();
       if (dim > uint64_t(INT64_MAX) || __builtin_mul_overflow(numel, dim, &numel)) overflow = true;
+      if (dim != 0 && (__builtin_mul_overflow(extent, dim, &extent) || extent > kMaxExtent))
+        overflow = true;
       shape.push_back(int64_t(dim));
     }
     const auto& jo = v["data_offsets"];

@@ -40,8 +40,8 @@ Shape infer_shape(Shape shape, int64_t numel, const Shape& from, const char* op)
       infer = int64_t(i);
     } else if (shape[i] < 0) {
       EMBER_FAIL(op, "invalid shape ", shape_str(shape));
-    } else {
-      known *= shape[i];
+    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+      EMBER_FAIL(op, "shape ", shape_str(shape), " has too many elements");
     }
   }
   if (infer >= 0) {
@@ -53,6 +53,7 @@ Shape infer_shape(Shape shape, int64_t numel, const Shape& from, const char* op)
     EMBER_FAIL(op, "shape ", shape_str(shape), " is invalid for input of size ", numel, " (shape ",
                shape_str(from), ")");
   }
+  checked_numel(shape, op);  // an empty shape's other dims too: its strides reach them
   return shape;
 }
 
