@@ -7,6 +7,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <stdexcept>
@@ -326,6 +327,21 @@ TEST(DataLoaderTest, BatchesStackInOrder) {
   EXPECT_EQ(first->data.shape(), (Shape{4, 2}));
   EXPECT_EQ(first->data.to_vector<float>(),
             (std::vector<float>{0, 0.5f, 1, 1.5f, 2, 2.5f, 3, 3.5f}));
+}
+
+TEST(DataLoaderTest, HugeBatchSizeDoesNotOverflow) {
+  // n + batch_size - 1 and lo + batch_size wrapped (signed overflow) for a batch size near 2^63.
+  const int64_t huge = std::numeric_limits<int64_t>::max();
+  DataLoader<> loader(counting_dataset(10), {.batch_size = huge});
+  EXPECT_EQ(loader.size(), 1);
+  int64_t batches = 0;
+  for (Example& b : loader) {
+    EXPECT_EQ(b.target.size(0), 10);
+    ++batches;
+  }
+  EXPECT_EQ(batches, 1);
+  EXPECT_EQ(DataLoader<>(counting_dataset(10), {.batch_size = huge, .drop_last = true}).size(), 0);
+  EXPECT_EQ(DataLoader<>(counting_dataset(10), {.batch_size = huge - 1}).size(), 1);
 }
 
 TEST(DataLoaderTest, DropLastCounts) {

@@ -182,7 +182,7 @@ class Tensor {
                     std::optional<int64_t> storage_offset = std::nullopt) const;
   Tensor operator[](int64_t index) const { return select(0, index); }
 
-  // ---- in-place (write through views; bump the storage version) ----
+  // ---- in-place (through views; bump the version; overlapping operands: docs/ops.md) ----
   Tensor& fill_(const Scalar& v);
   Tensor& zero_() { return fill_(0); }
   /// Copies src (broadcast to this shape, converted to this dtype, any device) into this view.

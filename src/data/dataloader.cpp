@@ -56,7 +56,7 @@ void check_loader_options(const DataLoaderOptions& o) {
 }
 
 int64_t loader_num_batches(int64_t n, const DataLoaderOptions& o) {
-  return o.drop_last ? n / o.batch_size : (n + o.batch_size - 1) / o.batch_size;
+  return n / o.batch_size + (o.drop_last || n % o.batch_size == 0 ? 0 : 1);  // no n + bs - 1
 }
 
 [[noreturn]] void rethrow_batch_error(int64_t batch, std::exception_ptr e) {

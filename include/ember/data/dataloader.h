@@ -188,7 +188,7 @@ class DataLoader {
  private:
   B make_batch(int64_t b) const {
     const int64_t lo = b * opts_.batch_size;
-    const int64_t hi = std::min<int64_t>(lo + opts_.batch_size, int64_t(order_.size()));
+    const int64_t hi = lo + std::min<int64_t>(opts_.batch_size, int64_t(order_.size()) - lo);
     std::vector<T> items;
     items.reserve(size_t(hi - lo));
     for (int64_t i = lo; i < hi; ++i) items.push_back(dataset_->get(order_[size_t(i)]));

@@ -50,8 +50,8 @@ class Module : public std::enable_shared_from_this<Module> {
     return m;
   }
 
-  std::vector<Tensor> parameters(bool recurse = true) const;
-  /// Names are dotted paths: "layers.0.weight".
+  std::vector<Tensor> parameters(bool recurse = true) const;  // a shared one once (as torch)
+  /// Dotted paths ("layers.0.weight"); a tensor shared by two modules once, first path.
   std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
   std::vector<Tensor> buffers(bool recurse = true) const;
   std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
