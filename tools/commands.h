@@ -63,4 +63,7 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& value);
 inline constexpr int kExitUsage = 2;          ///< "error: <what>" + "Run with --help ..."
 inline constexpr int kExitFailure = 1;        ///< "error: [<tag>] <what>"
 inline constexpr int kExitInterrupted = 130;  ///< ember train stopped by Ctrl-C (128 + SIGINT)
+/// ember eval / predict: the model's output is not a number (NaN or infinite: its weights are),
+/// so the figures printed are meaningless; a warning on stderr says so.
+inline constexpr int kExitNotANumber = 3;
 }  // namespace ember::tools
