@@ -771,3 +771,145 @@ TEST(CliTest, EvalRefusesTestImagesOfAnotherDataset) {
   EXPECT_NE(resumed.output.find("is from a run with test_data \"" + fp + "\""), std::string::npos)
       << resumed.output;
 }
+
+// ---- Files are not trusted (issue 13 items 1, 5, 6) ----
+
+namespace {
+
+// An mlp model file as `ember train` saves it, every weight `value`.
+void save_mlp(const std::string& path, float value, const ember::record::Metadata& meta) {
+  using namespace ember;
+  nn::StateDict d;
+  const std::vector<std::pair<std::string, Shape>> shapes = {
+      {"fc1.weight", {256, 784}}, {"fc1.bias", {256}},       {"fc2.weight", {128, 256}},
+      {"fc2.bias", {128}},        {"fc3.weight", {10, 128}}, {"fc3.bias", {10}}};
+  for (const auto& [k, s] : shapes) d.set(k, full(s, value));
+  record::save_safetensors(path, d, meta);
+}
+
+}  // namespace
+
+TEST(CliTest, NanModelWarnsAndExitsWithThree) {
+  REQUIRE_CLI();
+  TempDir dir;
+  const ember::record::Metadata meta = {{"ember.dataset", "fashion-mnist"}, {"ember.model", "mlp"}};
+  save_mlp(dir / "nan.safetensors", NAN, meta);
+  ember::data::save_png(dir / "x.png", ember::zeros({1, 28, 28}, ember::DType::u8));
+  // It printed "class: 0 (T-shirt/top), probability -nan" with exit status 0.
+  Result p = run_ember("predict --checkpoint " + (dir / "nan.safetensors") + " " + (dir / "x.png"));
+  EXPECT_EQ(p.status, 3) << p.output;
+  EXPECT_NE(p.output.find("warning: [predict] " + (dir / "nan.safetensors") +
+                          ": 235146 of the model's 235146 weights are NaN or infinite"),
+            std::string::npos)
+      << p.output;
+  EXPECT_NE(p.output.find("class: none (the model's output is not a number)\n"), std::string::npos)
+      << p.output;
+  EXPECT_NE(p.output.find("  0 T-shirt/top  nan\n"), std::string::npos) << p.output;
+  EXPECT_EQ(p.output.find("-nan"), std::string::npos) << p.output;
+  EXPECT_NE(p.output.find("outputs NaN or infinity for this image: no class; exit status 3"),
+            std::string::npos)
+      << p.output;
+  // A finite model still exits 0, without a warning.
+  save_mlp(dir / "zero.safetensors", 0.0f, meta);
+  Result z =
+      run_ember("predict --checkpoint " + (dir / "zero.safetensors") + " " + (dir / "x.png"));
+  EXPECT_EQ(z.status, 0) << z.output;
+  EXPECT_EQ(z.output.find("warning"), std::string::npos) << z.output;
+  // Documented in --help (the command's and the tool's).
+  for (const char* cmd : {"predict --help", "eval --help", "--help"}) {
+    Result h = run_ember(cmd);
+    EXPECT_NE(h.output.find("  3    "), std::string::npos) << cmd << ": " << h.output;
+    EXPECT_NE(h.output.find("output is not a number"), std::string::npos)
+        << cmd << ": " << h.output;
+  }
+  if (!have_fashion()) GTEST_SKIP() << "Fashion-MNIST is not installed: eval not checked";
+  Result e = run_ember("eval --checkpoint " + (dir / "nan.safetensors"));
+  EXPECT_EQ(e.status, 3) << e.output;
+  EXPECT_NE(e.output.find("test loss: nan\ntest accuracy: not a number"), std::string::npos)
+      << e.output;
+  EXPECT_NE(e.output.find("warning: [eval] the test loss is not a number"), std::string::npos)
+      << e.output;
+}
+
+TEST(CliTest, ModelFileMetadataOutOfRangeNamesTheField) {
+  REQUIRE_CLI();
+  TempDir dir;
+  ember::data::save_png(dir / "x.png", ember::zeros({1, 28, 28}, ember::DType::u8));
+  const json good = {{"dir", dir.path.string()},
+                     {"classes", {"a", "b"}},
+                     {"channels", 1},
+                     {"image_size", 28},
+                     {"mean", {0.5}},
+                     {"std", {0.25}},
+                     {"valid_fraction", 0.2},
+                     {"seed", 0},
+                     {"test_folder", ""}};
+  const std::vector<std::pair<std::pair<std::string, json>, std::string>> cases = {
+      {{"image_size", 1e300}, "field 'data.image_size' = 1e+300 is not a positive integer"},
+      {{"image_size", 2.5}, "field 'data.image_size' = 2.5"},
+      {{"image_size", -4}, "field 'data.image_size' = \"-4\""},
+      {{"channels", 2}, "the recorded image folder is inconsistent"},
+      {{"channels", 1e19}, "field 'data.channels' = 1e+19"},
+      {{"std", {0.0}}, "field 'data.std[0]' = 0 is not a standard deviation > 0"},
+      {{"mean", {1e308}}, "field 'data.mean[0]' = 1e+308 is not a finite number in [0, 1]"},
+      {{"valid_fraction", 7}, "field 'data.valid_fraction' = 7"},
+      {{"seed", -1}, "field 'data.seed' = \"-1\" is not a non-negative integer"},
+      {{"seed", 1.5}, "field 'data.seed'"},
+      // In range, but not the weights' shape: refused before the model is allocated (an mlp
+      // for 2^20-pixel sides has 2^40 inputs).
+      {{"image_size", 1 << 20},
+       "fc1.weight has shape [256, 784], but the mlp for the recorded images (1x1048576x1048576, "
+       "2 classes) has [256, 1099511627776]"}};
+  for (const auto& [edit, expected] : cases) {
+    json data = good;
+    data[edit.first] = edit.second;
+    save_mlp(dir / "m.safetensors", 0.0f,
+             {{"ember.dataset", "images"}, {"ember.model", "mlp"}, {"ember.data", data.dump()}});
+    Result r = run_ember("predict --checkpoint " + (dir / "m.safetensors") + " " + (dir / "x.png"));
+    EXPECT_EQ(r.status, 1) << edit.first << ": " << r.output;
+    EXPECT_EQ(r.output.rfind("error: [", 0), 0u) << r.output;
+    EXPECT_NE(r.output.find(expected), std::string::npos) << edit.first << ": " << r.output;
+  }
+}
+
+TEST(CliTest, ResumingACopiedRunFolderLeavesTheOriginalAlone) {
+  REQUIRE_FASHION();
+  TempDir dir;
+  const std::string common =
+      "train fashion-mnist --model mlp --limit-train 320 --limit-test 100 --seed 3 ";
+  Result r = run_ember(common + "--epochs 2 --out " + (dir / "a"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::vector<std::string> names = {"epoch-0001.safetensors", "epoch-0002.safetensors"};
+  std::vector<std::string> bytes;
+  for (const auto& n : names) {
+    std::ifstream f(dir / ("a/checkpoints/" + n), std::ios::binary);
+    bytes.emplace_back((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(bytes.back().empty()) << n;
+  }
+  fs::copy(dir / "a", dir / "b", fs::copy_options::recursive);
+  // Resuming the copy for two more epochs rotated the original's epoch-0001 and epoch-0002 out.
+  Result b = run_ember(common + "--epochs 4 --resume --out " + (dir / "b"));
+  ASSERT_EQ(b.status, 0) << b.output;
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::ifstream f(dir / ("a/checkpoints/" + names[i]), std::ios::binary);
+    const std::string now((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(now, bytes[i]) << names[i];
+  }
+  EXPECT_FALSE(fs::exists(dir / "b/checkpoints/epoch-0001.safetensors"));
+  EXPECT_TRUE(fs::exists(dir / "b/checkpoints/epoch-0004.safetensors"));
+
+  // A checkpoint with a negative epoch is refused, naming the file and the field (it resumed
+  // into epochs labelled -2..2).
+  fs::copy(dir / "a", dir / "c", fs::copy_options::recursive);
+  const std::string ck = dir / "c/checkpoints/epoch-0002.safetensors";
+  ember::record::SafetensorsFile f = ember::record::load_safetensors(ck);
+  f.metadata["epoch"] = "-3";
+  ember::record::save_safetensors(ck, f.tensors, f.metadata);
+  Result neg = run_ember(common + "--epochs 4 --resume --out " + (dir / "c"));
+  EXPECT_EQ(neg.status, 1) << neg.output;
+  EXPECT_EQ(neg.output.rfind("error: [load_checkpoint] " + ck +
+                                 ": field 'epoch' = \"-3\" is not a non-negative integer",
+                             0),
+            0u)
+      << neg.output;
+}

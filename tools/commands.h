@@ -68,4 +68,7 @@ CLI::Option* add_max_image_pixels_option(CLI::App* cmd);
 inline constexpr int kExitUsage = 2;          ///< "error: <what>" + "Run with --help ..."
 inline constexpr int kExitFailure = 1;        ///< "error: [<tag>] <what>"
 inline constexpr int kExitInterrupted = 130;  ///< ember train stopped by Ctrl-C (128 + SIGINT)
+/// ember eval / predict: the model's output is not a number (NaN or infinite: its weights are),
+/// so the figures printed are meaningless; a warning on stderr says so.
+inline constexpr int kExitNotANumber = 3;
 }  // namespace ember::tools

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "ember/checked.h"
 #include "ember/data/dataloader.h"
 #include "ember/data/io.h"
 #include "ember/data/transforms.h"
@@ -88,21 +89,41 @@ nlohmann::json ImageData::to_json() const {
 
 ImageData ImageData::from_json(const nlohmann::json& j, const std::string& where) {
   ImageData d;
+  // Each number is range-checked before it is used or converted (a file's 1e300 read with
+  // get<int64_t> is an undefined cast; a std of 0 or a NaN mean makes every output NaN).
+  auto field = [&](const char* name) {
+    return FileField{"images", where, std::string("data.") + name};
+  };
+  auto integer = [&](const char* name, int64_t lo, int64_t hi) {
+    const nlohmann::json& v = j.at(name);
+    return v.is_number_float() ? checked_int64(field(name), v.get<double>(), lo, hi)
+                               : checked_int64(field(name), v.dump(), lo, hi);
+  };
   try {
     d.dir = j.at("dir").get<std::string>();
     d.classes = j.at("classes").get<std::vector<std::string>>();
-    d.channels = j.at("channels").get<int64_t>();
-    d.image_size = j.at("image_size").get<int64_t>();
+    d.channels = integer("channels", 1, 3);
+    d.image_size = integer("image_size", 1, kMaxImageSize);
     d.mean = j.at("mean").get<std::vector<double>>();
     d.std = j.at("std").get<std::vector<double>>();
-    d.valid_fraction = j.at("valid_fraction").get<double>();
-    d.seed = j.at("seed").get<uint64_t>();
+    d.valid_fraction =
+        checked_double(field("valid_fraction"), j.at("valid_fraction").get<double>(), 0.0, 1.0);
+    const nlohmann::json& seed = j.at("seed");
+    d.seed = checked_uint64(field("seed"), seed.dump());  // digits only: no float, no string
     d.test_folder = j.at("test_folder").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     EMBER_FAIL("images", where, ": the recorded image folder is incomplete (", e.what(), ")");
   }
-  EMBER_CHECK((d.channels == 1 || d.channels == 3) && d.image_size >= 1 && d.classes.size() >= 2 &&
-                  d.mean.size() == size_t(d.channels) && d.std.size() == size_t(d.channels),
+  for (size_t c = 0; c < d.mean.size(); ++c)
+    checked_double(field(("mean[" + std::to_string(c) + "]").c_str()), d.mean[c], 0.0, 1.0);
+  for (size_t c = 0; c < d.std.size(); ++c) {
+    const FileField f = field(("std[" + std::to_string(c) + "]").c_str());
+    if (checked_double(f, d.std[c], 0.0, 1.0) == 0)
+      EMBER_FAIL("images", where, ": field '", f.name, "' = 0 is not a standard deviation > 0");
+  }
+  EMBER_CHECK(d.channels != 2 && d.classes.size() >= 2 && d.mean.size() == size_t(d.channels) &&
+                  d.std.size() == size_t(d.channels) && d.valid_fraction > 0 &&
+                  d.valid_fraction < 1,
               "images", where, ": the recorded image folder is inconsistent: ", j.dump());
   return d;
 }

@@ -19,6 +19,10 @@
 
 namespace ember::tools {
 
+/// The largest image size a model file may record (the cnn's fc1 then has about 2e13 inputs,
+/// so the weight-shape check of eval / predict refuses a file before anything is allocated).
+inline constexpr int64_t kMaxImageSize = 1 << 20;
+
 /// An image folder and how its images become model inputs.
 struct ImageData {
   std::string dir;                   ///< the folder given to --data
@@ -32,7 +36,10 @@ struct ImageData {
   std::string test_folder;      ///< "test" or "val" when DIR has one, else ""
 
   nlohmann::json to_json() const;
-  /// Throws ember::Error("[images] <where>: ...") for a record that is not one of to_json().
+  /// Throws ember::Error("[images] <where>: ...") for a record that is not one of to_json(),
+  /// naming the field that is out of range (ember/checked.h): channels not 1 or 3, image_size
+  /// not an integer in [1, kMaxImageSize], a mean outside [0, 1], a std outside (0, 1], a
+  /// valid_fraction outside (0, 1), a seed that is not an unsigned 64-bit integer.
   static ImageData from_json(const nlohmann::json& j, const std::string& where);
   ModelShape model_shape() const {
     return {channels, image_size, static_cast<int64_t>(classes.size())};

@@ -1,6 +1,7 @@
 // `ember eval` and `ember predict`: load a model trained by `ember train` (a checkpoint of the
 // Learner or DIR/model.safetensors) and evaluate it on a test set or classify one image.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "ember/error.h"
 #include "ember/nn/functional/activation.h"
 #include "ember/nn/functional/interpolate.h"
+#include "ember/ops/elementwise.h"
 #include "ember/optim/adam.h"
 #include "ember/record/checkpoint.h"
 #include "ember/record/safetensors.h"
@@ -31,6 +33,43 @@ struct Trained {
   ImageData images;       // dataset "images": the recorded image folder
   std::string test_data;  // data_fingerprint of the test split it was trained with ("" unknown)
 };
+
+// The weight shapes make_model(name, shape) would create that depend on the shape, checked
+// against the file's before the model is built: a recorded image size of 2^20 would otherwise
+// allocate terabytes before load_state_dict found the mismatch.
+void check_weight_shapes(const char* op, const std::string& path, const std::string& name,
+                         const ModelShape& s, const nn::StateDict& w) {
+  std::vector<std::pair<std::string, Shape>> want;
+  if (name == "cnn") {
+    if (s.image_size < 6) return;  // make_model says why
+    const int64_t pooled = (s.image_size - 4) / 2;
+    want = {{"conv1.weight", {32, s.channels, 3, 3}},
+            {"fc1.weight", {128, 64 * pooled * pooled}},
+            {"fc2.weight", {s.classes, 128}}};
+  } else {
+    want = {{"fc1.weight", {256, s.channels * s.image_size * s.image_size}},
+            {"fc3.weight", {s.classes, 128}}};
+  }
+  for (const auto& [key, shape] : want)
+    if (w.contains(key) && w.at(key).shape() != shape)
+      EMBER_FAIL(op, path, ": ", key, " has shape ", shape_str(w.at(key).shape()), ", but the ",
+                 name, " for the recorded images (", s.channels, "x", s.image_size, "x",
+                 s.image_size, ", ", s.classes, " classes) has ", shape_str(shape));
+}
+
+// How many of the model's parameter values are NaN or infinite.
+int64_t non_finite_values(nn::Module& m) {
+  int64_t n = 0;
+  for (const Tensor& p : m.parameters())
+    n += logical_not(isfinite(p)).sum().to(Device::cpu()).item<int64_t>();
+  return n;
+}
+
+// A warning on stderr (the command's stdout stays its normal output).
+void warn(const char* op, const std::string& what) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "warning: [%s] %s\n", op, what.c_str());
+}
 
 // A Learner checkpoint (metadata format ember.checkpoint.v1, "model." tensors, the dataset and
 // model names in its user JSON) or a model file (safetensors with ember.dataset / ember.model
@@ -79,11 +118,24 @@ Trained load_trained(const char* op, const std::string& path, const std::string&
   if (!dataset.empty()) t.dataset = dataset;
   EMBER_CHECK(!t.dataset.empty(), op, path, ": the dataset is not recorded; pass --dataset");
   Device::set_default_device(device);
-  t.model = make_model(t.model_name, t.dataset == "images" ? t.images.model_shape() : ModelShape{});
+  const ModelShape shape = t.dataset == "images" ? t.images.model_shape() : ModelShape{};
+  check_weight_shapes(op, path, t.model_name, shape, weights);
+  t.model = make_model(t.model_name, shape);
   t.model->load_state_dict(weights, true);
   t.model->eval();
+  int64_t total = 0;
+  for (const Tensor& p : t.model->parameters()) total += p.numel();
+  if (const int64_t bad = non_finite_values(*t.model))
+    warn(op, path + ": " + std::to_string(bad) + " of the model's " + std::to_string(total) +
+                 " weights are NaN or infinite; its outputs will not be numbers");
   return t;
 }
+
+// What `ember eval --help` and `ember predict --help` say about their exit status.
+constexpr const char* kNotANumberFooter =
+    "Exit status: 0 success, 1 failure, 2 usage error (as every command), and\n"
+    "  3    the model's output is not a number (its weights hold NaN or infinity): the\n"
+    "       figures printed are meaningless; a warning on stderr says so";
 
 }  // namespace
 
@@ -94,6 +146,7 @@ void add_eval_command(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("eval", "Test loss and accuracy of a trained model");
+  cmd->footer(kNotANumberFooter);
   cmd->add_option("--checkpoint", a->checkpoint,
                   "A checkpoint (DIR/checkpoints/*.safetensors) or DIR/model.safetensors")
       ->required();
@@ -146,7 +199,18 @@ void add_eval_command(CLI::App& app) {
     const auto m = learner.evaluate(loader);
     std::printf("model %s, dataset %s (%lld test images), device %s\n", t.model_name.c_str(),
                 what.c_str(), static_cast<long long>(test->size()), device.str().c_str());
-    std::printf("test loss: %.4f\ntest accuracy: %.4f\n", m.at("loss"), m.at("accuracy"));
+    const double loss = m.at("loss");
+    if (!std::isfinite(loss)) {
+      // A NaN output makes every prediction class 0: the accuracy would look like a result.
+      std::printf("test loss: %s\ntest accuracy: not a number (the model's outputs are not)\n",
+                  std::isnan(loss) ? "nan"
+                  : loss > 0       ? "inf"
+                                   : "-inf");
+      warn("eval", "the test loss is not a number: the model (" + a->checkpoint +
+                       ") outputs NaN or infinity; exit status 3");
+      throw CLI::RuntimeError(kExitNotANumber);
+    }
+    std::printf("test loss: %.4f\ntest accuracy: %.4f\n", loss, m.at("accuracy"));
   });
 }
 
@@ -162,6 +226,7 @@ void add_predict_command(CLI::App& app) {
   cmd->add_option("--checkpoint", a->checkpoint,
                   "A checkpoint (DIR/checkpoints/*.safetensors) or DIR/model.safetensors")
       ->required();
+  cmd->footer(kNotANumberFooter);
   cmd->add_option("image", a->image, "The image file")->required();
   cmd->add_option("--dataset", a->dataset,
                   "mnist or fashion-mnist, for a model file that does not record its dataset "
@@ -195,6 +260,21 @@ void add_predict_command(CLI::App& app) {
     NoGradGuard ng;
     Tensor p = F::softmax(t.model->forward(x), 1).to(Device::cpu()).contiguous();
     const std::vector<float> probs = p.to_vector<float>();
+    const bool numbers =
+        std::all_of(probs.begin(), probs.end(), [](float v) { return std::isfinite(v); });
+    if (!numbers) {
+      // No class: a NaN compares false with everything, so "the best" would be class 0.
+      std::printf("class: none (the model's output is not a number)\n");
+      for (size_t i = 0; i < probs.size(); ++i) {
+        char v[32];
+        std::snprintf(v, sizeof v, "%.4f", double(probs[i]));
+        std::printf("  %zu %-12s %s\n", i, classes.at(i).c_str(),
+                    std::isnan(probs[i]) ? "nan" : v);  // not "-nan"
+      }
+      warn("predict", "the model (" + a->checkpoint +
+                          ") outputs NaN or infinity for this image: no class; exit status 3");
+      throw CLI::RuntimeError(kExitNotANumber);
+    }
     size_t best = 0;
     for (size_t i = 1; i < probs.size(); ++i)
       if (probs[i] > probs[best]) best = i;

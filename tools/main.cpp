@@ -3,7 +3,8 @@
 // success; 2 for a usage error ("error: <what>" and "Run with --help ..." on stderr: an unknown
 // command or option, a missing argument, a value out of its range or not one of the choices);
 // 1 when the command fails ("error: [<tag>] <what>": a missing or corrupt file, a device that
-// cannot run, data that does not match the model); 130 when training was interrupted (Ctrl-C;
+// cannot run, data that does not match the model); 3 when eval / predict computed outputs that
+// are not numbers (NaN or infinite weights); 130 when training was interrupted (Ctrl-C;
 // continue with --resume).
 #include <exception>
 #include <iostream>
@@ -23,6 +24,8 @@ int main(int argc, char** argv) {
       "       file, a device that cannot run, data that does not match the model, ...)\n"
       "  2    usage error: \"error: message\" and a pointer to --help (an unknown command or\n"
       "       option, a missing argument, a value out of range or not one of the choices)\n"
+      "  3    `ember eval` / `ember predict`: the model's output is not a number (NaN or\n"
+      "       infinity: its weights are); the figures printed are meaningless\n"
       "  130  `ember train` was interrupted (Ctrl-C); continue with --resume");
   ember::tools::add_devices_command(app);
   ember::tools::add_train_command(app);

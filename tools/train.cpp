@@ -297,7 +297,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option(
       "--out", a->out,
       "Output folder (default runs/<dataset>-<model>; images: runs/<folder name>-<model>)");
-  cmd->add_flag("--resume", a->resume, "Continue from the newest checkpoint in the output folder");
+  cmd->add_flag("--resume", a->resume,
+                "Continue from the newest checkpoint in the output folder (old epoch "
+                "checkpoints are deleted only in that folder, and only those this run wrote)");
   cmd->add_option("--data", a->data_dir,
                   "Dataset folder (default /usr/share/datasets/fashion-mnist or data/mnist); "
                   "for images: DIR/<class>/*.png|jpg|jpeg, split per class into training and "

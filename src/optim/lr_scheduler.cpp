@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "ember/checked.h"
+
 namespace ember::optim {
 
 namespace {
@@ -20,18 +22,22 @@ const Tensor& need(const nn::StateDict& d, const std::string& key, const char* o
   return d.at(key);
 }
 
-double read_scalar(const nn::StateDict& d, const std::string& key, const char* op) {
-  const Tensor& t = need(d, key, op);
-  if (t.numel() != 1) EMBER_FAIL(op, "\"", key, "\" must hold one value, got ", t.numel());
-  return t.item<double>();
+// A counter (last_epoch, step_count...) in [lo, 2^53]; NaN or 2^63 - 1 read as int64 was
+// undefined behaviour.
+int64_t read_count(const nn::StateDict& d, const std::string& key, const char* op, int64_t lo = 0) {
+  return checked_int64(FileField{op, "", key}, need(d, key, op), lo, kMaxFileCount);
 }
 
+// Per-group lrs: finite and >= 0.
 std::vector<double> read_vec(const nn::StateDict& d, const std::string& key, size_t n,
                              const char* op) {
   const Tensor& t = need(d, key, op);
   if (t.numel() != int64_t(n))
     EMBER_FAIL(op, "\"", key, "\" has ", t.numel(), " values, the optimizer has ", n, " groups");
-  return t.to_vector<double>();
+  std::vector<double> v = t.to_vector<double>();
+  for (size_t i = 0; i < v.size(); ++i)
+    checked_double(FileField{op, "", key + "[" + std::to_string(i) + "]"}, v[i], 0.0);
+  return v;
 }
 
 // The per-group values of an option given once or once per group.
@@ -98,8 +104,8 @@ void LRScheduler::load_state_dict(const nn::StateDict& d) {
   const size_t n = optimizer_->param_groups().size();
   auto base = read_vec(d, "base_lrs", n, name());
   auto last = read_vec(d, "last_lr", n, name());
-  const int64_t epoch = int64_t(read_scalar(d, "last_epoch", name()));
-  const int64_t count = int64_t(read_scalar(d, "step_count", name()));
+  const int64_t epoch = read_count(d, "last_epoch", name(), -1);
+  const int64_t count = read_count(d, "step_count", name());
   base_lrs_ = std::move(base);
   last_lr_ = std::move(last);
   last_epoch_ = epoch;
@@ -332,8 +338,8 @@ nn::StateDict CosineAnnealingWarmRestarts::state_dict() const {
 }
 
 void CosineAnnealingWarmRestarts::load_state_dict(const nn::StateDict& d) {
-  const double t_cur = read_scalar(d, "T_cur", name());
-  const auto t_i = int64_t(read_scalar(d, "T_i", name()));
+  const double t_cur = checked_double(FileField{name(), "", "T_cur"}, need(d, "T_cur", name()), -1);
+  const int64_t t_i = read_count(d, "T_i", name(), 1);  // the cosine divides by it
   LRScheduler::load_state_dict(d);
   T_cur_ = t_cur;
   T_i_ = t_i;
@@ -473,11 +479,18 @@ nn::StateDict ReduceLROnPlateau::state_dict() const {
 
 void ReduceLROnPlateau::load_state_dict(const nn::StateDict& d) {
   const char* op = "ReduceLROnPlateau";
-  const double best = read_scalar(d, "best", op);
-  const auto bad = int64_t(read_scalar(d, "num_bad_epochs", op));
-  const auto cool = int64_t(read_scalar(d, "cooldown_counter", op));
-  const auto epoch = int64_t(read_scalar(d, "last_epoch", op));
-  last_lr_ = read_vec(d, "last_lr", optimizer_->param_groups().size(), op);
+  // best starts at +-inf (mode_worse); only NaN is refused.
+  const double best = [&] {
+    const FileField f{op, "", "best"};
+    const Tensor& t = need(d, "best", op);
+    if (t.defined() && t.numel() == 1 && std::isinf(t.item<double>())) return t.item<double>();
+    return checked_double(f, t);
+  }();
+  const int64_t bad = read_count(d, "num_bad_epochs", op);
+  const int64_t cool = read_count(d, "cooldown_counter", op);
+  const int64_t epoch = read_count(d, "last_epoch", op);
+  std::vector<double> last = read_vec(d, "last_lr", optimizer_->param_groups().size(), op);
+  last_lr_ = std::move(last);
   best_ = best;
   num_bad_epochs_ = bad;
   cooldown_counter_ = cool;
@@ -552,8 +565,18 @@ void SequentialLR::load_state_dict(const nn::StateDict& d) {
       own.set(k, v);
     }
   }
-  LRScheduler::load_state_dict(own);
-  for (size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state_dict(subs[i]);
+  // A bad entry of a later scheduler leaves nothing changed: the loaded ones are put back.
+  std::vector<nn::StateDict> before;
+  for (const auto& s : schedulers_) before.push_back(s->state_dict());
+  const nn::StateDict own_before = LRScheduler::state_dict();
+  try {
+    LRScheduler::load_state_dict(own);
+    for (size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state_dict(subs[i]);
+  } catch (...) {
+    LRScheduler::load_state_dict(own_before);
+    for (size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state_dict(before[i]);
+    throw;
+  }
 }
 
 }  // namespace ember::optim

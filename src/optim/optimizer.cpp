@@ -7,6 +7,7 @@
 #include <typeinfo>
 
 #include "ember/autograd.h"
+#include "ember/checked.h"
 #include "tensor/internal.h"
 
 namespace ember::optim {
@@ -41,6 +42,9 @@ int64_t parse_index(const std::string& s) {
 }
 
 Tensor scalar_f64(double v) { return scalar_tensor(v, DType::f64); }
+
+// The options that are flags (stored 0 / 1), across the optimizers.
+const std::string kFlags[] = {"amsgrad", "maximize", "nesterov", "centered"};
 
 }  // namespace
 
@@ -214,12 +218,18 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
   // Saved parameter id -> current parameter, zipping the saved groups with ours (as torch).
   std::map<int64_t, Tensor> id_map;
   for (size_t gi = 0; gi < n_groups; ++gi) {
-    const Tensor& ids = dict.at("param_groups." + std::to_string(gi) + ".params");
+    const std::string key = "param_groups." + std::to_string(gi) + ".params";
+    const Tensor& ids = dict.at(key);
     if (ids.dim() != 1 || ids.numel() != int64_t(groups_[gi].params.size()))
       EMBER_FAIL(o, "loaded parameter group ", gi, " has ", ids.numel(),
                  " parameters, the optimizer's group has ", groups_[gi].params.size());
-    const auto idv = ids.to_vector<int64_t>();
-    for (size_t i = 0; i < idv.size(); ++i) id_map[idv[i]] = groups_[gi].params[i];
+    // Each id checked before it is converted (a NaN or 1e300 read as int64 is undefined).
+    for (int64_t i = 0; i < ids.numel(); ++i) {
+      const int64_t id = checked_int64(FileField{o, "", key + "[" + std::to_string(i) + "]"},
+                                       ids[i], 0, kMaxFileCount);
+      if (!id_map.emplace(id, groups_[gi].params[size_t(i)]).second)
+        EMBER_FAIL(o, "\"", key, "\" names parameter ", id, " twice");
+    }
   }
   // Build everything first, so that a bad dict changes nothing.
   std::vector<std::unique_ptr<OptimizerOptions>> new_opts;
@@ -233,17 +243,20 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
       const int64_t gi = parse_index(parts[1]);
       if (gi < 0 || size_t(gi) >= n_groups) EMBER_FAIL(o, "unexpected key \"", key, "\"");
       if (parts[2] == "params") continue;
-      if (value.numel() != 1)
-        EMBER_FAIL(o, "\"", key, "\" must hold one value, got ", detail::describe(value));
-      const double v = value.item<double>();
+      // Every option must be finite (validate() then checks its range: an lr of inf passed
+      // "lr >= 0"), a flag 0 or 1.
+      const FileField field{o, "", key};
       if (parts[2] == "initial_lr") {
-        new_initial[size_t(gi)] = v;
+        new_initial[size_t(gi)] = checked_double(field, value, 0.0);
         continue;
       }
       const auto names = new_opts[size_t(gi)]->names();
       if (std::find(names.begin(), names.end(), parts[2]) == names.end())
         EMBER_FAIL(o, "unexpected key \"", key, "\": ", name_, " has no option \"", parts[2], "\"");
-      new_opts[size_t(gi)]->set(parts[2], v);
+      const bool flag =
+          std::find(std::begin(kFlags), std::end(kFlags), parts[2]) != std::end(kFlags);
+      new_opts[size_t(gi)]->set(parts[2], flag ? double(checked_int64(field, value, 0, 1))
+                                               : checked_double(field, value));
     } else if (parts.size() == 3 && parts[0] == "state") {
       const int64_t id = parse_index(parts[1]);
       auto it = id_map.find(id);
@@ -252,9 +265,8 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
       const Tensor& p = it->second;
       ParamState& st = new_state[p.impl()];
       if (parts[2] == "step") {
-        if (value.numel() != 1)
-          EMBER_FAIL(o, "\"", key, "\" must hold one value, got ", detail::describe(value));
-        st.step = value.item<double>();
+        // A NaN step count made every bias correction NaN and the weights NaN after one step.
+        st.step = double(checked_int64(FileField{o, "", key}, value, 0, kMaxFileCount));
         continue;
       }
       bool known = false;

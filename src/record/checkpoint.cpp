@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <tuple>
+
+#include "ember/checked.h"
 
 namespace ember::record {
 
@@ -22,31 +25,6 @@ std::string num(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
-}
-
-bool parse_i64(const std::string& s, int64_t& out) {
-  if (s.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno || *end) return false;
-  out = v;
-  return true;
-}
-bool parse_u64(const std::string& s, uint64_t& out) {
-  if (s.empty() || s[0] == '-') return false;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (errno || *end) return false;
-  out = v;
-  return true;
-}
-bool parse_f64(const std::string& s, double& out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  out = std::strtod(s.c_str(), &end);
-  return *end == 0;
 }
 
 void add_prefixed(nn::StateDict& all, const std::string& prefix, const nn::StateDict& part) {
@@ -76,6 +54,16 @@ void save_checkpoint(const std::string& path, const CheckpointTargets& from,
   if (!from.model) EMBER_FAIL(op, path, ": no model given");
   if (from.scheduler && from.plateau) EMBER_FAIL(op, path, ": both scheduler and plateau given");
   if (!nlohmann::json::accept(s.user_json)) EMBER_FAIL(op, path, ": user_json is not valid JSON");
+  // What read_checkpoint would refuse is not written.
+  for (const auto& [key, v, lo] : {std::tuple{"epoch", s.epoch, int64_t(0)},
+                                   {"step", s.step, int64_t(0)},
+                                   {"batch", s.batch, int64_t(0)},
+                                   {"best_epoch", s.best_epoch, int64_t(-1)},
+                                   {"loader_epoch", s.loader_epoch, int64_t(0)}})
+    if (v < lo || v > kMaxFileCount)
+      EMBER_FAIL(op, path, ": ", key, " ", v, " is out of range [", lo, ", ", kMaxFileCount, "]");
+  if (std::isinf(s.best_metric))
+    EMBER_FAIL(op, path, ": best_metric is ", s.best_metric, " (a finite number or NaN: none)");
   nn::StateDict all;
   add_prefixed(all, "model.", from.model->state_dict());
   if (from.optimizer) add_prefixed(all, "optimizer.", from.optimizer->state_dict());
@@ -127,18 +115,30 @@ CheckpointFile read_checkpoint(const std::string& path) {
     EMBER_FAIL(op, path, ": format is \"", get("format"), "\", expected ", kFormat);
   CheckpointFile out;
   TrainingState& s = out.state;
-  auto i64 = [&](const char* key, int64_t& v) {
-    if (!parse_i64(get(key), v)) EMBER_FAIL(op, path, ": metadata \"", key, "\" is not an integer");
+  // Every number is range-checked here, so that a resumed run never counts from a negative or
+  // NaN epoch and nothing converts an out-of-range value (the error names the field).
+  auto field = [&](const std::string& key) { return FileField{op, path, key}; };
+  auto count = [&](const char* key, int64_t lo = 0) {
+    return checked_int64(field(key), get(key), lo, kMaxFileCount);
   };
-  i64("epoch", s.epoch);
-  i64("step", s.step);
-  i64("batch", s.batch);
-  i64("best_epoch", s.best_epoch);
-  i64("loader_epoch", s.loader_epoch);
-  if (!parse_u64(get("loader_seed"), s.loader_seed))
-    EMBER_FAIL(op, path, ": metadata \"loader_seed\" is not an unsigned integer");
-  if (!parse_f64(get("best_metric"), s.best_metric))
-    EMBER_FAIL(op, path, ": metadata \"best_metric\" is not a number");
+  s.epoch = count("epoch");
+  s.step = count("step");
+  s.batch = count("batch");
+  s.best_epoch = count("best_epoch", -1);
+  s.loader_epoch = count("loader_epoch");
+  s.loader_seed = checked_uint64(field("loader_seed"), get("loader_seed"));
+  // NaN (written "nan") means no best value yet; anything else must be a finite number.
+  if (get("best_metric") == "nan") {
+    s.best_metric = std::numeric_limits<double>::quiet_NaN();
+  } else {
+    char* end = nullptr;
+    const std::string& text = get("best_metric");
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end || !std::isfinite(v))
+      EMBER_FAIL(op, path, ": field 'best_metric' = \"", text,
+                 "\" is not a finite number (or nan: none yet)");
+    s.best_metric = v;
+  }
   s.best_metric_name = get("best_metric_name");
   s.user_json = get("user");
   if (!nlohmann::json::accept(s.user_json))
@@ -147,9 +147,10 @@ CheckpointFile read_checkpoint(const std::string& path) {
     if (k.rfind("rng.", 0) == 0) {
       const size_t comma = v.find(',');
       RandomState st;
-      if (comma == std::string::npos || !parse_u64(v.substr(0, comma), st.seed) ||
-          !parse_u64(v.substr(comma + 1), st.offset))
+      if (comma == std::string::npos)
         EMBER_FAIL(op, path, ": metadata \"", k, "\" is not \"<seed>,<offset>\"");
+      st.seed = checked_uint64(field(k + " seed"), v.substr(0, comma));
+      st.offset = checked_uint64(field(k + " offset"), v.substr(comma + 1));
       s.rng.emplace_back(k.substr(4), st);
       continue;
     }
@@ -192,17 +193,37 @@ TrainingState load_checkpoint(const std::string& path, const CheckpointTargets& 
       EMBER_FAIL(op, path, ": bad device in rng state: ", e.what());
     }
   }
-  if (into.model)
-    part("model", f.model, [&](const nn::StateDict& d) { into.model->load_state_dict(d, true); });
-  if (into.optimizer)
-    part("optimizer", f.optimizer,
-         [&](const nn::StateDict& d) { into.optimizer->load_state_dict(d); });
-  if (into.scheduler)
-    part("scheduler", f.scheduler,
-         [&](const nn::StateDict& d) { into.scheduler->load_state_dict(d); });
-  if (into.plateau)
-    part("scheduler", f.scheduler,
-         [&](const nn::StateDict& d) { into.plateau->load_state_dict(d); });
+  // Model, optimizer, scheduler (each checks all its values before it changes anything; the
+  // model first, whose mismatch says most). When a part fails, the parts loaded before it are
+  // put back, so a bad file leaves every target as it was.
+  nn::StateDict model_before;  // a copy: load_state_dict writes the parameters in place
+  if (into.model && (into.optimizer || into.scheduler || into.plateau)) {
+    const nn::StateDict now = into.model->state_dict();
+    for (const auto& [k, v] : now.items()) model_before.set(k, v.clone());
+  }
+  const nn::StateDict opt_before = into.optimizer ? into.optimizer->state_dict() : nn::StateDict();
+  bool model_done = false, opt_done = false;
+  try {
+    if (into.model) {
+      part("model", f.model, [&](const nn::StateDict& d) { into.model->load_state_dict(d, true); });
+      model_done = true;
+    }
+    if (into.optimizer) {
+      part("optimizer", f.optimizer,
+           [&](const nn::StateDict& d) { into.optimizer->load_state_dict(d); });
+      opt_done = true;
+    }
+    if (into.scheduler)
+      part("scheduler", f.scheduler,
+           [&](const nn::StateDict& d) { into.scheduler->load_state_dict(d); });
+    if (into.plateau)
+      part("scheduler", f.scheduler,
+           [&](const nn::StateDict& d) { into.plateau->load_state_dict(d); });
+  } catch (...) {
+    if (model_done && model_before.size() > 0) into.model->load_state_dict(model_before, true);
+    if (opt_done) into.optimizer->load_state_dict(opt_before);
+    throw;
+  }
   if (restore_rng) {
     try {
       restore_random_states(f.state.rng);

@@ -103,6 +103,7 @@ Learner::Learner(std::shared_ptr<nn::UnaryModule> model,
     EMBER_FAIL(op, "early_stopping.patience must be >= 0, got ", opts_.early_stopping->patience);
   if (!nlohmann::json::accept(opts_.user_json)) EMBER_FAIL(op, "user_json is not valid JSON");
   best_ = std::numeric_limits<double>::quiet_NaN();
+  run_id_ = detail::new_run_id();
   model_->to(opts_.device);
 }
 

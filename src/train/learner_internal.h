@@ -31,6 +31,9 @@ namespace detail {
 std::string checkpoint_dir(const LearnerOptions& o);
 /// Creates dir and its parents; throws "[Learner] cannot create directory D (reason)".
 void ensure_dir(const std::string& dir);
+/// 16 random hex digits naming one run in its checkpoints (not drawn from Ember's generators,
+/// so a run's random numbers do not depend on it).
+std::string new_run_id();
 }  // namespace detail
 
 }  // namespace ember::train

@@ -2,13 +2,17 @@
 // logs.
 #include <dirent.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <random>
 
+#include "ember/checked.h"
 #include "ember/record/checkpoint.h"
 #include "ember/train/learner.h"
 #include "ember/train/report.h"
@@ -28,9 +32,46 @@ void ensure_dir(const std::string& dir) {
     EMBER_FAIL("Learner", "cannot create directory ", dir, " (",
                std::strerror(errno ? errno : ENOTDIR), ")");
 }
+std::string new_run_id() {
+  std::random_device rd;
+  const uint64_t v = (uint64_t(rd()) << 32) ^ uint64_t(rd()) ^
+                     uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)v);
+  return buf;
+}
 }  // namespace detail
 
 namespace {
+
+// "epoch-0007.safetensors": the name of the checkpoint written after epoch 7.
+std::string epoch_checkpoint_name(int64_t epoch) {
+  char name[64];
+  std::snprintf(name, sizeof name, "epoch-%04lld.safetensors", (long long)epoch);
+  return name;
+}
+
+// The epoch of a name epoch_checkpoint_name() makes ("epoch-" + at least 4 digits +
+// ".safetensors", nothing else: no folder, no "..", not absolute), or -1.
+int64_t epoch_of_checkpoint_name(const std::string& n) {
+  const std::string pre = "epoch-", suf = ".safetensors";
+  if (n.size() < pre.size() + 4 + suf.size() || n.size() > pre.size() + 16 + suf.size() ||
+      n.compare(0, pre.size(), pre) != 0 || n.compare(n.size() - suf.size(), suf.size(), suf) != 0)
+    return -1;
+  int64_t e = 0;
+  for (size_t i = pre.size(); i < n.size() - suf.size(); ++i) {
+    if (n[i] < '0' || n[i] > '9') return -1;
+    e = e * 10 + (n[i] - '0');
+  }
+  return epoch_checkpoint_name(e) == n ? e : -1;  // canonical: no extra leading zeros
+}
+
+// An integer of the learner's JSON state: JSON integers as their digits, other numbers checked
+// before conversion (nlohmann's get<int64_t> of 1e300 is an undefined cast).
+int64_t json_int(const FileField& f, const nlohmann::json& j, int64_t lo, int64_t hi) {
+  if (j.is_number_float()) return checked_int64(f, j.get<double>(), lo, hi);
+  return checked_int64(f, j.dump(), lo, hi);  // a string, bool or object fails as its text
+}
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -94,15 +135,20 @@ bool Learner::end_epoch(Loader* valid, Run& run) {
     const std::string dir = detail::checkpoint_dir(opts_);
     detail::ensure_dir(dir);
     if (opts_.keep_last > 0) {
-      char name[64];
-      std::snprintf(name, sizeof name, "/epoch-%04lld.safetensors", (long long)epoch_);
-      const std::string path = dir + name;
-      kept_.push_back(path);
+      const std::string name = epoch_checkpoint_name(epoch_);
+      const std::string path = dir + "/" + name;
+      for (auto it = kept_.begin(); it != kept_.end();) it = *it == name ? kept_.erase(it) : it + 1;
+      kept_.push_back(name);
+      std::vector<std::string> old;
       while (int64_t(kept_.size()) > opts_.keep_last) {
-        record::detail::remove_file(kept_.front());
+        old.push_back(kept_.front());
         kept_.erase(kept_.begin());
       }
+      // The new checkpoint first: a failed write leaves the older ones in place.
       write_checkpoint(path, 0);
+      if (std::find(written_.begin(), written_.end(), name) == written_.end())
+        written_.push_back(name);
+      for (const std::string& n : old) remove_old_checkpoint(n);
       run.last_checkpoint = path;
     }
     if (improved) {
@@ -153,6 +199,7 @@ void Learner::write_checkpoint(const std::string& path, int64_t batch) const {
   learner["es_has_best"] = es_has_best_;
   learner["es_bad_epochs"] = es_bad_epochs_;
   learner["kept"] = kept_;
+  learner["run_id"] = run_id_;
   st.extra["learner"] = learner.dump();
   record::CheckpointTargets t;
   t.model = model_.get();
@@ -163,6 +210,31 @@ void Learner::write_checkpoint(const std::string& path, int64_t batch) const {
 }
 
 void Learner::save_checkpoint(const std::string& path) const { write_checkpoint(path, 0); }
+
+void Learner::remove_old_checkpoint(const std::string& name) {
+  const int64_t epoch = epoch_of_checkpoint_name(name);
+  if (epoch < 0) return;  // resume() keeps only such names; never delete anything else
+  const std::string path = detail::checkpoint_dir(opts_) + "/" + name;
+  if (!record::detail::file_exists(path)) return;
+  bool ours = std::find(written_.begin(), written_.end(), name) != written_.end();
+  if (!ours) {  // from before a resume: its content must say it is this run's, of that epoch
+    try {
+      const record::CheckpointFile f = record::read_checkpoint(path);
+      auto it = f.state.extra.find("learner");
+      const auto j = it == f.state.extra.end() ? nlohmann::json()
+                                               : nlohmann::json::parse(it->second, nullptr, false);
+      ours =
+          f.state.epoch == epoch && j.is_object() && j.contains("run_id") && j["run_id"] == run_id_;
+    } catch (const Error&) {
+      ours = false;
+    }
+  }
+  if (ours)
+    record::detail::remove_file(path);
+  else
+    std::cerr << "warning: [Learner] not deleting " << path
+              << ": it is not a checkpoint this run wrote\n";
+}
 
 void Learner::write_logs() const {
   const std::string& dir = opts_.output_dir;
@@ -217,33 +289,77 @@ void Learner::resume(const std::string& dir) {
       newest = st;
     }
   }
-  resumed_user_json_ = newest.user_json;
+  // The learner's state is checked before load_checkpoint (which changes nothing when it
+  // fails), so a bad file leaves this learner as it was.
+  const record::TrainingState& st = newest;
+  nlohmann::json learner;
+  auto it = st.extra.find("learner");
+  if (it != st.extra.end()) learner = nlohmann::json::parse(it->second, nullptr, false);
+  if (!learner.is_object()) EMBER_FAIL(op, path, ": not a Learner checkpoint (no learner state)");
+  // Every value is checked before it is used (ember/checked.h): the error names the field.
+  const int64_t epochs = st.epoch;
+  auto field = [&](const std::string& name) { return FileField{op, path, name}; };
+  if (st.best_epoch >= epochs)
+    EMBER_FAIL(op, path, ": field 'best_epoch' = ", st.best_epoch,
+               " is not before the epochs completed (", epochs, ")");
+  std::vector<EpochSummary> history;
+  double es_best = kNaN;
+  bool es_has_best = false;
+  int64_t es_bad_epochs = 0;
+  std::vector<std::string> kept;
+  std::string run_id;
+  try {
+    const auto& hist = learner.at("history");
+    if (!hist.is_array() || int64_t(hist.size()) != epochs)
+      EMBER_FAIL(op, path, ": field 'learner.history' holds ",
+                 hist.is_array() ? std::to_string(hist.size()) : hist.type_name(),
+                 " entries, not one per completed epoch (", epochs, ")");
+    for (const auto& e : hist) {
+      const std::string at = "learner.history[" + std::to_string(history.size()) + "]";
+      EpochSummary s;
+      s.epoch = json_int(field(at + ".epoch"), e.at("epoch"), int64_t(history.size()),
+                         int64_t(history.size()));
+      s.seconds = from_json(e.at("seconds"));
+      if (!std::isnan(s.seconds)) checked_double(field(at + ".seconds"), s.seconds, 0.0);
+      for (const auto& [k, v] : e.at("metrics").items()) s.metrics[k] = from_json(v);
+      history.push_back(std::move(s));
+    }
+    es_best = from_json(learner.at("es_best"));
+    es_has_best = learner.at("es_has_best").get<bool>();
+    es_bad_epochs =
+        json_int(field("learner.es_bad_epochs"), learner.at("es_bad_epochs"), 0, epochs);
+    run_id = learner.value("run_id", "");
+    // Bare names of this run's epoch checkpoints only; a path or another file is never
+    // deleted (a copied run folder deleted the original's checkpoints).
+    for (const auto& k : learner.at("kept")) {
+      const std::string name = k.is_string() ? k.get<std::string>() : k.dump();
+      const int64_t e = epoch_of_checkpoint_name(name);
+      if (e < 1 || e > epochs || std::find(kept.begin(), kept.end(), name) != kept.end()) {
+        std::cerr << "warning: [" << op << "] " << path << ": ignoring \"" << name
+                  << "\" in the list of kept checkpoints (not a name epoch-NNNN.safetensors "
+                     "of an epoch completed); it will not be deleted\n";
+        continue;
+      }
+      kept.push_back(name);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    EMBER_FAIL(op, path, ": bad learner state (", e.what(), ")");
+  }
   record::CheckpointTargets t;
   t.model = model_.get();
   t.optimizer = optimizer_.get();
   t.scheduler = scheduler_.get();
   t.plateau = plateau_.get();
-  const record::TrainingState st = record::load_checkpoint(path, t, /*restore_rng=*/true);
-  nlohmann::json learner;
-  auto it = st.extra.find("learner");
-  if (it != st.extra.end()) learner = nlohmann::json::parse(it->second, nullptr, false);
-  if (!learner.is_object()) EMBER_FAIL(op, path, ": not a Learner checkpoint (no learner state)");
-  try {
-    history_.clear();
-    for (const auto& e : learner.at("history")) {
-      EpochSummary s;
-      s.epoch = e.at("epoch").get<int64_t>();
-      s.seconds = from_json(e.at("seconds"));
-      for (const auto& [k, v] : e.at("metrics").items()) s.metrics[k] = from_json(v);
-      history_.push_back(std::move(s));
-    }
-    es_best_ = from_json(learner.at("es_best"));
-    es_has_best_ = learner.at("es_has_best").get<bool>();
-    es_bad_epochs_ = learner.at("es_bad_epochs").get<int64_t>();
-    kept_ = learner.at("kept").get<std::vector<std::string>>();
-  } catch (const nlohmann::json::exception& e) {
-    EMBER_FAIL(op, path, ": bad learner state (", e.what(), ")");
-  }
+  (void)record::load_checkpoint(path, t, /*restore_rng=*/true);
+  resumed_user_json_ = st.user_json;
+  history_ = std::move(history);
+  es_best_ = es_best;
+  es_has_best_ = es_has_best;
+  es_bad_epochs_ = es_bad_epochs;
+  kept_ = std::move(kept);
+  written_.clear();
+  if (run_id.size() == 16 && run_id.find_first_not_of("0123456789abcdef") == std::string::npos)
+    run_id_ = run_id;  // the same run goes on; without one its old files are never deleted
   epoch_ = st.epoch;
   step_ = st.step;
   resume_batch_ = st.batch;

@@ -41,7 +41,11 @@ class LRScheduler {
   /// Flat state: "last_epoch", "step_count" (0-d i64), "base_lrs", "last_lr" ([groups] f64),
   /// plus scheduler-specific entries.
   virtual nn::StateDict state_dict() const;
-  /// Throws ember::Error for a missing key or a group count that differs from the optimizer's.
+  /// Throws ember::Error for a missing key, a group count that differs from the optimizer's, or
+  /// a value out of range (ember/checked.h; the error names the key): last_epoch not an integer
+  /// in [-1, 2^53], step_count not one in [0, 2^53], an lr that is not finite or is < 0 (and,
+  /// per scheduler, T_i < 1, T_cur not finite, a negative ReduceLROnPlateau counter or a NaN
+  /// best). Nothing changes when it throws.
   virtual void load_state_dict(const nn::StateDict& dict);
 
  protected:
@@ -289,6 +293,9 @@ class ReduceLROnPlateau {
   bool in_cooldown() const { return cooldown_counter_ > 0; }
   /// "best" (f64), "num_bad_epochs", "cooldown_counter", "last_epoch" (i64), "last_lr".
   nn::StateDict state_dict() const;
+  /// Throws ember::Error (changing nothing) for a missing key or a value out of range: best
+  /// NaN (infinities are its start values), a counter not an integer in [0, 2^53], an lr that
+  /// is not finite or is < 0.
   void load_state_dict(const nn::StateDict& dict);
 
  private:

@@ -144,7 +144,10 @@ class Optimizer {
   /// Restores state and group options saved by state_dict() of the same optimizer type over
   /// the same parameter layout. Buffers are copied to each parameter's device and dtype.
   /// Throws ember::Error (changing nothing) for a different number of groups or group sizes,
-  /// a buffer whose shape differs from its parameter's, or an unknown key.
+  /// a buffer whose shape differs from its parameter's, an unknown key, or a value out of range
+  /// (ember/checked.h; the error names the key): an option that is not finite or that
+  /// validate() refuses, a flag other than 0 / 1, a step count or parameter id that is not an
+  /// integer in [0, 2^53], an initial_lr < 0.
   void load_state_dict(const nn::StateDict& dict);
 
  protected:

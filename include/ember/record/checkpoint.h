@@ -61,8 +61,8 @@ std::vector<std::pair<std::string, RandomState>> capture_random_states(
 void restore_random_states(const std::vector<std::pair<std::string, RandomState>>& states);
 
 /// Writes model / optimizer / scheduler state and `state` to `path` atomically. Throws
-/// ember::Error("[save_checkpoint] <path>: ...") when the model is null or the file cannot be
-/// written.
+/// ember::Error("[save_checkpoint] <path>: ...") when the model is null, a counter of `state`
+/// is out of the range read_checkpoint accepts, or the file cannot be written.
 void save_checkpoint(const std::string& path, const CheckpointTargets& from,
                      const TrainingState& state);
 
@@ -72,13 +72,15 @@ struct CheckpointFile {
   TrainingState state;
 };
 /// Reads and validates a checkpoint (load_safetensors plus the metadata: "format" must be
-/// ember.checkpoint.v1, numbers must parse). Tensors are created on the cpu device. Throws
-/// ember::Error("[load_checkpoint] <path>: ...").
+/// ember.checkpoint.v1; epoch, step, batch and loader_epoch integers in [0, 2^53], best_epoch
+/// in [-1, 2^53], best_metric finite or "nan", loader_seed and the rng seeds / offsets unsigned
+/// 64-bit integers; see ember/checked.h). Tensors are created on the cpu device. Throws
+/// ember::Error("[load_checkpoint] <path>: ...") naming the field that is out of range.
 CheckpointFile read_checkpoint(const std::string& path);
 /// Restores everything into `into` (model strict, then optimizer, then scheduler; a part
 /// present in `into` but absent from the file is an error) and, when restore_rng, the saved
 /// generator states. Returns the saved TrainingState. Throws ember::Error("[load_checkpoint]
-/// <path>: ...") naming the part that failed.
+/// <path>: ...") naming the part and the field that failed, leaving every target as it was.
 TrainingState load_checkpoint(const std::string& path, const CheckpointTargets& into,
                               bool restore_rng = true);
 

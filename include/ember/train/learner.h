@@ -14,6 +14,12 @@
 // metrics.csv and metrics.json (one row / object per epoch), report.html (inline SVG curves).
 // Every file is written atomically.
 //
+// Deleting old epoch checkpoints: the Learner only ever deletes a file of its own output dir's
+// checkpoints folder named epoch-<NNNN>.safetensors that it wrote itself or whose checkpoint
+// records this run's id and that epoch. A checkpoint lists its kept files as bare names (no
+// paths); resume() drops any other entry with a warning on stderr, so a copied run folder, or a
+// checkpoint whose list was edited, never makes a run delete a file elsewhere.
+//
 // Metric names: "train_loss", "train_accuracy", "train_top_k_accuracy", "train_precision",
 // "train_recall", "train_f1", the same with "valid_", "lr" (group 0's lr at the end of the
 // epoch), "samples_per_sec" (training samples / wall seconds), "epoch".
@@ -156,7 +162,13 @@ class Learner {
   /// epoch-NNNN, by optimizer step), or from `dir` itself when it is a checkpoint file. The
   /// next fit() continues where that run stopped (mid-epoch after an interruption, skipping
   /// the batches already consumed) with results identical to an uninterrupted run. Throws
-  /// ember::Error("[Learner::resume] ...") when there is no checkpoint or it does not match.
+  /// ember::Error("[Learner::resume] ...") when there is no checkpoint, it does not match, or a
+  /// value in it is out of range (ember/checked.h; the error names the file and the field:
+  /// negative counters, a history that is not one entry per completed epoch, a best epoch
+  /// after the last one...). Entries of the checkpoint's list of kept epoch checkpoints that
+  /// are not bare names epoch-<NNNN>.safetensors (N at most the epochs completed) are dropped
+  /// with a warning on stderr and never deleted; the others are resolved against this
+  /// learner's own output_dir (see "Deleting old epoch checkpoints" above).
   void resume(const std::string& dir);
   /// The user_json stored in the checkpoint resume() loaded ("" before a resume), so a program
   /// can check that it continues the same kind of run.
@@ -206,7 +218,11 @@ class Learner {
   int64_t es_bad_epochs_ = 0;
   bool es_has_best_ = false;
   std::vector<EpochSummary> history_;
-  std::vector<std::string> kept_;  // epoch checkpoints on disk, oldest first
+  std::vector<std::string> kept_;     // epoch checkpoint names (no paths) on disk, oldest first
+  std::vector<std::string> written_;  // the checkpoint names this object wrote
+  std::string run_id_;                // recorded in every checkpoint; taken over by resume()
+  /// Deletes output_dir/checkpoints/<name> when this run wrote it (see the top of the file).
+  void remove_old_checkpoint(const std::string& name);
 };
 
 }  // namespace ember::train
