@@ -28,6 +28,7 @@
 #include "ember/data/data.h"
 #include "ember/ember.h"
 #include "ember/record/safetensors.h"
+#include "test_util.h"
 
 namespace fs = std::filesystem;
 using namespace ember;
@@ -35,48 +36,23 @@ using namespace ember::data;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("ember_bad_files_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
+using test::expect_error;
+
+// A scratch folder for one test.
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("bad_files") {}
 };
 
 using Bytes = std::vector<unsigned char>;
 
 void write_bytes(const std::string& path, const Bytes& b) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+  test::write_bytes(path, std::string(b.begin(), b.end()));
 }
 Bytes read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(f), {});
+  const std::string s = test::read_bytes(path);
+  return Bytes(s.begin(), s.end());
 }
-void write_text(const std::string& path, const std::string& s) {
-  std::ofstream f(path, std::ios::binary);
-  f << s;
-}
-
-// Expects `fn` to throw ember::Error whose message contains every one of `parts`.
-template <typename F>
-void expect_error(F fn, std::vector<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected ember::Error containing '" << parts[0] << "'";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << msg << " lacks " << p;
-  }
-}
+void write_text(const std::string& path, const std::string& s) { test::write_bytes(path, s); }
 
 // CRC-32 (ISO 3309, as PNG chunks and gzip trailers use).
 uint32_t crc32_of(const unsigned char* p, size_t n) {
@@ -263,9 +239,9 @@ TEST(ImageLimitTest, OneBudgetForEveryFormatAndItCanBeRaised) {
     EXPECT_EQ(read_image_info(dir / "a.jpg").height, 12) << n;
   }
   // An ImageFolder sample beyond the budget fails as load_image does.
-  fs::create_directories(dir.path / "f/cls");
+  fs::create_directories(fs::path(dir.path()) / "f/cls");
   save_png(dir / "f/cls/x.png", rgb);
-  ImageFolder folder((dir.path / "f").string());
+  ImageFolder folder((fs::path(dir.path()) / "f").string());
   PixelLimit limit(100);
   expect_error([&] { folder.get(0); }, {"x.png", "limit of 100"});
 }
@@ -357,11 +333,11 @@ TEST(ShapeOverflowTest, IdxEmptyTensorWithHugeDimsIsRejected) {
                {"[read_idx]", dir / "bad.idx", "dims/size mismatch", "[0, 4294967295, 4294967295]",
                 "too large"});
   // A zero dim last, and load_mnist reaching it.
-  fs::create_directories(dir.path / "mnist");
+  fs::create_directories(fs::path(dir.path()) / "mnist");
   write_bytes(dir / "mnist/train-images-idx3-ubyte",
               {0, 0, 8, 3, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0});
   write_bytes(dir / "mnist/train-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 0});
-  expect_error([&] { load_mnist((dir.path / "mnist").string(), true); },
+  expect_error([&] { load_mnist((fs::path(dir.path()) / "mnist").string(), true); },
                {"[read_idx]", "train-images-idx3-ubyte", "too large"});
   // Empty tensors of sane dims still read.
   write_idx(dir / "empty.idx", zeros({0, 28, 28}, DType::u8));
@@ -513,7 +489,7 @@ TEST(ImageLimitCliTest, TrainEvalAndPredictTakeMaxImagePixels) {
   if (!kCli) GTEST_SKIP() << "the ember command is not built (EMBER_BUILD_TOOLS=OFF)";
   TempDir dir;
   for (const char* cls : {"a", "b"}) {
-    fs::create_directories(dir.path / "imgs" / cls);
+    fs::create_directories(fs::path(dir.path()) / "imgs" / cls);
     for (int i = 0; i < 5; ++i)
       save_png(dir / ("imgs/" + std::string(cls) + "/" + std::to_string(i) + ".png"),
                pattern(1, 8, 8));  // 64 pixels
