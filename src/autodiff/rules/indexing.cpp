@@ -4,6 +4,7 @@
 #include "ember/ops/indexing.h"
 #include "autodiff/rules.h"
 #include "ember/ops/elementwise.h"
+#include "ember/ops/reduce.h"
 #include "tensor/internal.h"
 
 namespace ember::autograd::rules {
@@ -82,6 +83,22 @@ void scatter(ScatterReduce reduce, bool include_self, const Tensor& x, int64_t d
               scatter_reduce(xv, dim, idx, where(single, 1.0, sv), "prod", include_self);
           gs = where(single, gather(g * r, dim, idx),
                      gather(g * y, dim, idx) / where(src_zero, 1.0, sv));
+          // A zero among other zeros gets the constant 0 above, whose derivative (the product of
+          // the rest when one other zero remains) a create_graph backward needs: recompute each
+          // such element's product of the others with it replaced by one.
+          const Tensor crowded = logical_and(src_zero, logical_not(single));
+          if (is_grad_enabled() && any(crowded).item<bool>()) {
+            const std::vector<uint8_t> flag = crowded.to(DType::u8).to_vector<uint8_t>();
+            const Tensor pos =
+                arange(sv.numel(), TensorOptions(DType::i64, sv.device())).reshape(sv.shape());
+            for (size_t p = 0; p < flag.size(); ++p) {
+              if (!flag[p]) continue;
+              const Tensor here = eq(pos, int64_t(p));
+              const Tensor rp =
+                  scatter_reduce(xv, dim, idx, where(here, 1.0, sv), "prod", include_self);
+              gs = where(here, gather(g * rp, dim, idx), gs);
+            }
+          }
         }
         break;
       }

@@ -58,9 +58,27 @@ Tensor reverse_cumsum(const Tensor& t, int64_t dim) {
 
 // As torch's cumprod_backward: before the first zero of a line, sum_{k>=i} g_k y_k / x_i; at the
 // first zero, the gradient of the products with that zero replaced by one; after it, zero.
+// In a create_graph backward with zeros in x: grad_i = sum_{k>=i} g_k prod_{j<=k, j!=i} x_j from
+// an [.., n, n] tensor of cumprods with x_i replaced by one (O(n^2), as torch under GradMode).
+// The fast formula's constant zero after a line's first zero has a non-zero derivative.
+Tensor cumprod_backward_twice_differentiable(const Tensor& g, const Tensor& x, int64_t dim) {
+  const Tensor xt = x.transpose(dim, -1);  // [..., n]
+  const Tensor gt = g.transpose(dim, -1);
+  const int64_t n = xt.size(-1);
+  Shape rows = xt.shape();
+  rows.insert(rows.end() - 1, n);  // [..., n (i), n (k)]
+  const Tensor col = arange(n, TensorOptions(DType::i64, x.device()));
+  const Tensor i = col.reshape({n, 1}), k = col.reshape({1, n});
+  const Tensor others = cumprod(where(eq(i, k), 1.0, xt.unsqueeze(-2).expand(rows)), -1);
+  const Tensor later = ge(k, i).to(x.dtype());
+  return sum(others * later * gt.unsqueeze(-2), {-1}).transpose(dim, -1).contiguous();
+}
+
 Tensor cumprod_backward(const Tensor& g, const Tensor& x, const Tensor& y, int64_t dim) {
   if (x.numel() == 0) return zeros_like(x);
   const Tensor zero = eq(x, 0);
+  if (is_grad_enabled() && any(zero).item<bool>())
+    return cumprod_backward_twice_differentiable(g, x, dim);
   const Tensor seen = cumsum(zero, dim);  // zeros up to and including each position
   const Tensor before = eq(seen, 0);
   const Tensor first = logical_and(zero, eq(seen, 1));
