@@ -14,6 +14,9 @@ cd "$(dirname "$0")/.."
 # folders, as CI's, share it too).
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+# The asan folder compiles with -g, for which ccache also hashes the working directory: every
+# fresh clone (CI's) missed the whole cache. Objects differ only in the recorded folder.
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 common=(-DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_EXAMPLES=ON -DEMBER_BUILD_BENCH=OFF
         -DEMBER_BACKEND_CPU=ON -DEMBER_BACKEND_CUDA=OFF -DEMBER_SHARED=ON)
 case "${1:-}" in
