@@ -21,6 +21,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 scripts/ctest.sh bu
 echo "== install, then build examples/quickstart with find_package(Ember) and pkg-config"
 prefix=$(mktemp -d)
 cmake --install build --prefix "$prefix" >/dev/null
+"$prefix/bin/ember" devices >/dev/null   # the installed command starts (RPATH: bin/../lib)
 cmake -S examples/quickstart -B build/quickstart-user -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build build/quickstart-user -j"$(nproc)" >/dev/null
 ./build/quickstart-user/quickstart | tail -n 3
