@@ -24,6 +24,7 @@
 
 // After <cstdio>: jpeglib.h needs size_t and FILE declared first.
 #include <jpeglib.h>
+#include <sys/stat.h>
 
 #include "ember/data/data.h"
 #include "ember/ember.h"
@@ -214,6 +215,32 @@ TEST(ImageLimitTest, PngDeclaringHugeSizeIsRefusedFromItsHeader) {
   save_png(dir / "gray.png", pattern(1, 4, 4));
   write_bytes(dir / "gray_bomb.png", png_with_size(read_bytes(dir / "gray.png"), 9000, 9000));
   expect_error([&] { load_image(dir / "gray_bomb.png"); }, {"9000x9000 = 81000000"});
+}
+
+// libpng allocates a text chunk's declared length before reading it: a 141-byte file declaring a
+// 2 GiB tEXt cost 2.1 GB. Every chunk must fit in the file.
+TEST(PngChunkTest, ChunkLongerThanTheFileIsRefused) {
+  TempDir dir;
+  save_png(dir / "ok.png", pattern(3, 4, 4));
+  Bytes png = read_bytes(dir / "ok.png");
+  png.resize(33);  // signature and IHDR
+  const unsigned char text[8] = {0x7f, 0xff, 0xff, 0xff, 't', 'E', 'X', 't'};
+  png.insert(png.end(), text, text + 8);
+  png.resize(png.size() + 100, 'a');
+  write_bytes(dir / "text_bomb.png", png);
+  expect_error([&] { load_image(dir / "text_bomb.png"); },
+               {"[load_image]", dir / "text_bomb.png", "chunk 'tEXt'", "declares 2147483647"});
+  expect_error([&] { read_image_info(dir / "text_bomb.png"); },
+               {"[read_image_info]", "chunk 'tEXt'"});
+}
+
+// Opening a FIFO without a writer blocks forever: readers take regular files only.
+TEST(PngChunkTest, FifoIsRefusedNotWaitedOn) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "f.png").c_str(), 0600), 0);
+  expect_error([&] { load_image(dir / "f.png"); }, {"[load_image]", "not a regular file"});
+  expect_error([&] { read_idx(dir / "f.png"); }, {"not a regular file"});
+  expect_error([&] { record::load_safetensors(dir / "f.png"); }, {"not a regular file"});
 }
 
 // One budget for every format: a genuine image beyond it fails, at it loads, and 0 lifts it.

@@ -116,6 +116,27 @@ TEST(LearnerFilesTest, ResumingACopiedRunFolderLeavesTheOriginalAlone) {
             (Names{"best.safetensors", "epoch-0003.safetensors", "epoch-0004.safetensors"}));
 }
 
+TEST(LearnerFilesTest, ACheckpointsFolderLinkedToAnotherRunLosesNothing) {
+  // A "copy" whose checkpoints/ is a symbolic link to the original's: resolved, the files lie
+  // outside the copy's folder, so rotation there must not delete them.
+  const ember::test::TempDir a("orig_link"), b("link_copy");
+  {
+    SmallRun r(a);
+    r.fit(2);
+  }
+  const Names before = list_dir(a / "checkpoints");
+  fs::create_directories(b.path());
+  for (const auto& e : fs::directory_iterator(a.path()))
+    if (e.path().filename() != "checkpoints")
+      fs::copy(e.path(), b / e.path().filename().string(), fs::copy_options::recursive);
+  fs::create_directory_symlink(a / "checkpoints", b / "checkpoints");
+  SmallRun c(b);
+  c.learner->resume(b);
+  c.fit(4);
+  for (const auto& n : before)
+    if (n != "best.safetensors") EXPECT_TRUE(fs::exists(a / ("checkpoints/" + n))) << n;
+}
+
 TEST(LearnerFilesTest, EditedKeptListDeletesNoOtherFile) {
   const ember::test::TempDir dir("edited"), elsewhere("victims");
   {

@@ -18,7 +18,11 @@ namespace ember::data::detail {
 
 std::vector<unsigned char> read_file(const std::string& path, const char* op) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) EMBER_FAIL(op, path, ": is a directory, not a file");
+  const auto st = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(st)) EMBER_FAIL(op, path, ": is a directory, not a file");
+  // A FIFO, socket or device would block the open or the read (a FIFO without a writer: forever).
+  if (!ec && !std::filesystem::is_regular_file(st))
+    EMBER_FAIL(op, path, ": not a regular file (a FIFO, socket or device)");
   std::ifstream f(path, std::ios::binary);
   if (!f) EMBER_FAIL(op, path, ": cannot open (", std::strerror(errno), ")");
   f.seekg(0, std::ios::end);

@@ -61,7 +61,27 @@ struct Pixels {
   int64_t h = 0, w = 0, c = 0;
 };
 
+// Walks the chunks up to IEND: each one's declared length must fit in the bytes left. libpng
+// allocates a text chunk's declared length before reading it (a 141-byte file declaring a 2 GiB
+// tEXt took 2.1 GB).
+void check_png_chunks(const std::vector<unsigned char>& b, const std::string& path,
+                      const char* op) {
+  size_t at = 8;  // after the signature
+  while (at + 8 <= b.size()) {
+    const uint64_t len = uint64_t(b[at]) << 24 | uint64_t(b[at + 1]) << 16 |
+                         uint64_t(b[at + 2]) << 8 | uint64_t(b[at + 3]);
+    const std::string type(reinterpret_cast<const char*>(&b[at + 4]), 4);
+    const uint64_t left = b.size() - at - 8;
+    if (len > 0x7fffffffu || len + 4 > left)
+      EMBER_FAIL(op, path, ": corrupt PNG (chunk '", type, "' at byte ", at, " declares ", len,
+                 " bytes; the file has ", left < 4 ? 0 : left - 4, " left)");
+    if (type == "IEND") return;
+    at += 8 + size_t(len) + 4;
+  }
+}
+
 Pixels decode_png(const std::vector<unsigned char>& bytes, const std::string& path, int channels) {
+  check_png_chunks(bytes, path, "load_image");
   png_image img;
   std::memset(&img, 0, sizeof img);
   img.version = PNG_IMAGE_VERSION;
@@ -273,6 +293,7 @@ ImageInfo read_image_info(const std::string& path) {
   ImageInfo info;
   static const unsigned char kPng[8] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
   if (bytes.size() >= 8 && std::memcmp(bytes.data(), kPng, 8) == 0) {
+    check_png_chunks(bytes, path, "read_image_info");
     png_image img;
     std::memset(&img, 0, sizeof img);
     img.version = PNG_IMAGE_VERSION;

@@ -78,6 +78,8 @@ std::string read_whole_file(const std::string& path, const char* op) {
   if (::stat(path.c_str(), &st) != 0)
     EMBER_FAIL(op, path, ": cannot open (", std::strerror(errno), ")");
   if (S_ISDIR(st.st_mode)) EMBER_FAIL(op, path, ": is a directory");
+  // A FIFO, socket or device would block the open or the read (a FIFO without a writer: forever).
+  if (!S_ISREG(st.st_mode)) EMBER_FAIL(op, path, ": not a regular file (a FIFO, socket or device)");
   std::ifstream in(path, std::ios::binary);
   if (!in) EMBER_FAIL(op, path, ": cannot open (", std::strerror(errno), ")");
   std::string bytes;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -211,11 +212,33 @@ void Learner::write_checkpoint(const std::string& path, int64_t batch) const {
 
 void Learner::save_checkpoint(const std::string& path) const { write_checkpoint(path, 0); }
 
+namespace {
+// `path` is no symbolic link and its folder, links resolved, lies inside `output_dir`'s (a
+// checkpoints/ linked to another run's must not lose that run's files).
+bool resolves_inside(const std::string& path, const std::string& output_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_symlink(path, ec)) return false;
+  const fs::path dir = fs::canonical(fs::path(path).parent_path(), ec);
+  if (ec) return false;
+  const fs::path root = fs::canonical(output_dir.empty() ? "." : output_dir, ec);
+  if (ec) return false;
+  const std::string d = dir.string() + "/", r = root.string() + "/";
+  return d.compare(0, r.size(), r) == 0;
+}
+}  // namespace
+
 void Learner::remove_old_checkpoint(const std::string& name) {
   const int64_t epoch = epoch_of_checkpoint_name(name);
   if (epoch < 0) return;  // resume() keeps only such names; never delete anything else
   const std::string path = detail::checkpoint_dir(opts_) + "/" + name;
   if (!record::detail::file_exists(path)) return;
+  if (!resolves_inside(path, opts_.output_dir)) {
+    std::cerr << "warning: [Learner] not deleting " << path
+              << ": it is a symbolic link or lies outside the output folder " << opts_.output_dir
+              << " once links are resolved\n";
+    return;
+  }
   bool ours = std::find(written_.begin(), written_.end(), name) != written_.end();
   if (!ours) {  // from before a resume: its content must say it is this run's, of that epoch
     try {
