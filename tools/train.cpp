@@ -112,6 +112,13 @@ int run_train(TrainArgs a) {
   nlohmann::json data_json;      // the image folder, recorded for eval, predict and --resume
   std::string test_fingerprint;  // of the IDX test images (eval refuses other ones)
   if (images) {
+    // The run's files (checkpoints, report, a copied model) would become part of the dataset.
+    std::error_code ec;
+    const std::string o = std::filesystem::weakly_canonical(out, ec).string() + "/";
+    const std::string dd = std::filesystem::weakly_canonical(a.data_dir, ec).string() + "/";
+    if (o.compare(0, dd.size(), dd) == 0)
+      EMBER_FAIL("train", "--out ", out, " lies inside the image folder --data ", a.data_dir,
+                 ": the run's files would mix with its images (choose a folder outside it)");
     ImageData d;
     d.dir = a.data_dir;
     d.channels = a.channels;
