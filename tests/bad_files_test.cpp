@@ -7,7 +7,6 @@
 // The crafted files are made here from valid ones (Ember's writers, libjpeg for a progressive
 // JPEG), not committed.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -486,60 +485,4 @@ TEST(CsvEmptyFieldTest, QuotedEmptyRowIsRejected) {
   // Whitespace-only lines are still blank.
   write_text(dir / "d.csv", "1,2,0\n  \t \n\r\n3,4,1\n");
   EXPECT_EQ(read_csv(dir / "d.csv").size(), 2);
-}
-
-// ---------------------------------------------------------------- the CLI's --max-image-pixels
-
-namespace {
-#ifdef EMBER_CLI_PATH
-const char* const kCli = EMBER_CLI_PATH;
-#else
-const char* const kCli = nullptr;
-#endif
-
-// `ember <args>`: exit status (-1 when killed by a signal) and stdout + stderr.
-std::pair<int, std::string> run_ember(const std::string& args) {
-  const std::string cmd = std::string(kCli) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
-}  // namespace
-
-// train --data, eval and predict read images under the budget --max-image-pixels sets.
-TEST(ImageLimitCliTest, TrainEvalAndPredictTakeMaxImagePixels) {
-  if (!kCli) GTEST_SKIP() << "the ember command is not built (EMBER_BUILD_TOOLS=OFF)";
-  TempDir dir;
-  for (const char* cls : {"a", "b"}) {
-    fs::create_directories(fs::path(dir.path()) / "imgs" / cls);
-    for (int i = 0; i < 5; ++i)
-      save_png(dir / ("imgs/" + std::string(cls) + "/" + std::to_string(i) + ".png"),
-               pattern(1, 8, 8));  // 64 pixels
-  }
-  const std::string data = " --data " + (dir / "imgs"), out = " --out " + (dir / "run");
-  auto [st, text] = run_ember("train" + data + out + " --epochs 1 --max-image-pixels 63");
-  EXPECT_EQ(st, 1) << text;
-  EXPECT_NE(text.find("declares 8x8 = 64 pixels, more than the limit of 63"), std::string::npos)
-      << text;
-  EXPECT_NE(text.find(".png"), std::string::npos) << text;
-  std::tie(st, text) = run_ember("train" + data + out + " --epochs 1 --max-image-pixels 64");
-  ASSERT_EQ(st, 0) << text;
-  const std::string model = " --checkpoint " + (dir / "run/model.safetensors");
-  const std::string image = " " + (dir / "imgs/a/0.png");
-  std::tie(st, text) = run_ember("predict" + model + image + " --max-image-pixels 10");
-  EXPECT_EQ(st, 1) << text;
-  EXPECT_NE(text.find("limit of 10"), std::string::npos) << text;
-  std::tie(st, text) = run_ember("predict" + model + image);  // the default budget
-  EXPECT_EQ(st, 0) << text;
-  std::tie(st, text) = run_ember("eval" + model + " --max-image-pixels 10");
-  EXPECT_EQ(st, 1) << text;
-  EXPECT_NE(text.find("limit of 10"), std::string::npos) << text;
-  std::tie(st, text) = run_ember("predict" + model + image + " --max-image-pixels -1");
-  EXPECT_EQ(st, 2) << text;
-  EXPECT_NE(text.find("--max-image-pixels"), std::string::npos) << text;
 }

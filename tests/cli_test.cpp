@@ -540,6 +540,41 @@ TEST(CliTest, ImageFolderTrainsEvaluatesAndPredicts) {
   }
 }
 
+// train --data, eval and predict read images under the budget --max-image-pixels sets.
+TEST(CliTest, TrainEvalAndPredictTakeMaxImagePixels) {
+  REQUIRE_CLI();
+  TempDir dir;
+  uint32_t rng = 3;
+  for (int k = 0; k < 2; ++k) {
+    const fs::path cls = dir.path / "imgs" / (k ? "b" : "a");
+    fs::create_directories(cls);
+    for (int i = 0; i < 5; ++i)  // 8 x 8 = 64 pixels
+      ember::data::save_png((cls / (std::to_string(i) + ".png")).string(),
+                            pattern_image(k, 1, 8, 8, rng));
+  }
+  const std::string data = " --data " + (dir / "imgs"), out = " --out " + (dir / "run");
+  Result r = run_ember("train" + data + out + " --epochs 1 --max-image-pixels 63");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("declares 8x8 = 64 pixels, more than the limit of 63"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(".png"), std::string::npos) << r.output;
+  r = run_ember("train" + data + out + " --epochs 1 --max-image-pixels 64");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string model = " --checkpoint " + (dir / "run/model.safetensors");
+  const std::string image = " " + (dir / "imgs/a/0.png");
+  r = run_ember("predict" + model + image + " --max-image-pixels 10");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("limit of 10"), std::string::npos) << r.output;
+  r = run_ember("predict" + model + image);  // the default budget
+  EXPECT_EQ(r.status, 0) << r.output;
+  r = run_ember("eval" + model + " --max-image-pixels 10");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("limit of 10"), std::string::npos) << r.output;
+  r = run_ember("predict" + model + image + " --max-image-pixels -1");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--max-image-pixels"), std::string::npos) << r.output;
+}
+
 TEST(CliTest, TrainNeverWritesIntoTheDataFolder) {
   REQUIRE_CLI();
   TempDir dir;
