@@ -2,12 +2,15 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ember/device.h"
@@ -19,6 +22,28 @@ namespace ember {
 
 class Backend;
 struct AutogradMeta;  // defined by autodiff; null when a tensor does not track gradients
+class Tensor;
+namespace indexing {
+class TensorIndex;  // ember/ops/tensor_index.h: Slice, None, Ellipsis, integers, bools, tensors
+}  // namespace indexing
+
+/// What register_hook (tensors) and register_forward_hook / register_forward_pre_hook (modules)
+/// return, as torch's RemovableHandle: remove() unregisters the hook; removing twice, or after
+/// the tensor or module is gone, does nothing. A default-constructed handle holds no hook.
+class RemovableHandle {
+ public:
+  RemovableHandle() = default;
+  explicit RemovableHandle(std::function<void()> remove)
+      : remove_(std::make_shared<std::function<void()>>(std::move(remove))) {}
+  void remove() {
+    if (remove_ && *remove_) std::exchange(*remove_, nullptr)();
+  }
+  /// False once removed (or for a default-constructed handle).
+  bool active() const { return remove_ && *remove_; }
+
+ private:
+  std::shared_ptr<std::function<void()>> remove_;  // copies of a handle share it
+};
 
 /// A device buffer. Views share one Storage; `version` counts in-place writes (autodiff uses it).
 struct Storage {
@@ -43,6 +68,8 @@ struct TensorImpl {
   /// For views made by view ops: the tensor that owns the storage (autodiff routes in-place
   /// writes through a view to it). Null for tensors that own their storage and for aliases.
   std::shared_ptr<TensorImpl> view_base;
+  /// Created while InferenceMode was on (ember/autograd.h): never records history.
+  bool inference = false;
 };
 
 /// How a 4-d [N, C, H, W] or 5-d [N, C, D, H, W] tensor is laid out in memory (torch's
@@ -181,6 +208,16 @@ class Tensor {
   Tensor as_strided(Shape size, Strides stride,
                     std::optional<int64_t> storage_offset = std::nullopt) const;
   Tensor operator[](int64_t index) const { return select(0, index); }
+  /// LibTorch's indexing, x.index({Slice(), 0, Slice(1, None, 2), Ellipsis, None, mask, idx}):
+  /// the rules of torch's x[...] (basic indices give views, advanced ones copies), with autograd.
+  /// Documented in ember/ops/tensor_index.h (include it, or ember/ember.h, to call these).
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  /// x[...] = value in place (torch's x.index_put_({...}, v)); returns *this.
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& value);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value);
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value);
 
   // ---- in-place (through views; bump the version; overlapping operands: docs/ops.md) ----
   Tensor& fill_(const Scalar& v);
@@ -222,6 +259,25 @@ class Tensor {
   bool is_leaf() const;
   /// Name of the backward node that produced this tensor ("" for leaves): "MulBackward"...
   std::string grad_fn_name() const;
+  /// Registers hook(grad), called with this tensor's gradient each time one is computed
+  /// (torch's Tensor.register_hook). A hook returning a Tensor replaces the gradient (same
+  /// shape; an undefined Tensor keeps it); a void hook only inspects it. Hooks run in
+  /// registration order; on a leaf they run before the gradient is accumulated into .grad.
+  /// Throws ember::Error for a tensor that does not require grad.
+  template <typename F>
+  RemovableHandle register_hook(F&& hook) const {
+    if constexpr (std::is_void_v<std::invoke_result_t<F&, const Tensor&>>) {
+      return register_grad_hook([h = std::forward<F>(hook)](const Tensor& g) mutable {
+        h(g);
+        return Tensor();
+      });
+    } else {
+      return register_grad_hook(std::function<Tensor(const Tensor&)>(std::forward<F>(hook)));
+    }
+  }
+  RemovableHandle register_grad_hook(std::function<Tensor(const Tensor&)> hook) const;
+  /// True for a tensor created under InferenceMode (ember/autograd.h).
+  bool is_inference() const;
 
   // ---- common math as methods (the functions in ember/ops/*.h are the full set) ----
   Tensor sum() const;
