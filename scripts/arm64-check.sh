@@ -60,7 +60,7 @@ if [ $build = 1 ]; then
   t0=$(date +%s)
   cmake -S . -B "$BUILD_DIR" -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake" \
     -DEMBER_ARM64_SYSROOT="$SYSROOT" -DCMAKE_BUILD_TYPE=Release -DEMBER_BACKEND_VULKAN=OFF \
-    -DEMBER_BACKEND_CUDA=OFF -DEMBER_BUILD_BENCH=OFF -DEMBER_BUILD_EXAMPLES=OFF >/dev/null ||
+    -DEMBER_BUILD_BENCH=OFF -DEMBER_BUILD_EXAMPLES=OFF >/dev/null ||
     { echo "FAIL: configure"; exit 1; }
   echo "== build ember_tests -j$JOBS"
   if ! make -C "$BUILD_DIR" -j"$JOBS" ember_tests >"$BUILD_DIR/arm64-build.log" 2>&1; then

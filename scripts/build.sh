@@ -18,7 +18,7 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 # fresh clone (CI's) missed the whole cache. Objects differ only in the recorded folder.
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 common=(-DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_EXAMPLES=ON -DEMBER_BUILD_BENCH=OFF
-        -DEMBER_BACKEND_CPU=ON -DEMBER_BACKEND_CUDA=OFF -DEMBER_SHARED=ON)
+        -DEMBER_BACKEND_CPU=ON -DEMBER_SHARED=ON)
 case "${1:-}" in
   release)
     dir=build

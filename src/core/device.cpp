@@ -81,7 +81,7 @@ Device Device::vulkan(DeviceKind kind) {
 
 Device Device::cuda(int64_t index) {
   EMBER_FAIL("device", "backend not built: cuda (requested cuda:", index,
-             "); rebuild with -DEMBER_BACKEND_CUDA=ON");
+             "): Ember has no CUDA backend yet (use Device::vulkan() on an NVIDIA GPU, or cpu)");
 }
 
 Device Device::parse(const std::string& s) {

@@ -57,6 +57,14 @@ TensorDataset load_fashion_mnist(const std::string& dir, bool train) {
   return load_idx_pair(dir, train, "load_fashion_mnist");
 }
 
+TensorDataset load_fashion_mnist(bool train) {
+  return load_fashion_mnist("/usr/share/datasets/fashion-mnist", train);
+}
+
+TensorDataset load_fashion_mnist(const char* dir, bool train) {
+  return load_fashion_mnist(std::string(dir), train);
+}
+
 MnistJsonCounts convert_mnist_json(const std::string& json_dir, const std::string& out_dir) {
   const char* op = "convert_mnist_json";
   constexpr int64_t kPixels = 784;

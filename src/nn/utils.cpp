@@ -47,8 +47,8 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     EMBER_FAIL(
         "clip_grad_norm_", "The total norm of order ", norm_type,
         " for gradients from `parameters` is non-finite, so it cannot be clipped. To disable "
-        "this error and scale the gradients by the non-finite norm anyway, set "
-        "`error_if_nonfinite=False`");
+        "this error and scale the gradients by the non-finite norm anyway, pass "
+        "error_if_nonfinite = false to nn::clip_grad_norm_");
   const Tensor coef = clamp_max(max_norm / (total + 1e-6), 1.0);
   for (auto& g : grads) g.mul_(coef.to(g.device()).to(g.dtype()));
   return total;

@@ -265,6 +265,12 @@ void save_module(const std::string& path, const nn::Module& module, const Metada
 std::string load_into(nn::Module& module, const std::string& path, bool strict,
                       Metadata* metadata_out) {
   SafetensorsFile f = load_safetensors(path, Device::cpu());
+  if (auto it = f.metadata.find("format");
+      it != f.metadata.end() && it->second.rfind("ember.checkpoint", 0) == 0)
+    EMBER_FAIL("load_into", path,
+               ": this is a training checkpoint (model, optimizer and training state), not a "
+               "model file: restore it with record::load_checkpoint(path, {&model, &optimizer}) "
+               "or Learner::resume, or take its weights with record::read_checkpoint(path).model");
   const nn::StateDict own = module.state_dict();
   std::vector<std::string> missing, unexpected, bad;
   for (const auto& [name, t] : own.items()) {

@@ -67,7 +67,8 @@ Backend& backend_for(const Device& device) {
                  "backend not built: vulkan (Ember was built without EMBER_BACKEND_VULKAN)");
 #endif
     case DeviceType::cuda:
-      EMBER_FAIL("device", "backend not built: cuda (Ember was built without EMBER_BACKEND_CUDA)");
+      EMBER_FAIL("device",
+                 "backend not built: cuda (Ember has no CUDA backend yet; use cpu or vulkan)");
   }
   EMBER_FAIL("device", "unknown device ", device.str());
 }

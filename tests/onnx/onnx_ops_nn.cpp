@@ -358,17 +358,18 @@ void register_nn_ops(std::map<std::string, OpImpl>& r) {
         const int64_t axis = wrap(n.i("axis", -1), in[0].dim());
         return Tensors{div(in[0], norm(in[0], double(n.i("p", 2)), {axis}, true))};
       }};
+  // ONNX's labels are i32 or i64; torch's (and Ember's) class indices are i64.
   r["NegativeLogLikelihoodLoss"] = {
       attrs({"ignore_index", "reduction"}), [](const Node& n, const Tensors& in) {
         Tensor w = in.size() > 2 ? in[2] : Tensor();
-        return Tensors{
-            F::nll_loss(in[0], in[1], w, n.i("ignore_index", -100), n.s("reduction", "mean"))};
+        return Tensors{F::nll_loss(in[0], in[1].to(DType::i64), w, n.i("ignore_index", -100),
+                                   n.s("reduction", "mean"))};
       }};
   r["SoftmaxCrossEntropyLoss"] = {
       attrs({"ignore_index", "reduction"}), [](const Node& n, const Tensors& in) {
         Tensor w = in.size() > 2 ? in[2] : Tensor();
-        Tensors out{
-            F::cross_entropy(in[0], in[1], w, n.i("ignore_index", -100), n.s("reduction", "mean"))};
+        Tensors out{F::cross_entropy(in[0], in[1].to(DType::i64), w, n.i("ignore_index", -100),
+                                     n.s("reduction", "mean"))};
         if (n.proto.output_size() > 1) out.push_back(F::log_softmax(in[0], 1));
         return out;
       }};

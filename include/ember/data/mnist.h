@@ -18,6 +18,10 @@ TensorDataset load_mnist(const std::string& dir = "data/mnist", bool train = tru
 /// default dir): 60,000 training and 10,000 test images of 10 clothing classes.
 TensorDataset load_fashion_mnist(const std::string& dir = "/usr/share/datasets/fashion-mnist",
                                  bool train = true);
+/// load_fashion_mnist(false): the test split from the default dir.
+TensorDataset load_fashion_mnist(bool train);
+/// As the std::string form (so a string literal never picks the bool overload).
+TensorDataset load_fashion_mnist(const char* dir, bool train = true);
 
 struct MnistJsonCounts {
   int64_t train = 0;

@@ -72,7 +72,8 @@ void save_module(const std::string& path, const nn::Module& module, const Metada
 /// unexpected name is an error too; non-strict: they are returned as
 /// "missing: a, b; unexpected: c" (empty when none). A shape or dtype mismatch is always an
 /// ember::Error("[load_into] <path>: ...") listing every mismatched name with both shapes/dtypes.
-/// Returns the file's metadata through `metadata_out` when given.
+/// Returns the file's metadata through `metadata_out` when given. A training checkpoint
+/// (ember/record/checkpoint.h) is refused with an error pointing to load_checkpoint.
 std::string load_into(nn::Module& module, const std::string& path, bool strict = true,
                       Metadata* metadata_out = nullptr);
 

@@ -110,6 +110,22 @@ Shape class_bshape(int64_t rank, int64_t c) {
   return s;
 }
 
+/// Class-index targets are i64 (or u8), as torch 1.13 (which reports the others as "expected
+/// scalar type Long but found Float"); a floating target that is not of input's shape
+/// (probabilities) is a class-index target of the wrong dtype, not a shape mismatch.
+void check_class_target(const Tensor& input, const Tensor& target, const char* op) {
+  const DType t = target.dtype();
+  if (t == DType::i64 || t == DType::u8) return;
+  const char* fix = is_floating(t) ? "round and convert" : "convert";
+  EMBER_FAIL(op, "class-index targets must be int64 (torch's Long), got a ", dtype_name(t),
+             " target of shape ", shape_str(target.shape()), " for input of shape ",
+             shape_str(input.shape()),
+             is_floating(t) && std::string(op) == "cross_entropy"
+                 ? " (class probabilities must have input's shape)"
+                 : "",
+             "; ", fix, " the labels with target.to(DType::i64)");
+}
+
 }  // namespace
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
@@ -119,8 +135,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
   ember::detail::check_defined(target, op);
   ember::detail::check_same_device(input, target, op);
   const Reduction r = detail::parse_reduction(reduction, op);
-  if (!is_integral(target.dtype()))
-    EMBER_FAIL(op, "expected an integer class-index target, got ", describe(target));
+  check_class_target(input, target, op);
   Tensor x = input, t = target;
   const bool unbatched = batchify(x, t, true, op);
   check_weight(weight, x, x.size(1), op);
@@ -139,11 +154,11 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
   const Reduction r = detail::parse_reduction(reduction, op);
   if (!(label_smoothing >= 0 && label_smoothing <= 1))
     EMBER_FAIL(op, "label_smoothing must be between 0.0 and 1.0, got ", label_smoothing);
-  if (is_bool(target.dtype()))
-    EMBER_FAIL(op, "expected an integer or floating target, got ", describe(target));
-  const bool prob_target = is_floating(target.dtype());
+  // As torch: a floating target of input's shape holds class probabilities; any other target
+  // holds class indices.
+  const bool prob_target = is_floating(target.dtype()) && target.shape() == input.shape();
+  if (!prob_target) check_class_target(input, target, op);
   Tensor x = input, t = target;
-  if (prob_target) check_same_shape(input, target, op);
   const bool unbatched = batchify(x, t, !prob_target, op);
   const int64_t c = x.size(1);
   check_weight(weight, x, c, op);

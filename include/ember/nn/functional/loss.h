@@ -7,7 +7,7 @@
 //
 // Dtypes: input (and float targets) are floating (f32 f64 f16 bf16) and promote together; the
 // result has the promoted dtype. f16/bf16 are computed in f32 and rounded once at the end.
-// Class-index targets are any integer dtype (torch requires i64; i64 is what to pass).
+// Class-index targets are i64 or u8, as torch (any other dtype throws, naming the conversion).
 // Optional tensors (weight, pos_weight) are passed as an undefined Tensor() to omit them.
 // Errors: ember::Error tagged with the op name naming the shapes for a shape mismatch, a class
 // index out of range (other than ignore_index), a non-floating input, or mixed devices.
@@ -20,7 +20,7 @@ namespace ember::nn::functional {
 
 /// input: logits [N, C], [N, C, d1, ..., dk] or unbatched [C]; the class dim is 1 (0 when
 /// unbatched). target either
-///  * class indices (integer dtype) of shape [N] / [N, d1, ..., dk] / [] with values in [0, C)
+///  * class indices (i64 or u8) of shape [N] / [N, d1, ..., dk] / [] with values in [0, C)
 ///    or == ignore_index; or
 ///  * class probabilities (floating dtype) of input's shape.
 /// weight [C] (optional) rescales each class. label_smoothing in [0, 1]. With logp =
