@@ -1,14 +1,15 @@
 // Tensor::index / index_put_ (LibTorch's x.index({...})) against torch 1.13: each case of
 // tests/data/golden/tensor_index.json (tests/golden/gen_tensor_index.py) runs the C++ expression
-// of tests/golden/tensor_index_cases.inc on the ref and cpu backends and compares the result
-// (dtype, shape, values), whether it is a view of x as in torch (and then that writing through it
-// reaches x), and the gradients of sum(out * w) w.r.t. x and the value. Hand-written tests below
-// cover aliasing, overloads, printing and errors.
+// of tests/golden/tensor_index_cases.inc on the ref, cpu and Vulkan backends and compares the
+// result (dtype, shape, values), whether it is a view of x as in torch (and then that writing
+// through it reaches x), and the gradients of sum(out * w) w.r.t. x and the value. Hand-written
+// tests below cover aliasing, overloads, printing and errors.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -132,18 +133,27 @@ void run_case(size_t k, Device dev) {
 
 class GoldenCase : public ::testing::Test {
  public:
-  GoldenCase(size_t k, Device dev) : k_(k), dev_(dev) {}
-  void TestBody() override { run_case(k_, dev_); }
+  GoldenCase(size_t k, std::optional<Device> dev) : k_(k), dev_(dev) {}
+  void TestBody() override {
+    if (dev_) return run_case(k_, *dev_);
+    EMBER_VULKAN_OR_SKIP(dev);  // opened here, not while registering
+    for (const char* dt : {"float32", "int64", "bool"})
+      if (!supports_dtype(dev, dtype_from_name(dt))) GTEST_SKIP() << dt << " not on " << dev;
+    run_case(k_, dev);
+  }
 
  private:
   size_t k_;
-  Device dev_;
+  std::optional<Device> dev_;  // none: the Vulkan device
 };
 
-// One gtest per case and backend: TensorIndexGolden.<case>/ref, .../cpu.
+// One gtest per case and backend: TensorIndexGolden.<case>/ref, .../cpu, .../vulkan.
 const bool kRegistered = [] {
-  std::vector<std::pair<std::string, Device>> devs = {{"ref", Device::ref()}};
-  if (Device::default_device() != Device::ref()) devs.emplace_back("cpu", Device::default_device());
+  std::vector<std::pair<std::string, std::optional<Device>>> devs = {{"ref", Device::ref()},
+                                                                     {"cpu", Device::cpu()}};
+#ifdef EMBER_HAVE_VULKAN
+  devs.emplace_back("vulkan", std::nullopt);
+#endif
   for (size_t k = 0; k < std::size(kCases); ++k)
     for (const auto& [tag, dev] : devs)
       ::testing::RegisterTest(
@@ -260,6 +270,15 @@ TEST(TensorIndexTest, GradientsFlowThroughIndexAndIndexPut) {
   Tensor z = arange(4, DType::f32).requires_grad_();
   z.index({tensor<int64_t>({1, 1, 3})}).index({Slice(None, 2)}).sum().backward();
   EXPECT_EQ(z.grad().to_vector<float>(), (std::vector<float>{0, 2, 0, 0}));
+  // Writing a value that requires grad into a tensor that does not makes it part of the graph,
+  // through both paths (basic: copy_ into the view; advanced: index_put).
+  Tensor w = tensor<float>({3}).requires_grad_();
+  Tensor t = zeros({2, 3});
+  t.index_put_({0, Slice(1, None)}, w);
+  t.index_put_({tensor<int64_t>({1, 1}), tensor<int64_t>({0, 2})}, w * 2);
+  ASSERT_TRUE(t.requires_grad());
+  (t * arange(6, DType::f32).reshape({2, 3})).sum().backward();
+  EXPECT_EQ(w.grad().item<float>(), 1 + 2 + 2 * (3 + 5));
 }
 
 TEST(TensorIndexTest, BadIndicesThrowNamingShapes) {
