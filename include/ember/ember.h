@@ -14,6 +14,7 @@
 #include "ember/ops/layout.h"
 #include "ember/ops/linalg.h"
 #include "ember/ops/reduce.h"
+#include "ember/ops/tensor_index.h"
 #include "ember/optim/optim.h"
 #include "ember/shape.h"
 #include "ember/tensor.h"

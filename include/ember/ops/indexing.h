@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/ops/tensor_index.h"  // Tensor::index({Slice(), 0, mask}): torch's x[...]
 #include "ember/tensor.h"
 
 namespace ember {
