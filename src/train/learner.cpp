@@ -94,14 +94,15 @@ namespace detail {
 
 namespace {
 // The step of the (UnaryModule, LossFn) constructor: output = model(data), loss(output, target).
-StepFn<data::Example> unary_step(nn::UnaryModule* model, LossFn loss) {
+// Nothing for an empty loss (the constructor says so).
+std::any unary_step(nn::UnaryModule* model, LossFn loss) {
   if (!loss) return {};
-  return [model, loss = std::move(loss)](const data::Example& b) {
+  return StepFn<data::Example>([model, loss = std::move(loss)](const data::Example& b) {
     Tensor out = model->forward(b.data);
     Tensor l = loss(out, b.target);
     return StepOutput{std::move(l), std::move(out), b.target,
                       b.data.dim() > 0 ? b.data.size(0) : 1};
-  };
+  });
 }
 
 const char* const kBuiltinMetrics[] = {"loss",      "accuracy", "top_k_accuracy",
@@ -110,11 +111,11 @@ const char* const kBuiltinMetrics[] = {"loss",      "accuracy", "top_k_accuracy"
 
 Learner::Learner(std::shared_ptr<nn::UnaryModule> model,
                  std::shared_ptr<optim::Optimizer> optimizer, LossFn loss, LearnerOptions options)
-    : Learner(model, std::move(optimizer), static_cast<bool>(loss),
-              std::any(unary_step(model.get(), std::move(loss))), std::move(options)) {}
+    : Learner(model, std::move(optimizer), unary_step(model.get(), std::move(loss)),
+              std::move(options)) {}
 
 Learner::Learner(std::shared_ptr<nn::Module> model, std::shared_ptr<optim::Optimizer> optimizer,
-                 bool has_step, std::any step, LearnerOptions options)
+                 std::any step, LearnerOptions options)
     : model_(std::move(model)),
       optimizer_(std::move(optimizer)),
       step_fn_(std::move(step)),
@@ -122,7 +123,7 @@ Learner::Learner(std::shared_ptr<nn::Module> model, std::shared_ptr<optim::Optim
   constexpr const char* op = "Learner";
   if (!model_) EMBER_FAIL(op, "model is null");
   if (!optimizer_) EMBER_FAIL(op, "optimizer is null");
-  if (!has_step) EMBER_FAIL(op, "loss / step function is empty");
+  if (!step_fn_.has_value()) EMBER_FAIL(op, "loss / step function is empty");
   if (opts_.accumulation_steps < 1)
     EMBER_FAIL(op, "accumulation_steps must be >= 1, got ", opts_.accumulation_steps);
   if (opts_.keep_last < 0) EMBER_FAIL(op, "keep_last must be >= 0, got ", opts_.keep_last);

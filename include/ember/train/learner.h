@@ -281,8 +281,8 @@ class Learner {
   template <typename B>
   Learner(std::shared_ptr<nn::Module> model, std::shared_ptr<optim::Optimizer> optimizer,
           StepFn<B> step, LearnerOptions options = {})
-      : Learner(std::move(model), std::move(optimizer), static_cast<bool>(step),
-                std::any(std::move(step)), std::move(options)) {}
+      : Learner(std::move(model), std::move(optimizer),
+                step ? std::any(std::move(step)) : std::any(), std::move(options)) {}
 
   /// Adds a metric computed on training and validation batches (see Metric). Throws
   /// ember::Error("[Learner::add_metric] ...") for null, a bad or built-in name, or a name
@@ -350,8 +350,9 @@ class Learner {
 
  private:
   struct Run;
+  /// `step` holds a StepFn<B>, or nothing when the user's was empty.
   Learner(std::shared_ptr<nn::Module> model, std::shared_ptr<optim::Optimizer> optimizer,
-          bool has_step, std::any step, LearnerOptions options);
+          std::any step, LearnerOptions options);
   template <typename B>
   const StepFn<B>& step_fn(const char* op) const {
     if (const auto* f = std::any_cast<StepFn<B>>(&step_fn_)) return *f;
