@@ -40,12 +40,12 @@ struct Crafted {
   std::string good = dir / "good.safetensors", bad = dir / "bad.safetensors";
   Crafted() {
     W m;
-    optim::Adam opt(m.parameters(), optim::AdamOptions(0.1));
+    auto opt = std::make_shared<optim::Adam>(m.parameters(), optim::AdamOptions(0.1));
     optim::StepLR sched(opt, 1, 0.5);
     for (int i = 0; i < 2; ++i) {
       (m.w * m.w + m.w).sum().backward();
-      opt.step();
-      opt.zero_grad();
+      opt->step();
+      opt->zero_grad();
       sched.step();
     }
     record::TrainingState st;
@@ -54,7 +54,7 @@ struct Crafted {
     st.best_epoch = 1;
     st.best_metric = 0.5;
     st.rng = record::capture_random_states({Device::cpu()});
-    record::save_checkpoint(good, {&m, &opt, &sched}, st);
+    record::save_checkpoint(good, {&m, opt.get(), &sched}, st);
   }
   void crafted(const std::function<void(nn::StateDict&, record::Metadata&)>& edit) const {
     record::SafetensorsFile f = record::load_safetensors(good);
@@ -65,13 +65,13 @@ struct Crafted {
   // model, optimizer and scheduler left as they were.
   void expect_rejected(const std::vector<std::string>& pieces) const {
     W m;
-    optim::Adam opt(m.parameters(), optim::AdamOptions(0.1));
+    auto opt = std::make_shared<optim::Adam>(m.parameters(), optim::AdamOptions(0.1));
     optim::StepLR sched(opt, 1, 0.5);
     std::vector<std::string> all = {"[load_checkpoint] " + bad + ": "};
     all.insert(all.end(), pieces.begin(), pieces.end());
-    expect_error([&] { record::load_checkpoint(bad, {&m, &opt, &sched}); }, all);
-    EXPECT_EQ(opt.state(m.w), nullptr) << pieces.front();
-    EXPECT_EQ(opt.param_groups()[0].lr(), 0.1) << pieces.front();
+    expect_error([&] { record::load_checkpoint(bad, {&m, opt.get(), &sched}); }, all);
+    EXPECT_EQ(opt->state(m.w), nullptr) << pieces.front();
+    EXPECT_EQ(opt->param_groups()[0].lr(), 0.1) << pieces.front();
     EXPECT_EQ(sched.last_epoch(), 0) << pieces.front();
     EXPECT_EQ(m.w.abs().sum().item<double>(), 0) << pieces.front();  // the model too
   }
@@ -187,7 +187,7 @@ TEST(CheckpointValuesTest, SchedulerStateOutOfRangeNamesTheKey) {
 
   // The other schedulers' own fields, through load_state_dict.
   W m;
-  optim::SGD opt(m.parameters(), optim::SGDOptions(0.1));
+  auto opt = std::make_shared<optim::SGD>(m.parameters(), optim::SGDOptions(0.1));
   optim::CosineAnnealingWarmRestarts cos(opt, 3);
   nn::StateDict d = cos.state_dict();
   d.set("T_i", i64(0));  // the cosine divides by it

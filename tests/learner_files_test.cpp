@@ -248,12 +248,16 @@ TEST(LearnerFilesTest, OutOfRangeLearnerStateNamesTheField) {
                  {"[load_checkpoint]", "field 'epoch' = \"-3\" is not a non-negative integer"});
   expect_refused([](J&, M& m) { m["step"] = "-1"; }, {"field 'step' = \"-1\""});
   expect_refused(
-      [](J&, M& m) { m["best_epoch"] = "2"; },
-      {"[Learner::resume]", "field 'best_epoch' = 2 is not before the epochs completed (2)"});
+      [](J&, M& m) { m["best_epoch"] = "3"; },
+      {"[Learner::resume]", "field 'best_epoch' = 3 is not in [0, 2] (2 epochs completed"});
+  expect_refused([](J&, M& m) { m["best_epoch"] = "-1"; },
+                 {"[Learner::resume]", "field 'best_epoch' = -1 is not in [0, 2]"});
+  expect_refused([](J& j, M&) { j["epoch_base"] = 2; },
+                 {"[Learner::resume]", "field 'learner.epoch_base' = 2 is not 1"});
   expect_refused([](J& j, M&) { j["history"].erase(1); },
                  {"field 'learner.history' holds 1 entries, not one per completed epoch (2)"});
   expect_refused([](J& j, M&) { j["history"][1]["epoch"] = 1e300; },
-                 {"field 'learner.history[1].epoch' = 1e+300 is not 1"});
+                 {"field 'learner.history[1].epoch' = 1e+300 is not 2"});
   expect_refused([](J& j, M&) { j["history"][0]["seconds"] = -1; },
                  {"field 'learner.history[0].seconds' = -1 is not a finite number >= 0"});
   expect_refused([](J& j, M&) { j["es_bad_epochs"] = -1; },

@@ -109,7 +109,7 @@ struct TrainRun {
     manual_seed(Device::cpu(), init_seed);
     model = std::make_shared<Mlp>(4, 8, 3, 0.2);
     opt = std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions(0.02));
-    sched = std::make_shared<optim::StepLR>(*opt, 1, gamma);
+    sched = std::make_shared<optim::StepLR>(opt, 1, gamma);
     learner = std::make_unique<train::Learner>(model, opt, train::cross_entropy_loss(), o);
     learner->set_scheduler(sched, train::SchedulerInterval::epoch);
   }
@@ -178,8 +178,15 @@ TEST(LearnerTest, WritesCheckpointsLogsAndReport) {
   const record::CheckpointFile best =
       record::read_checkpoint(dir + "/checkpoints/best.safetensors");
   EXPECT_EQ(best.state.best_metric_name, "valid_loss");
+  // One epoch numbering: best_epoch counts from 1 in FitResult, the checkpoint and the report.
+  EXPECT_GE(r.best_epoch, 1);
   EXPECT_EQ(best.state.best_epoch, r.best_epoch);
-  EXPECT_EQ(best.state.epoch, r.best_epoch + 1);
+  EXPECT_EQ(best.state.epoch, r.best_epoch);
+  EXPECT_EQ(r.history[size_t(r.best_epoch - 1)].metrics.at("valid_loss"), r.best_metric);
+  for (size_t i = 0; i < r.history.size(); ++i) {
+    EXPECT_EQ(r.history[i].epoch, int64_t(i) + 1);
+    EXPECT_EQ(r.history[i].metrics.at("epoch"), double(i + 1));
+  }
 
   // CSV: a header and one row per epoch, the same numbers as the history.
   const std::string csv = read_bytes(dir + "/metrics.csv");
@@ -217,7 +224,7 @@ TEST(LearnerTest, WritesCheckpointsLogsAndReport) {
   EXPECT_NE(version_at, std::string::npos);
   char best_line[96];
   std::snprintf(best_line, sizeof best_line, "best checkpoint: epoch %lld, valid_loss %.4f",
-                (long long)(r.best_epoch + 1), r.best_metric);
+                (long long)r.best_epoch, r.best_metric);
   EXPECT_NE(html.find(best_line), std::string::npos) << best_line;
   EXPECT_NE(lines.str().find("epoch 1/3"), std::string::npos);
   EXPECT_NE(lines.str().find("epoch 3/3"), std::string::npos);
@@ -263,7 +270,7 @@ TEST(LearnerTest, SigintStopsWithALoadableCheckpointAndResumes) {
   int64_t seen = 0;
   o.on_batch_end = [&](const train::BatchEvent& e) {
     ++seen;
-    if (e.epoch == 1 && e.batch == 2) std::raise(SIGINT);
+    if (e.epoch == 2 && e.batch == 2) std::raise(SIGINT);  // epochs count from 1
   };
   TrainRun b(3, o);
   const train::FitResult r = b.learner->fit(b.train, &b.valid, 2);
@@ -371,9 +378,9 @@ TEST(LearnerTest, RejectsBadOptions) {
 
 TEST(LearnerTest, HistoryFormatsHandleMissingValues) {
   std::vector<train::EpochSummary> h(2);
-  h[0].epoch = 0;
+  h[0].epoch = 1;
   h[0].metrics = {{"train_loss", 1.5}};
-  h[1].epoch = 1;
+  h[1].epoch = 2;
   h[1].metrics = {{"train_loss", NAN}, {"valid_loss", 0.25}};
   EXPECT_EQ(train::history_csv(h).substr(0, 38), "epoch,train_loss,valid_loss,seconds\n1,");
   // The Learner also records "epoch" as a metric: the reports still write it once.

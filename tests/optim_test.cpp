@@ -396,7 +396,7 @@ TEST(OptimTest, InvalidOptionsAndParametersThrow) {
 
 namespace {
 
-std::shared_ptr<LRScheduler> make_scheduler(Optimizer& opt, const json& s) {
+std::shared_ptr<LRScheduler> make_scheduler(const std::shared_ptr<Optimizer>& opt, const json& s) {
   const std::string t = s["type"];
   if (t == "StepLR")
     return std::make_shared<StepLR>(opt, s["step_size"].get<int64_t>(), s.value("gamma", 0.1));
@@ -455,7 +455,7 @@ ReduceLROnPlateauOptions plateau_options(const json& s) {
   return o;
 }
 
-std::unique_ptr<Optimizer> two_group_optimizer(const json& cs, Tensor& a, Tensor& b) {
+std::shared_ptr<Optimizer> two_group_optimizer(const json& cs, Tensor& a, Tensor& b) {
   const std::string type = cs["optimizer"];
   a = zeros({2}, DType::f64);
   b = zeros({2}, DType::f64);
@@ -495,9 +495,9 @@ TEST(LRSchedulerTest, GoldenSchedulesMatchTorchStepByStep) {
     std::shared_ptr<LRScheduler> sched;
     std::unique_ptr<ReduceLROnPlateau> rp;
     if (plateau) {
-      rp = std::make_unique<ReduceLROnPlateau>(*opt, plateau_options(spec));
+      rp = std::make_unique<ReduceLROnPlateau>(opt, plateau_options(spec));
     } else {
-      sched = make_scheduler(*opt, spec);
+      sched = make_scheduler(opt, spec);
     }
     bool ok = true;
     for (int s = 0; s <= cs["steps"].get<int>() && ok; ++s) {
@@ -543,7 +543,7 @@ TEST(LRSchedulerTest, StateDictRoundTripResumesTheSchedule) {
     if (cs["scheduler"]["type"] == "ReduceLROnPlateau") continue;
     Tensor a, b;
     auto opt = two_group_optimizer(cs, a, b);
-    auto sched = make_scheduler(*opt, cs["scheduler"]);
+    auto sched = make_scheduler(opt, cs["scheduler"]);
     for (int s = 0; s < 12; ++s) {
       opt->step();
       sched->step();
@@ -552,7 +552,7 @@ TEST(LRSchedulerTest, StateDictRoundTripResumesTheSchedule) {
     const auto sched_sd = sched->state_dict();
     Tensor a2, b2;
     auto opt2 = two_group_optimizer(cs, a2, b2);
-    auto sched2 = make_scheduler(*opt2, cs["scheduler"]);
+    auto sched2 = make_scheduler(opt2, cs["scheduler"]);
     opt2->load_state_dict(opt_sd);
     sched2->load_state_dict(sched_sd);
     for (int s = 12; s < 20; ++s) {
@@ -568,7 +568,7 @@ TEST(LRSchedulerTest, StateDictRoundTripResumesTheSchedule) {
 TEST(LRSchedulerTest, PlateauStateDictRoundTrip) {
   Tensor a = zeros({1}, DType::f64);
   a.requires_grad_();
-  SGD opt(std::vector<Tensor>{a}, SGDOptions(1.0));
+  auto opt = std::make_shared<SGD>(std::vector<Tensor>{a}, SGDOptions(1.0));
   ReduceLROnPlateau rp(opt, ReduceLROnPlateauOptions().patience(1).factor(0.5));
   for (double m : {1.0, 2.0}) rp.step(m);
   ReduceLROnPlateau rp2(opt, ReduceLROnPlateauOptions().patience(1).factor(0.5));
@@ -576,18 +576,18 @@ TEST(LRSchedulerTest, PlateauStateDictRoundTrip) {
   EXPECT_EQ(rp2.best(), 1.0);
   EXPECT_EQ(rp2.num_bad_epochs(), 1);
   rp2.step(3.0);  // third bad epoch > patience: halve
-  EXPECT_EQ(opt.param_groups()[0].lr(), 0.5);
+  EXPECT_EQ(opt->param_groups()[0].lr(), 0.5);
 }
 
 TEST(LRSchedulerTest, WarmRestartsFractionalEpochs) {
   Tensor a = zeros({1}, DType::f64);
   a.requires_grad_();
-  SGD opt(std::vector<Tensor>{a}, SGDOptions(0.1));
+  auto opt = std::make_shared<SGD>(std::vector<Tensor>{a}, SGDOptions(0.1));
   CosineAnnealingWarmRestarts s(opt, 10, 2, 0.0);
   s.step(12.5);  // second cycle (T_i = 20), T_cur = 2.5
   EXPECT_EQ(s.T_i(), 20);
   EXPECT_DOUBLE_EQ(s.T_cur(), 2.5);
-  EXPECT_NEAR(opt.param_groups()[0].lr(), 0.1 * (1 + std::cos(M_PI * 2.5 / 20)) / 2, 1e-15);
+  EXPECT_NEAR(opt->param_groups()[0].lr(), 0.1 * (1 + std::cos(M_PI * 2.5 / 20)) / 2, 1e-15);
   EXPECT_EQ(s.last_epoch(), 12);
   expect_error([&] { s.step(-1.0); }, "[CosineAnnealingWarmRestarts] Expected non-negative epoch");
 }
@@ -595,8 +595,8 @@ TEST(LRSchedulerTest, WarmRestartsFractionalEpochs) {
 TEST(LRSchedulerTest, InvalidArgumentsThrow) {
   Tensor a = zeros({1}, DType::f64);
   a.requires_grad_();
-  SGD opt(std::vector<Tensor>{a}, SGDOptions(0.1));
-  Adagrad ada(std::vector<Tensor>{a}, AdagradOptions());
+  auto opt = std::make_shared<SGD>(std::vector<Tensor>{a}, SGDOptions(0.1));
+  auto ada = std::make_shared<Adagrad>(std::vector<Tensor>{a}, AdagradOptions());
   expect_error([&] { OneCycleLR(ada, OneCycleLROptions(1.0, 10)); }, "must support momentum");
   expect_error([&] { OneCycleLR(opt, OneCycleLROptions(1.0, 0)); },
                "[OneCycleLR] Expected positive integer total_steps");
@@ -642,6 +642,38 @@ TEST(LRSchedulerTest, InvalidArgumentsThrow) {
   StepLR st(opt, 2);
   nn::StateDict empty;
   expect_error([&] { st.load_state_dict(empty); }, "[StepLR] state dict has no");
+}
+
+// Issue 14 item 2: a scheduler owns its optimizer (shared_ptr), so dropping the last user-held
+// pointer cannot leave it stepping a destroyed optimizer; null is an ember::Error.
+TEST(LRSchedulerTest, SchedulerKeepsItsOptimizerAlive) {
+  Tensor a = zeros({1}, DType::f64);
+  a.requires_grad_();
+  auto opt = std::make_shared<SGD>(std::vector<Tensor>{a}, SGDOptions(1.0));
+  std::weak_ptr<Optimizer> watch = opt;
+  auto sched = std::make_unique<StepLR>(opt, 1, 0.5);
+  ReduceLROnPlateau plateau(opt, ReduceLROnPlateauOptions().patience(0).factor(0.5));
+  opt.reset();  // the user's last pointer
+  ASSERT_FALSE(watch.expired());
+  sched->step();
+  sched->step();
+  EXPECT_EQ(sched->get_last_lr(), std::vector<double>{0.25});
+  EXPECT_EQ(sched->optimizer().param_groups()[0].lr(), 0.25);
+  plateau.step(1.0);
+  plateau.step(2.0);  // a bad epoch > patience 0: halve
+  EXPECT_EQ(plateau.get_last_lr(), std::vector<double>{0.125});
+  sched.reset();
+  EXPECT_FALSE(watch.expired());  // the plateau scheduler still holds it
+}
+
+TEST(LRSchedulerTest, NullOptimizerThrows) {
+  std::shared_ptr<Optimizer> none;
+  expect_error([&] { StepLR(none, 1); }, "[StepLR] the optimizer is null");
+  expect_error([&] { CosineAnnealingLR(none, 10); }, "[CosineAnnealingLR] the optimizer is null");
+  expect_error([&] { OneCycleLR(none, OneCycleLROptions(1.0, 10)); },
+               "[OneCycleLR] the optimizer is null");
+  expect_error([&] { SequentialLR(none, {}, {}); }, "[SequentialLR] the optimizer is null");
+  expect_error([&] { ReduceLROnPlateau p(none); }, "[ReduceLROnPlateau] the optimizer is null");
 }
 
 // ---------------- gradient clipping ----------------

@@ -348,9 +348,9 @@ TEST(CheckpointTest, RestoresModelOptimizerSchedulerAndRng) {
     NoGradGuard g;
     a.w.copy_(randn({2, 3}));
   }
-  optim::Adam opt_a(a.parameters(), optim::AdamOptions(0.1));
+  auto opt_a = std::make_shared<optim::Adam>(a.parameters(), optim::AdamOptions(0.1));
   optim::StepLR sched_a(opt_a, 2, 0.5);
-  train_steps(a, opt_a, sched_a, 3);
+  train_steps(a, *opt_a, sched_a, 3);
   manual_seed(Device::cpu(), 99);
   (void)rand({11});
   record::TrainingState st;
@@ -366,17 +366,17 @@ TEST(CheckpointTest, RestoresModelOptimizerSchedulerAndRng) {
   st.user_json = R"({"lr": [0.1, 0.2]})";
   st.extra["note"] = "hello";
   const std::string path = dir + "/c.safetensors";
-  record::save_checkpoint(path, {&a, &opt_a, &sched_a}, st);
+  record::save_checkpoint(path, {&a, opt_a.get(), &sched_a}, st);
   EXPECT_EQ(list_dir(dir), (std::vector<std::string>{"c.safetensors"}));
   // The continuation of the original run.
   const std::vector<float> draws = rand({4}).to_vector<float>();
-  train_steps(a, opt_a, sched_a, 2);
+  train_steps(a, *opt_a, sched_a, 2);
 
   manual_seed(1);
   Pair b;
-  optim::Adam opt_b(b.parameters(), optim::AdamOptions(0.1));
+  auto opt_b = std::make_shared<optim::Adam>(b.parameters(), optim::AdamOptions(0.1));
   optim::StepLR sched_b(opt_b, 2, 0.5);
-  const record::TrainingState back = record::load_checkpoint(path, {&b, &opt_b, &sched_b});
+  const record::TrainingState back = record::load_checkpoint(path, {&b, opt_b.get(), &sched_b});
   EXPECT_EQ(back.epoch, 3);
   EXPECT_EQ(back.best_metric, 0.25);
   EXPECT_EQ(back.best_metric_name, "valid_loss");
@@ -386,7 +386,7 @@ TEST(CheckpointTest, RestoresModelOptimizerSchedulerAndRng) {
   EXPECT_EQ(back.extra.at("note"), "hello");
   EXPECT_EQ(rand({4}).to_vector<float>(), draws);  // the generator is where it was
   EXPECT_EQ(sched_b.get_last_lr(), std::vector<double>{0.05});
-  train_steps(b, opt_b, sched_b, 2);
+  train_steps(b, *opt_b, sched_b, 2);
   expect_same(b.w, a.w, "w after resumed steps");  // bit-identical continuation
   EXPECT_EQ(sched_b.get_last_lr(), sched_a.get_last_lr());
 

@@ -39,7 +39,7 @@ std::vector<train::EpochSummary> synthetic_history() {
   std::vector<train::EpochSummary> h(12);
   for (int e = 0; e < 12; ++e) {
     auto& m = h[size_t(e)].metrics;
-    h[size_t(e)].epoch = e;
+    h[size_t(e)].epoch = e + 1;  // epochs count from 1
     h[size_t(e)].seconds = 4.25 + 0.01 * e;
     m["epoch"] = e + 1;
     m["train_loss"] = 2.3026 * std::exp(-0.35 * e) + 0.21;
@@ -249,8 +249,9 @@ TEST(ReportTest, PageHasSettingsBestAndLastValuesAndOwnScaleForTopK) {
 
 TEST(ReportTest, RegressionHistoryHasOnlyTheLossChart) {
   std::vector<train::EpochSummary> h(2);
+  h[0].epoch = 1;
   h[0].metrics = {{"train_loss", 0.5}};
-  h[1].epoch = 1;
+  h[1].epoch = 2;
   h[1].metrics = {{"train_loss", 0.25}};
   const std::string html = train::history_html(h, "r");
   EXPECT_NE(html.find(">loss</text>"), std::string::npos);

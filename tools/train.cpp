@@ -210,7 +210,7 @@ int run_train(TrainArgs a) {
 
   nlohmann::json epochs = nlohmann::json::array();
   for (const auto& e : r.history) {
-    nlohmann::json m = {{"epoch", e.epoch + 1}, {"seconds", e.seconds}};
+    nlohmann::json m = {{"epoch", e.epoch}, {"seconds", e.seconds}};
     for (const auto& [k, v] : e.metrics)
       if (k != "epoch") m[k] = std::isfinite(v) ? nlohmann::json(v) : nullptr;
     epochs.push_back(m);

@@ -59,6 +59,12 @@ int64_t loader_num_batches(int64_t n, const DataLoaderOptions& o) {
   return n / o.batch_size + (o.drop_last || n % o.batch_size == 0 ? 0 : 1);  // no n + bs - 1
 }
 
+[[noreturn]] void fail_unmovable_batch(const Device& device) {
+  EMBER_FAIL("DataLoader", "cannot place batches on ", device.str(),
+             ": the batch type has no ember::data::BatchToDevice (give it a member "
+             "`B to(const Device&) const` or specialize BatchToDevice<B>)");
+}
+
 [[noreturn]] void rethrow_batch_error(int64_t batch, std::exception_ptr e) {
   std::string what = "unknown exception";
   try {

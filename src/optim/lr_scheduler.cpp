@@ -53,9 +53,10 @@ std::vector<double> per_group(const std::vector<double>& v, size_t groups, const
 
 // ---- LRScheduler ----
 
-LRScheduler::LRScheduler(Optimizer& optimizer, std::string name)
-    : optimizer_(&optimizer), name_(std::move(name)) {
-  for (auto& g : optimizer.param_groups()) {
+LRScheduler::LRScheduler(std::shared_ptr<Optimizer> optimizer, std::string name)
+    : optimizer_(std::move(optimizer)), name_(std::move(name)) {
+  if (!optimizer_) EMBER_FAIL(name_.c_str(), "the optimizer is null");
+  for (auto& g : optimizer_->param_groups()) {
     if (!g.initial_lr) g.initial_lr = g.lr();
     base_lrs_.push_back(*g.initial_lr);
   }
@@ -114,8 +115,8 @@ void LRScheduler::load_state_dict(const nn::StateDict& d) {
 
 // ---- StepLR ----
 
-StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
-    : LRScheduler(optimizer, "StepLR"), step_size_(step_size), gamma_(gamma) {
+StepLR::StepLR(std::shared_ptr<Optimizer> optimizer, int64_t step_size, double gamma)
+    : LRScheduler(std::move(optimizer), "StepLR"), step_size_(step_size), gamma_(gamma) {
   EMBER_CHECK(step_size > 0, "StepLR", "step_size must be positive, got ", step_size);
   initial_step();
 }
@@ -135,8 +136,11 @@ std::optional<std::vector<double>> StepLR::closed_form_lr() {
 
 // ---- MultiStepLR ----
 
-MultiStepLR::MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma)
-    : LRScheduler(optimizer, "MultiStepLR"), milestones_(std::move(milestones)), gamma_(gamma) {
+MultiStepLR::MultiStepLR(std::shared_ptr<Optimizer> optimizer, std::vector<int64_t> milestones,
+                         double gamma)
+    : LRScheduler(std::move(optimizer), "MultiStepLR"),
+      milestones_(std::move(milestones)),
+      gamma_(gamma) {
   std::sort(milestones_.begin(), milestones_.end());
   initial_step();
 }
@@ -159,8 +163,8 @@ std::optional<std::vector<double>> MultiStepLR::closed_form_lr() {
 
 // ---- ConstantLR ----
 
-ConstantLR::ConstantLR(Optimizer& optimizer, double factor, int64_t total_iters)
-    : LRScheduler(optimizer, "ConstantLR"), factor_(factor), total_iters_(total_iters) {
+ConstantLR::ConstantLR(std::shared_ptr<Optimizer> optimizer, double factor, int64_t total_iters)
+    : LRScheduler(std::move(optimizer), "ConstantLR"), factor_(factor), total_iters_(total_iters) {
   EMBER_CHECK(factor >= 0 && factor <= 1, "ConstantLR",
               "Constant multiplicative factor expected to be between 0 and 1, got ", factor);
   initial_step();
@@ -185,9 +189,9 @@ std::optional<std::vector<double>> ConstantLR::closed_form_lr() {
 
 // ---- LinearLR ----
 
-LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor,
+LinearLR::LinearLR(std::shared_ptr<Optimizer> optimizer, double start_factor, double end_factor,
                    int64_t total_iters)
-    : LRScheduler(optimizer, "LinearLR"),
+    : LRScheduler(std::move(optimizer), "LinearLR"),
       start_factor_(start_factor),
       end_factor_(end_factor),
       total_iters_(total_iters) {
@@ -223,8 +227,8 @@ std::optional<std::vector<double>> LinearLR::closed_form_lr() {
 
 // ---- ExponentialLR ----
 
-ExponentialLR::ExponentialLR(Optimizer& optimizer, double gamma)
-    : LRScheduler(optimizer, "ExponentialLR"), gamma_(gamma) {
+ExponentialLR::ExponentialLR(std::shared_ptr<Optimizer> optimizer, double gamma)
+    : LRScheduler(std::move(optimizer), "ExponentialLR"), gamma_(gamma) {
   initial_step();
 }
 
@@ -243,8 +247,9 @@ std::optional<std::vector<double>> ExponentialLR::closed_form_lr() {
 
 // ---- CosineAnnealingLR ----
 
-CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min)
-    : LRScheduler(optimizer, "CosineAnnealingLR"), T_max_(T_max), eta_min_(eta_min) {
+CosineAnnealingLR::CosineAnnealingLR(std::shared_ptr<Optimizer> optimizer, int64_t T_max,
+                                     double eta_min)
+    : LRScheduler(std::move(optimizer), "CosineAnnealingLR"), T_max_(T_max), eta_min_(eta_min) {
   EMBER_CHECK(T_max > 0, "CosineAnnealingLR", "T_max must be positive, got ", T_max);
   initial_step();
 }
@@ -277,9 +282,10 @@ std::optional<std::vector<double>> CosineAnnealingLR::closed_form_lr() {
 
 // ---- CosineAnnealingWarmRestarts ----
 
-CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0,
-                                                         int64_t T_mult, double eta_min)
-    : LRScheduler(optimizer, "CosineAnnealingWarmRestarts"),
+CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(std::shared_ptr<Optimizer> optimizer,
+                                                         int64_t T_0, int64_t T_mult,
+                                                         double eta_min)
+    : LRScheduler(std::move(optimizer), "CosineAnnealingWarmRestarts"),
       T_0_(T_0),
       T_i_(T_0),
       T_mult_(T_mult),
@@ -347,8 +353,8 @@ void CosineAnnealingWarmRestarts::load_state_dict(const nn::StateDict& d) {
 
 // ---- OneCycleLR ----
 
-OneCycleLR::OneCycleLR(Optimizer& optimizer, const OneCycleLROptions& o)
-    : LRScheduler(optimizer, "OneCycleLR"), opts_(o) {
+OneCycleLR::OneCycleLR(std::shared_ptr<Optimizer> optimizer, const OneCycleLROptions& o)
+    : LRScheduler(std::move(optimizer), "OneCycleLR"), opts_(o) {
   const char* op = name();
   EMBER_CHECK(o.total_steps_ > 0, op, "Expected positive integer total_steps, but got ",
               o.total_steps_);
@@ -364,11 +370,11 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, const OneCycleLROptions& o)
   } else {
     phases_ = {{pct * total - 1, 0, 1, 0, 1}, {total - 1, 1, 2, 1, 0}};
   }
-  auto& groups = optimizer.param_groups();
+  auto& groups = optimizer_->param_groups();
   max_lrs_ = per_group(o.max_lr_, groups.size(), "max_lr", op);
   if (o.cycle_momentum()) {
     const char* field = groups[0].options->momentum_field();
-    EMBER_CHECK(field != nullptr, op, "optimizer ", optimizer.name(),
+    EMBER_CHECK(field != nullptr, op, "optimizer ", optimizer_->name(),
                 " must support momentum with `cycle_momentum` option enabled");
   }
   for (size_t i = 0; i < groups.size(); ++i) {
@@ -420,18 +426,20 @@ std::vector<double> OneCycleLR::get_lr() {
 
 // ---- ReduceLROnPlateau ----
 
-ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, ReduceLROnPlateauOptions o)
-    : optimizer_(&optimizer), opts_(std::move(o)) {
+ReduceLROnPlateau::ReduceLROnPlateau(std::shared_ptr<Optimizer> optimizer,
+                                     ReduceLROnPlateauOptions o)
+    : optimizer_(std::move(optimizer)), opts_(std::move(o)) {
   const char* op = "ReduceLROnPlateau";
+  if (!optimizer_) EMBER_FAIL(op, "the optimizer is null");
   EMBER_CHECK(opts_.factor() < 1.0, op, "Factor should be < 1.0, got ", opts_.factor());
   EMBER_CHECK(opts_.mode() == "min" || opts_.mode() == "max", op, "mode ", opts_.mode(),
               " is unknown!");
   EMBER_CHECK(opts_.threshold_mode() == "rel" || opts_.threshold_mode() == "abs", op,
               "threshold mode ", opts_.threshold_mode(), " is unknown!");
-  min_lrs_ = per_group(opts_.min_lr(), optimizer.param_groups().size(), "min_lr", op);
+  min_lrs_ = per_group(opts_.min_lr(), optimizer_->param_groups().size(), "min_lr", op);
   best_ = opts_.mode() == "min" ? std::numeric_limits<double>::infinity()
                                 : -std::numeric_limits<double>::infinity();
-  for (const auto& g : optimizer.param_groups()) last_lr_.push_back(g.lr());
+  for (const auto& g : optimizer_->param_groups()) last_lr_.push_back(g.lr());
 }
 
 bool ReduceLROnPlateau::is_better(double a, double best) const {
@@ -499,10 +507,10 @@ void ReduceLROnPlateau::load_state_dict(const nn::StateDict& d) {
 
 // ---- SequentialLR ----
 
-SequentialLR::SequentialLR(Optimizer& optimizer,
+SequentialLR::SequentialLR(std::shared_ptr<Optimizer> optimizer,
                            std::vector<std::shared_ptr<LRScheduler>> schedulers,
                            std::vector<int64_t> milestones)
-    : LRScheduler(optimizer, "SequentialLR"),
+    : LRScheduler(std::move(optimizer), "SequentialLR"),
       schedulers_(std::move(schedulers)),
       milestones_(std::move(milestones)) {
   const char* op = name();
@@ -510,7 +518,7 @@ SequentialLR::SequentialLR(Optimizer& optimizer,
   for (size_t i = 0; i < schedulers_.size(); ++i) {
     EMBER_CHECK(schedulers_[i] != nullptr, op, "scheduler ", i, " is null");
     EMBER_CHECK(
-        schedulers_[i]->optimizer_ == &optimizer, op,
+        schedulers_[i]->optimizer_ == optimizer_, op,
         "Sequential Schedulers expects all schedulers to belong to the same optimizer, but got "
         "scheduler at index ",
         i, " to be different than the optimizer passed in");
@@ -521,7 +529,7 @@ SequentialLR::SequentialLR(Optimizer& optimizer,
               schedulers_.size(), " and the number of milestones to be equal to ",
               milestones_.size());
   last_epoch_ = 0;
-  for (auto& g : optimizer.param_groups()) g.set_lr(*g.initial_lr);
+  for (auto& g : optimizer_->param_groups()) g.set_lr(*g.initial_lr);
   for (auto& s : schedulers_) s->last_epoch_ -= 1;
   schedulers_[0]->initial_step();
   last_lr_ = schedulers_[0]->get_last_lr();

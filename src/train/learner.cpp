@@ -83,16 +83,47 @@ LossFn mse_loss() {
       [](const Tensor& out, const Tensor& target) { return nn::functional::mse_loss(out, target); };
 }
 
+namespace detail {
+[[noreturn]] void fail_batch_type(const char* op) {
+  EMBER_FAIL(op,
+             "the loader's batch type is not the one of the Learner's step function (a Learner "
+             "built with a LossFn takes DataLoader<T, data::Example>; one built with StepFn<B> "
+             "takes DataLoader<T, B>)");
+}
+}  // namespace detail
+
+namespace {
+// The step of the (UnaryModule, LossFn) constructor: output = model(data), loss(output, target).
+// Nothing for an empty loss (the constructor says so).
+std::any unary_step(nn::UnaryModule* model, LossFn loss) {
+  if (!loss) return {};
+  return StepFn<data::Example>([model, loss = std::move(loss)](const data::Example& b) {
+    Tensor out = model->forward(b.data);
+    Tensor l = loss(out, b.target);
+    return StepOutput{std::move(l), std::move(out), b.target,
+                      b.data.dim() > 0 ? b.data.size(0) : 1};
+  });
+}
+
+const char* const kBuiltinMetrics[] = {"loss",      "accuracy", "top_k_accuracy",
+                                       "precision", "recall",   "f1"};
+}  // namespace
+
 Learner::Learner(std::shared_ptr<nn::UnaryModule> model,
                  std::shared_ptr<optim::Optimizer> optimizer, LossFn loss, LearnerOptions options)
+    : Learner(model, std::move(optimizer), unary_step(model.get(), std::move(loss)),
+              std::move(options)) {}
+
+Learner::Learner(std::shared_ptr<nn::Module> model, std::shared_ptr<optim::Optimizer> optimizer,
+                 std::any step, LearnerOptions options)
     : model_(std::move(model)),
       optimizer_(std::move(optimizer)),
-      loss_(std::move(loss)),
+      step_fn_(std::move(step)),
       opts_(std::move(options)) {
   constexpr const char* op = "Learner";
   if (!model_) EMBER_FAIL(op, "model is null");
   if (!optimizer_) EMBER_FAIL(op, "optimizer is null");
-  if (!loss_) EMBER_FAIL(op, "loss function is empty");
+  if (!step_fn_.has_value()) EMBER_FAIL(op, "loss / step function is empty");
   if (opts_.accumulation_steps < 1)
     EMBER_FAIL(op, "accumulation_steps must be >= 1, got ", opts_.accumulation_steps);
   if (opts_.keep_last < 0) EMBER_FAIL(op, "keep_last must be >= 0, got ", opts_.keep_last);
@@ -105,6 +136,20 @@ Learner::Learner(std::shared_ptr<nn::UnaryModule> model,
   best_ = std::numeric_limits<double>::quiet_NaN();
   run_id_ = detail::new_run_id();
   model_->to(opts_.device);
+}
+
+void Learner::add_metric(std::shared_ptr<Metric> metric) {
+  constexpr const char* op = "Learner::add_metric";
+  if (!metric) EMBER_FAIL(op, "metric is null");
+  const std::string name = metric->name();
+  if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                             "0123456789_") != std::string::npos)
+    EMBER_FAIL(op, "metric name \"", name, "\" must be letters, digits and '_'");
+  for (const char* b : kBuiltinMetrics)
+    if (name == b) EMBER_FAIL(op, "metric name \"", name, "\" is a built-in metric's");
+  for (const auto& m : metrics_)
+    if (m->name() == name) EMBER_FAIL(op, "a metric named \"", name, "\" was already added");
+  metrics_.push_back(std::move(metric));
 }
 
 void Learner::set_scheduler(std::shared_ptr<optim::LRScheduler> scheduler,
@@ -123,30 +168,54 @@ void Learner::set_scheduler(std::shared_ptr<optim::ReduceLROnPlateau> scheduler,
   if (plateau_) scheduler_.reset();
 }
 
-std::map<std::string, double> Learner::evaluate(Loader& loader) {
+namespace {
+int64_t samples_of(const StepOutput& s) {
+  if (s.batch_size >= 0) return s.batch_size;
+  if (s.target.defined() && s.target.dim() > 0) return s.target.size(0);
+  if (s.output.defined() && s.output.dim() > 0) return s.output.size(0);
+  return 1;
+}
+
+// The loss of a step, checked: one element.
+const Tensor& step_loss(const StepOutput& s) {
+  if (!s.loss.defined()) EMBER_FAIL("Learner", "the step returned no loss (undefined tensor)");
+  if (s.loss.numel() != 1)
+    EMBER_FAIL("Learner", "the loss must have one element, got shape ", shape_str(s.loss.shape()));
+  return s.loss;
+}
+}  // namespace
+
+void Learner::update_metrics(MetricAccumulator& acc, double loss, const StepOutput& s) {
+  NoGradGuard no_grad;
+  const Tensor out = s.output.defined() ? s.output.detach() : s.output;
+  acc.add(loss, samples_of(s), out, s.target);
+  for (const auto& m : metrics_) m->update(out, s.target);
+}
+
+std::map<std::string, double> Learner::evaluate_source(detail::BatchSource& loader) {
   const bool was_training = model_->is_training();
   model_->eval();
   NoGradGuard no_grad;
   MetricAccumulator acc(opts_.top_k);
+  for (const auto& m : metrics_) m->reset();
   loader.set_epoch(0);  // the same batches every time
   try {
-    while (auto batch = loader.next()) {
-      const Tensor x = batch->data.to(opts_.device), y = batch->target.to(opts_.device);
-      const Tensor out = model_->forward(x);
-      const Tensor loss = loss_(out, y);
-      acc.add(loss.item<double>(), x.dim() > 0 ? x.size(0) : 1, out, y);
-    }
+    while (auto s = loader.step(opts_.device))
+      update_metrics(acc, step_loss(*s).item<double>(), *s);
   } catch (...) {
     model_->train(was_training);
     throw;
   }
   model_->train(was_training);
-  return acc.compute();
+  std::map<std::string, double> out = acc.compute();
+  for (const auto& m : metrics_) out[m->name()] = m->compute();
+  return out;
 }
 
-void Learner::train_epoch(Loader& train, Run& run) {
+void Learner::train_epoch(detail::BatchSource& train, Run& run) {
   model_->train();
   run.acc = MetricAccumulator(opts_.top_k);
+  for (const auto& m : metrics_) m->reset();
   run.epoch_start = Clock::now();
   run.last_draw = -1;
   const int64_t nb = train.size();
@@ -156,21 +225,21 @@ void Learner::train_epoch(Loader& train, Run& run) {
   train.set_epoch(epoch_);
   const std::vector<Tensor> params = model_->parameters();
   for (int64_t b = 0; b < nb; ++b) {
-    std::optional<data::Example> batch = train.next();
-    if (!batch) EMBER_FAIL("Learner", "the train loader ended after ", b, " of ", nb, " batches");
-    if (b < skip) continue;  // consumed before the interruption this run resumes from
-    const Tensor x = batch->data.to(opts_.device), y = batch->target.to(opts_.device);
+    if (b < skip) {  // consumed before the interruption this run resumes from
+      if (!train.skip())
+        EMBER_FAIL("Learner", "the train loader ended after ", b, " of ", nb, " batches");
+      continue;
+    }
     // Micro-batches of one optimizer step; the last group of an epoch may be shorter.
     const int64_t group_start = b / n_acc * n_acc;
     const int64_t group_size = std::min(n_acc, nb - group_start);
     const bool step_due = b == group_start + group_size - 1;
-    const Tensor out = model_->forward(x);
-    const Tensor loss = loss_(out, y);
-    if (loss.numel() != 1)
-      EMBER_FAIL("Learner", "the loss must have one element, got shape ", loss.numel());
+    const std::optional<StepOutput> s = train.step(opts_.device);
+    if (!s) EMBER_FAIL("Learner", "the train loader ended after ", b, " of ", nb, " batches");
+    const Tensor& loss = step_loss(*s);
     (group_size == 1 ? loss : loss / double(group_size)).backward();
     const double loss_value = loss.item<double>();
-    run.acc.add(loss_value, x.dim() > 0 ? x.size(0) : 1, out.detach(), y);
+    update_metrics(run.acc, loss_value, *s);
     if (step_due) {
       if (opts_.clip_grad_norm > 0) nn::clip_grad_norm_(params, opts_.clip_grad_norm);
       optimizer_->step();
@@ -178,7 +247,7 @@ void Learner::train_epoch(Loader& train, Run& run) {
       ++step_;
       if (scheduler_ && interval_ == SchedulerInterval::batch) scheduler_->step();
     }
-    if (opts_.on_batch_end) opts_.on_batch_end(BatchEvent{epoch_, b, nb, step_, loss_value});
+    if (opts_.on_batch_end) opts_.on_batch_end(BatchEvent{epoch_ + 1, b, nb, step_, loss_value});
     if (run.bar) {
       const double el = seconds_since(run.epoch_start);
       if (b == nb - 1 || el - run.last_draw >= 0.1) {
@@ -225,17 +294,18 @@ void Learner::train_epoch(Loader& train, Run& run) {
   train.set_epoch(epoch_ + 1);
 }
 
-FitResult Learner::fit(Loader& train, Loader* valid, int64_t epochs) {
+FitResult Learner::fit_sources(detail::BatchSource& train, detail::BatchSource* valid,
+                               int64_t epochs) {
   constexpr const char* op = "Learner::fit";
   if (epochs < 0) EMBER_FAIL(op, "epochs must be >= 0, got ", epochs);
   if (train.size() == 0) EMBER_FAIL(op, "the train loader has no batches");
-  if (resume_seed_ && *resume_seed_ != train.options().seed)
-    EMBER_FAIL(op, "the train loader's seed ", train.options().seed,
-               " differs from the resumed run's ", *resume_seed_);
+  if (resume_seed_ && *resume_seed_ != train.seed())
+    EMBER_FAIL(op, "the train loader's seed ", train.seed(), " differs from the resumed run's ",
+               *resume_seed_);
   if (resume_batch_ > train.size())
     EMBER_FAIL(op, "the resumed run had consumed ", resume_batch_, " batches but the loader has ",
                train.size());
-  loader_seed_ = train.options().seed;
+  loader_seed_ = train.seed();
   // Before any training: a bad output folder fails now, and a Ctrl-C in the first epoch has a
   // place for its checkpoint.
   if (!opts_.output_dir.empty()) detail::ensure_dir(detail::checkpoint_dir(opts_));
@@ -273,6 +343,7 @@ FitResult Learner::fit(Loader& train, Loader* valid, int64_t epochs) {
   r.best_metric = best_;
   r.best_epoch = best_epoch_;
   r.last_checkpoint = run.last_checkpoint;
+  if (opts_.on_fit_end) opts_.on_fit_end(r);
   return r;
 }
 

@@ -95,15 +95,16 @@ double from_json(const nlohmann::json& j) { return j.is_number() ? j.get<double>
 
 }  // namespace
 
-bool Learner::end_epoch(Loader* valid, Run& run) {
+bool Learner::end_epoch(detail::BatchSource* valid, Run& run) {
   EpochSummary s;
-  s.epoch = epoch_;
+  s.epoch = epoch_ + 1;
   const double train_seconds = seconds_since(run.epoch_start);
   for (const auto& [k, v] : run.acc.compute()) s.metrics["train_" + k] = v;
+  for (const auto& m : metrics_) s.metrics["train_" + m->name()] = m->compute();
   if (train_seconds > 0) s.metrics["samples_per_sec"] = double(run.acc.samples()) / train_seconds;
   s.metrics["lr"] = optimizer_->param_groups().at(0).lr();  // the lr this epoch ended with
   if (valid)
-    for (const auto& [k, v] : evaluate(*valid)) s.metrics["valid_" + k] = v;
+    for (const auto& [k, v] : evaluate_source(*valid)) s.metrics["valid_" + k] = v;
   if (scheduler_ && interval_ == SchedulerInterval::epoch) scheduler_->step();
   if (plateau_) plateau_->step(metric_of(s, plateau_metric_, "ReduceLROnPlateau"));
   s.seconds = seconds_since(run.epoch_start);
@@ -113,7 +114,7 @@ bool Learner::end_epoch(Loader* valid, Run& run) {
   if (auto it = s.metrics.find(opts_.monitor); it != s.metrics.end() && std::isfinite(it->second)) {
     if (std::isnan(best_) || better(it->second, best_, opts_.monitor_mode, 0)) {
       best_ = it->second;
-      best_epoch_ = epoch_;
+      best_epoch_ = epoch_ + 1;
       improved = true;
     }
   }
@@ -173,6 +174,7 @@ bool Learner::end_epoch(Loader* valid, Run& run) {
     if (stop) line += "  early stop";
     *run.out << line << "\n" << std::flush;
   }
+  if (opts_.on_epoch_end) opts_.on_epoch_end(history_.back());
   return stop;
 }
 
@@ -201,6 +203,8 @@ void Learner::write_checkpoint(const std::string& path, int64_t batch) const {
   learner["es_bad_epochs"] = es_bad_epochs_;
   learner["kept"] = kept_;
   learner["run_id"] = run_id_;
+  // Epochs (history, best_epoch) count from 1 since this key; files without it count from 0.
+  learner["epoch_base"] = 1;
   st.extra["learner"] = learner.dump();
   record::CheckpointTargets t;
   t.model = model_.get();
@@ -322,9 +326,20 @@ void Learner::resume(const std::string& dir) {
   // Every value is checked before it is used (ember/checked.h): the error names the field.
   const int64_t epochs = st.epoch;
   auto field = [&](const std::string& name) { return FileField{op, path, name}; };
-  if (st.best_epoch >= epochs)
-    EMBER_FAIL(op, path, ": field 'best_epoch' = ", st.best_epoch,
-               " is not before the epochs completed (", epochs, ")");
+  // Checkpoints before "epoch_base" counted epochs from 0 (best_epoch -1: none); they are read
+  // into today's numbering, from 1 (best_epoch 0: none).
+  int64_t base = 0;
+  if (learner.contains("epoch_base")) {
+    const nlohmann::json& b = learner["epoch_base"];
+    if (!b.is_number_integer() || b.get<int64_t>() != 1)
+      EMBER_FAIL(op, path, ": field 'learner.epoch_base' = ", b.dump(),
+                 " is not 1 (a checkpoint of a newer Ember?)");
+    base = 1;
+  }
+  const int64_t best_epoch = st.best_epoch + (1 - base);
+  if (best_epoch < 0 || best_epoch > epochs)
+    EMBER_FAIL(op, path, ": field 'best_epoch' = ", st.best_epoch, " is not in [", base - 1, ", ",
+               epochs + base - 1, "] (", epochs, " epochs completed, numbered from ", base, ")");
   std::vector<EpochSummary> history;
   double es_best = kNaN;
   bool es_has_best = false;
@@ -340,8 +355,8 @@ void Learner::resume(const std::string& dir) {
     for (const auto& e : hist) {
       const std::string at = "learner.history[" + std::to_string(history.size()) + "]";
       EpochSummary s;
-      s.epoch = json_int(field(at + ".epoch"), e.at("epoch"), int64_t(history.size()),
-                         int64_t(history.size()));
+      const int64_t want = int64_t(history.size()) + base;
+      s.epoch = json_int(field(at + ".epoch"), e.at("epoch"), want, want) + (1 - base);
       s.seconds = from_json(e.at("seconds"));
       if (!std::isnan(s.seconds)) checked_double(field(at + ".seconds"), s.seconds, 0.0);
       for (const auto& [k, v] : e.at("metrics").items()) s.metrics[k] = from_json(v);
@@ -388,7 +403,7 @@ void Learner::resume(const std::string& dir) {
   resume_batch_ = st.batch;
   resume_seed_ = st.loader_seed;
   best_ = st.best_metric;
-  best_epoch_ = st.best_epoch;
+  best_epoch_ = best_epoch;
 }
 
 }  // namespace ember::train

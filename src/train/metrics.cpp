@@ -1,8 +1,11 @@
 // Epoch metrics: loss, accuracy, top-k accuracy, macro precision / recall / F1.
 #include "ember/train/metrics.h"
-#include <cmath>
 
+#include <cmath>
+#include <limits>
 #include <set>
+
+#include "ember/train/learner.h"
 
 namespace ember::train {
 
@@ -72,6 +75,31 @@ std::map<std::string, double> MetricAccumulator::compute() const {
   m["recall"] = r_sum / double(labels);
   m["f1"] = f_sum / double(labels);
   return m;
+}
+
+MeanMetric::MeanMetric(std::string name, Fn batch_mean)
+    : name_(std::move(name)), fn_(std::move(batch_mean)) {
+  if (!fn_) EMBER_FAIL("MeanMetric", "the function of metric \"", name_, "\" is empty");
+}
+
+void MeanMetric::reset() {
+  sum_ = 0;
+  count_ = 0;
+}
+
+void MeanMetric::update(const Tensor& output, const Tensor& target) {
+  const Tensor& by = target.defined() && target.dim() > 0 ? target : output;
+  const int64_t n = by.defined() && by.dim() > 0 ? by.size(0) : 1;
+  sum_ += fn_(output, target) * double(n);
+  count_ += n;
+}
+
+double MeanMetric::compute() const {
+  return count_ > 0 ? sum_ / double(count_) : std::numeric_limits<double>::quiet_NaN();
+}
+
+std::shared_ptr<Metric> mean_metric(std::string name, MeanMetric::Fn batch_mean) {
+  return std::make_shared<MeanMetric>(std::move(name), std::move(batch_mean));
 }
 
 }  // namespace ember::train

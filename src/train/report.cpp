@@ -93,7 +93,7 @@ std::string history_csv(const std::vector<EpochSummary>& h) {
   for (const auto& n : names) o << ',' << n;
   o << ",seconds\n";
   for (const auto& e : h) {
-    o << e.epoch + 1;
+    o << e.epoch;
     for (const auto& n : names) {
       o << ',';
       auto it = e.metrics.find(n);
@@ -114,7 +114,7 @@ std::string history_json(const std::vector<EpochSummary>& h) {
       else
         m[k] = nullptr;
     }
-    arr.push_back({{"epoch", e.epoch + 1}, {"seconds", e.seconds}, {"metrics", m}});
+    arr.push_back({{"epoch", e.epoch}, {"seconds", e.seconds}, {"metrics", m}});
   }
   return arr.dump(2) + "\n";
 }
@@ -149,7 +149,7 @@ std::string history_html(const std::vector<EpochSummary>& h, const std::string& 
       if (it == e.metrics.end() || !std::isfinite(it->second) || dir == 0) continue;
       if (best_epoch < 0 || (dir < 0 ? it->second < best : it->second > best)) {
         best = it->second;
-        best_epoch = e.epoch + 1;
+        best_epoch = e.epoch;
       }
     }
     std::string last;
@@ -171,7 +171,7 @@ std::string history_html(const std::vector<EpochSummary>& h, const std::string& 
       if (best_epoch < 0 ||
           (info.monitor_mode == Mode::min ? it->second < best : it->second > best)) {
         best = it->second;
-        best_epoch = e.epoch + 1;
+        best_epoch = e.epoch;
       }
     }
     o << "<p class=\"best\">best checkpoint: "
@@ -202,7 +202,7 @@ std::string history_html(const std::vector<EpochSummary>& h, const std::string& 
   for (const auto& n : order) o << "<th>" << breakable(n) << "</th>";
   o << "<th>seconds</th></tr>\n";
   for (const auto& e : h) {
-    o << "<tr><td class=\"n\">" << e.epoch + 1 << "</td>";
+    o << "<tr><td class=\"n\">" << e.epoch << "</td>";
     for (const auto& n : order) {
       auto it = e.metrics.find(n);
       o << "<td class=\"n\">" << (it == e.metrics.end() ? "" : shown(n, it->second)) << "</td>";

@@ -137,7 +137,7 @@ std::string svg_chart(const std::vector<EpochSummary>& h, const std::vector<std:
   // x ticks: epochs, every 1-2-5 step that leaves room for about ten labels.
   const int64_t step = std::max<int64_t>(1, int64_t(nice_step(double(n) / 10.0) + 0.5));
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t epoch = h[size_t(i)].epoch + 1;
+    const int64_t epoch = h[size_t(i)].epoch;
     if (i != 0 && epoch % step != 0) continue;
     o << "<line x1=\"" << px(i) << "\" x2=\"" << px(i) << "\" y1=\"" << H - B << "\" y2=\""
       << H - B + 4 << "\" stroke=\"#888\"/><text class=\"xtick\" x=\"" << px(i) << "\" y=\""

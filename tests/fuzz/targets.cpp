@@ -89,15 +89,16 @@ void run_checkpoint(const std::string& bytes, const std::string& dir) {
   const std::string path = dir + "/ckpt.safetensors";
   write_file(path, bytes);
   Net net;
-  optim::Adam adam(net.parameters(), optim::AdamOptions(1e-3));
+  auto adam = std::make_shared<optim::Adam>(net.parameters(), optim::AdamOptions(1e-3));
   optim::StepLR sched(adam, 2, 0.5);
   try {
-    (void)record::load_checkpoint(path, {&net, &adam, &sched}, true);
+    (void)record::load_checkpoint(path, {&net, adam.get(), &sched}, true);
   } catch (const Error&) {
     // The SGD seed does not fit Adam: read it into SGD too, so its fields are reached.
     Net net2;
-    optim::SGD sgd(net2.parameters(), optim::SGDOptions(0.1).momentum(0.9));
-    (void)record::load_checkpoint(path, {&net2, &sgd}, false);
+    auto sgd =
+        std::make_shared<optim::SGD>(net2.parameters(), optim::SGDOptions(0.1).momentum(0.9));
+    (void)record::load_checkpoint(path, {&net2, sgd.get()}, false);
   }
 }
 std::vector<std::string> seeds_checkpoint(const std::string& dir) {
@@ -128,18 +129,19 @@ std::vector<std::string> seeds_checkpoint(const std::string& dir) {
     st.rng = record::capture_random_states({Device::cpu()});
     st.user_json = R"({"kept": ["epoch-0001.safetensors"]})";
     if (kind == 0) {
-      optim::Adam adam(net.parameters(), optim::AdamOptions(1e-3));
+      auto adam = std::make_shared<optim::Adam>(net.parameters(), optim::AdamOptions(1e-3));
       optim::StepLR sched(adam, 2, 0.5);
-      step(adam);
+      step(*adam);
       sched.step();
       out.push_back(written(dir, "c.safetensors", [&](const std::string& p) {
-        record::save_checkpoint(p, {&net, &adam, &sched}, st);
+        record::save_checkpoint(p, {&net, adam.get(), &sched}, st);
       }));
     } else {
-      optim::SGD sgd(net.parameters(), optim::SGDOptions(0.1).momentum(0.9));
-      step(sgd);
+      auto sgd =
+          std::make_shared<optim::SGD>(net.parameters(), optim::SGDOptions(0.1).momentum(0.9));
+      step(*sgd);
       out.push_back(written(dir, "c.safetensors", [&](const std::string& p) {
-        record::save_checkpoint(p, {&net, &sgd}, st);
+        record::save_checkpoint(p, {&net, sgd.get()}, st);
       }));
     }
   }

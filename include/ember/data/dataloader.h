@@ -5,9 +5,13 @@
 #include <exception>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ember/data/dataset.h"
@@ -34,6 +38,84 @@ class StackBatcher : public Batcher<Example, Example> {
   Example batch(std::vector<Example> items) const override;
 };
 
+/// How a batch moves to a device (DataLoaderOptions::device, DataLoader::set_device and the
+/// Learner use it). Provided for Tensor (undefined stays undefined), Example, and std::vector,
+/// std::pair, std::tuple and std::map<K, V> of movable types. The hook for a custom batch type:
+/// give it a member `B to(const Device&) const` (as Tensor::to), or specialize this template
+/// with `static constexpr bool supported = true` and `static B to(const B&, const Device&)`.
+template <typename B, typename = void>
+struct BatchToDevice {
+  static constexpr bool supported = false;
+};
+template <>
+struct BatchToDevice<Tensor> {
+  static constexpr bool supported = true;
+  static Tensor to(const Tensor& t, const Device& d) { return t.defined() ? t.to(d) : t; }
+};
+template <>
+struct BatchToDevice<Example> {
+  static constexpr bool supported = true;
+  static Example to(const Example& e, const Device& d) {
+    return Example{BatchToDevice<Tensor>::to(e.data, d), BatchToDevice<Tensor>::to(e.target, d)};
+  }
+};
+template <typename T>
+struct BatchToDevice<std::vector<T>, std::enable_if_t<BatchToDevice<T>::supported>> {
+  static constexpr bool supported = true;
+  static std::vector<T> to(const std::vector<T>& v, const Device& d) {
+    std::vector<T> out;
+    out.reserve(v.size());
+    for (const T& x : v) out.push_back(BatchToDevice<T>::to(x, d));
+    return out;
+  }
+};
+template <typename A, typename C>
+struct BatchToDevice<std::pair<A, C>,
+                     std::enable_if_t<BatchToDevice<A>::supported && BatchToDevice<C>::supported>> {
+  static constexpr bool supported = true;
+  static std::pair<A, C> to(const std::pair<A, C>& p, const Device& d) {
+    return {BatchToDevice<A>::to(p.first, d), BatchToDevice<C>::to(p.second, d)};
+  }
+};
+template <typename... Ts>
+struct BatchToDevice<std::tuple<Ts...>, std::enable_if_t<(BatchToDevice<Ts>::supported && ...)>> {
+  static constexpr bool supported = true;
+  static std::tuple<Ts...> to(const std::tuple<Ts...>& t, const Device& d) {
+    return std::apply(
+        [&](const Ts&... x) { return std::tuple<Ts...>(BatchToDevice<Ts>::to(x, d)...); }, t);
+  }
+};
+template <typename K, typename V>
+struct BatchToDevice<std::map<K, V>, std::enable_if_t<BatchToDevice<V>::supported>> {
+  static constexpr bool supported = true;
+  static std::map<K, V> to(const std::map<K, V>& m, const Device& d) {
+    std::map<K, V> out;
+    for (const auto& [k, v] : m) out.emplace(k, BatchToDevice<V>::to(v, d));
+    return out;
+  }
+};
+/// A type with a member `B to(const Device&) const` (not Tensor: that one is above).
+template <typename B>
+struct BatchToDevice<
+    B,
+    std::enable_if_t<
+        !std::is_same_v<B, Tensor> &&
+        std::is_same_v<decltype(std::declval<const B&>().to(std::declval<const Device&>())), B>>> {
+  static constexpr bool supported = true;
+  static B to(const B& b, const Device& d) { return b.to(d); }
+};
+/// Whether batches of type B can move to a device (BatchToDevice<B> is provided).
+template <typename B>
+inline constexpr bool batch_movable_v = BatchToDevice<B>::supported;
+/// `b` with every tensor on `d` (a tensor already there is kept, not copied).
+template <typename B>
+B batch_to_device(const B& b, const Device& d) {
+  static_assert(batch_movable_v<B>,
+                "ember::data::batch_to_device: give the batch type a member `B to(const Device&) "
+                "const` or specialize ember::data::BatchToDevice<B>");
+  return BatchToDevice<B>::to(b, d);
+}
+
 struct DataLoaderOptions {
   int64_t batch_size = 1;
   /// A new order every epoch: epoch e reads the dataset in permutation(size, seed, e) order.
@@ -46,6 +128,11 @@ struct DataLoaderOptions {
   int64_t num_workers = 0;
   /// Batches in flight per worker (the bounded prefetch queue holds num_workers * this).
   int64_t prefetch_factor = 2;
+  /// When set, every batch comes out of next() with its tensors on this device (as Burn's
+  /// DataLoader::set_device / moving batches with .to(device) in a torch loop), through
+  /// BatchToDevice<B>. Batches are built on the host by the workers and moved in the consumer's
+  /// thread. The loader's constructor throws ember::Error when B has no BatchToDevice.
+  std::optional<Device> device;
 };
 
 namespace detail {
@@ -53,6 +140,8 @@ namespace detail {
 void check_loader_options(const DataLoaderOptions& o);
 /// Batches per epoch for n items.
 int64_t loader_num_batches(int64_t n, const DataLoaderOptions& o);
+/// Throws "[DataLoader] cannot place batches on <device>: the batch type has no BatchToDevice".
+[[noreturn]] void fail_unmovable_batch(const Device& device);
 /// Rethrows the current exception of batch b as ember::Error "[DataLoader] batch b: <what>".
 [[noreturn]] void rethrow_batch_error(int64_t batch, std::exception_ptr e);
 
@@ -96,6 +185,7 @@ class DataLoader {
       : dataset_(std::move(dataset)), opts_(options), batcher_(std::move(batcher)) {
     detail::check_not_null(dataset_.get(), "DataLoader");
     detail::check_loader_options(opts_);
+    if (opts_.device) set_device(*opts_.device);
     if (!batcher_) {
       if constexpr (std::is_same_v<T, Example> && std::is_same_v<B, Example>)
         batcher_ = std::make_shared<StackBatcher>();
@@ -106,6 +196,15 @@ class DataLoader {
   ~DataLoader() { stop(); }
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
+
+  /// Batches come out of next() on `device` from now on (see DataLoaderOptions::device).
+  /// Throws ember::Error("[DataLoader] ...") when the batch type has no BatchToDevice.
+  void set_device(const Device& device) {
+    if constexpr (!batch_movable_v<B>)
+      detail::fail_unmovable_batch(device);
+    else
+      opts_.device = device;
+  }
 
   /// Batches per epoch.
   int64_t size() const { return detail::loader_num_batches(dataset_->size(), opts_); }
@@ -135,23 +234,35 @@ class DataLoader {
       return std::nullopt;
     }
     const int64_t b = next_++;
+    std::optional<B> out;
     if (!prefetch_) {
       try {
-        return make_batch(b);
+        out = make_batch(b);
       } catch (...) {
         stop();
         detail::rethrow_batch_error(b, std::current_exception());
       }
+    } else {
+      try {
+        prefetch_->wait(b);
+      } catch (...) {
+        stop();
+        throw;
+      }
+      out = std::move(ring_[size_t(b % capacity_)]);
+      ring_[size_t(b % capacity_)].reset();
+      prefetch_->release(b);
     }
-    try {
-      prefetch_->wait(b);
-    } catch (...) {
-      stop();
-      throw;
+    if constexpr (batch_movable_v<B>) {
+      if (opts_.device) {
+        try {
+          *out = BatchToDevice<B>::to(*out, *opts_.device);
+        } catch (...) {
+          stop();
+          detail::rethrow_batch_error(b, std::current_exception());
+        }
+      }
     }
-    std::optional<B> out = std::move(ring_[size_t(b % capacity_)]);
-    ring_[size_t(b % capacity_)].reset();
-    prefetch_->release(b);
     return out;
   }
 

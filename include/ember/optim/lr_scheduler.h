@@ -1,10 +1,12 @@
 // Learning-rate schedulers acting on an Optimizer's group lrs, as torch.optim.lr_scheduler
-// (PyTorch 1.13, the chainable step() forms). A scheduler keeps a reference to its optimizer,
-// which must outlive it. Constructing one performs torch's initial step (epoch 0).
+// (PyTorch 1.13, the chainable step() forms). Ownership: a scheduler takes its optimizer as a
+// std::shared_ptr and keeps it alive, so it can never step a destroyed optimizer (every
+// constructor throws ember::Error "[<Scheduler>] the optimizer is null" for a null pointer).
+// Constructing one performs torch's initial step (epoch 0).
 //
-//   optim::SGD opt(params, optim::SGDOptions(0.1).momentum(0.9));
+//   auto opt = std::make_shared<optim::SGD>(params, optim::SGDOptions(0.1).momentum(0.9));
 //   optim::CosineAnnealingLR sched(opt, /*T_max=*/100);
-//   for (...) { ...; opt.step(); sched.step(); }
+//   for (...) { ...; opt->step(); sched.step(); }
 //
 // Differences from torch: schedulers always start fresh (no last_epoch argument; resume with
 // load_state_dict), and their state_dict holds the counters and lrs, not the constructor's
@@ -36,7 +38,9 @@ class LRScheduler {
   const std::vector<double>& get_last_lr() const { return last_lr_; }
   int64_t last_epoch() const { return last_epoch_; }
   const std::vector<double>& base_lrs() const { return base_lrs_; }
+  /// The optimizer this scheduler drives (kept alive by the scheduler).
   Optimizer& optimizer() const { return *optimizer_; }
+  const std::shared_ptr<Optimizer>& optimizer_ptr() const { return optimizer_; }
 
   /// Flat state: "last_epoch", "step_count" (0-d i64), "base_lrs", "last_lr" ([groups] f64),
   /// plus scheduler-specific entries.
@@ -50,7 +54,7 @@ class LRScheduler {
 
  protected:
   /// Sets each group's initial_lr (when unset) to its lr and reads base_lrs from them.
-  LRScheduler(Optimizer& optimizer, std::string name);
+  LRScheduler(std::shared_ptr<Optimizer> optimizer, std::string name);
   /// torch's _initial_step: resets the step count and steps once. Derived constructors call it
   /// last (get_lr is virtual).
   void initial_step();
@@ -64,7 +68,7 @@ class LRScheduler {
   void apply(const std::vector<double>& lrs);
   const char* name() const { return name_.c_str(); }
 
-  Optimizer* optimizer_;
+  std::shared_ptr<Optimizer> optimizer_;
   std::string name_;
   std::vector<double> base_lrs_;
   int64_t last_epoch_ = -1;
@@ -78,7 +82,7 @@ class LRScheduler {
 /// Throws for step_size <= 0.
 class StepLR : public LRScheduler {
  public:
-  StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
+  StepLR(std::shared_ptr<Optimizer> optimizer, int64_t step_size, double gamma = 0.1);
 
  protected:
   std::vector<double> get_lr() override;
@@ -93,7 +97,8 @@ class StepLR : public LRScheduler {
 /// (torch.optim.lr_scheduler.MultiStepLR).
 class MultiStepLR : public LRScheduler {
  public:
-  MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma = 0.1);
+  MultiStepLR(std::shared_ptr<Optimizer> optimizer, std::vector<int64_t> milestones,
+              double gamma = 0.1);
 
  protected:
   std::vector<double> get_lr() override;
@@ -108,7 +113,8 @@ class MultiStepLR : public LRScheduler {
 /// Throws for factor outside [0, 1].
 class ConstantLR : public LRScheduler {
  public:
-  ConstantLR(Optimizer& optimizer, double factor = 1.0 / 3, int64_t total_iters = 5);
+  ConstantLR(std::shared_ptr<Optimizer> optimizer, double factor = 1.0 / 3,
+             int64_t total_iters = 5);
 
  protected:
   std::vector<double> get_lr() override;
@@ -124,8 +130,8 @@ class ConstantLR : public LRScheduler {
 /// (start_factor must be > 0) or total_iters <= 0.
 class LinearLR : public LRScheduler {
  public:
-  LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0,
-           int64_t total_iters = 5);
+  LinearLR(std::shared_ptr<Optimizer> optimizer, double start_factor = 1.0 / 3,
+           double end_factor = 1.0, int64_t total_iters = 5);
 
  protected:
   std::vector<double> get_lr() override;
@@ -139,7 +145,7 @@ class LinearLR : public LRScheduler {
 /// lr *= gamma every epoch (torch.optim.lr_scheduler.ExponentialLR).
 class ExponentialLR : public LRScheduler {
  public:
-  ExponentialLR(Optimizer& optimizer, double gamma);
+  ExponentialLR(std::shared_ptr<Optimizer> optimizer, double gamma);
 
  protected:
   std::vector<double> get_lr() override;
@@ -154,7 +160,7 @@ class ExponentialLR : public LRScheduler {
 /// Source: Loshchilov & Hutter, "SGDR" (2016). Throws for T_max <= 0.
 class CosineAnnealingLR : public LRScheduler {
  public:
-  CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = 0.0);
+  CosineAnnealingLR(std::shared_ptr<Optimizer> optimizer, int64_t T_max, double eta_min = 0.0);
 
  protected:
   std::vector<double> get_lr() override;
@@ -169,7 +175,7 @@ class CosineAnnealingLR : public LRScheduler {
 /// (torch.optim.lr_scheduler.CosineAnnealingWarmRestarts). Throws for T_0 <= 0 or T_mult < 1.
 class CosineAnnealingWarmRestarts : public LRScheduler {
  public:
-  CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0, int64_t T_mult = 1,
+  CosineAnnealingWarmRestarts(std::shared_ptr<Optimizer> optimizer, int64_t T_0, int64_t T_mult = 1,
                               double eta_min = 0.0);
   void step() override;
   /// Jumps to a (fractional) epoch, as torch's step(epoch) (e.g. epoch + i / iters per batch).
@@ -233,7 +239,7 @@ struct OneCycleLROptions {
 /// an optimizer without momentum.
 class OneCycleLR : public LRScheduler {
  public:
-  OneCycleLR(Optimizer& optimizer, const OneCycleLROptions& options);
+  OneCycleLR(std::shared_ptr<Optimizer> optimizer, const OneCycleLROptions& options);
 
  protected:
   std::vector<double> get_lr() override;
@@ -282,7 +288,7 @@ struct ReduceLROnPlateauOptions {
 /// or threshold_mode, or a min_lr count that is neither 1 nor the group count.
 class ReduceLROnPlateau {
  public:
-  ReduceLROnPlateau(Optimizer& optimizer, ReduceLROnPlateauOptions options = {});
+  ReduceLROnPlateau(std::shared_ptr<Optimizer> optimizer, ReduceLROnPlateauOptions options = {});
   /// Feeds one epoch's metric (e.g. the validation loss).
   void step(double metric);
   /// The group lrs after the last step (the current ones before any step).
@@ -300,7 +306,7 @@ class ReduceLROnPlateau {
 
  private:
   bool is_better(double a, double best) const;
-  Optimizer* optimizer_;
+  std::shared_ptr<Optimizer> optimizer_;
   ReduceLROnPlateauOptions opts_;
   std::vector<double> min_lrs_;
   double best_;
@@ -316,7 +322,8 @@ class ReduceLROnPlateau {
 /// milestones.size() != schedulers.size() - 1.
 class SequentialLR : public LRScheduler {
  public:
-  SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
+  SequentialLR(std::shared_ptr<Optimizer> optimizer,
+               std::vector<std::shared_ptr<LRScheduler>> schedulers,
                std::vector<int64_t> milestones);
   void step() override;
   /// Its own counters plus "schedulers.<i>.<key>" for each scheduler.

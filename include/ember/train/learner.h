@@ -9,6 +9,27 @@
 //   train::FitResult r = learner.fit(train_loader, &valid_loader, 10);
 //   // later, after an interruption:  learner.resume("runs/mnist"); learner.fit(..., 10);
 //
+// Any model and batch (several inputs or outputs; the batch type is the DataLoader's): give a
+// step function, as a LightningModule's training_step, that runs the model on a batch and
+// returns its loss and what the metrics see. It serves training and evaluation alike.
+//
+//   struct Pair {  // a batch type; to() lets the DataLoader and the Learner move it
+//     Tensor image, mask, label;
+//     Pair to(const Device& d) const { return {image.to(d), mask.to(d), label.to(d)}; }
+//   };
+//   data::DataLoader<Item, Pair> loader(dataset, options, batcher);
+//   train::Learner learner(model, opt, train::StepFn<Pair>([model](const Pair& b) {
+//     auto [logits, aux] = model->forward(b.image, b.mask);
+//     Tensor loss = nn::functional::cross_entropy(logits, b.label) + aux.mean() * 0.1;
+//     return train::StepOutput{loss, logits, b.label};
+//   }), o);
+//   learner.add_metric(train::mean_metric("mae", [](const Tensor& out, const Tensor& t) { ... }));
+//   learner.fit(loader, &valid_loader, 10);
+//
+// Epochs count from 1 everywhere (console, metrics.csv / json, report, EpochSummary::epoch,
+// BatchEvent::epoch, FitResult::best_epoch, checkpoint names and their "best_epoch"); a best
+// epoch of 0 means none yet.
+//
 // Output dir (when set): checkpoints/epoch-<NNNN>.safetensors (the last keep_last),
 // checkpoints/best.safetensors, checkpoints/interrupted.safetensors (after Ctrl-C),
 // metrics.csv and metrics.json (one row / object per epoch), report.html (inline SVG curves).
@@ -21,9 +42,11 @@
 // checkpoint whose list was edited, never makes a run delete a file elsewhere.
 //
 // Metric names: "train_loss", "train_accuracy", "train_top_k_accuracy", "train_precision",
-// "train_recall", "train_f1", the same with "valid_", "lr" (group 0's lr at the end of the
-// epoch), "samples_per_sec" (training samples / wall seconds), "epoch".
+// "train_recall", "train_f1", "train_<name>" of each add_metric() metric, the same with
+// "valid_", "lr" (group 0's lr at the end of the epoch), "samples_per_sec" (training samples /
+// wall seconds), "epoch" (from 1).
 #pragma once
+#include <any>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -31,6 +54,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -42,6 +66,7 @@
 
 namespace ember::train {
 
+class MetricAccumulator;
 using Loader = data::DataLoader<data::Example, data::Example>;
 /// Returns the mean loss of a batch as a 0-d floating tensor: loss(output, target).
 using LossFn = std::function<Tensor(const Tensor& output, const Tensor& target)>;
@@ -51,6 +76,65 @@ using LossFn = std::function<Tensor(const Tensor& output, const Tensor& target)>
 LossFn cross_entropy_loss();
 /// mse_loss(output, target), mean reduction (torch.nn.functional.mse_loss).
 LossFn mse_loss();
+
+/// What a step function returns for one batch (as a LightningModule's training_step).
+struct StepOutput {
+  /// The batch's mean loss, one element; fit() calls backward() on it.
+  Tensor loss;
+  /// What the metrics see as the prediction and the target (either may be undefined). The
+  /// built-in classification metrics need output [B, C] scores and target [B] integers.
+  Tensor output;
+  Tensor target;
+  /// Samples in the batch, which weight the epoch means; -1: target's dim 0 when target is
+  /// defined with dim > 0, else output's, else 1.
+  int64_t batch_size = -1;
+};
+/// Runs the model on one batch: the batch comes moved to LearnerOptions::device when its type
+/// has a data::BatchToDevice (Tensor, Example, vectors / pairs / tuples / maps of them, types
+/// with a member to(const Device&)); otherwise the step moves it. Gradients and the train /
+/// eval mode are the Learner's business.
+template <typename B>
+using StepFn = std::function<StepOutput(const B& batch)>;
+
+/// A user-defined metric (as torchmetrics.Metric). The Learner calls reset() before each
+/// training epoch and each evaluation, update() after every batch with the step's output
+/// (detached, without gradients) and target, and compute() at the end; the value appears as
+/// "train_<name>" and "valid_<name>" in the history, console, metrics.csv / json and report.
+/// One instance serves training and validation in turn (not concurrently).
+class Metric {
+ public:
+  virtual ~Metric() = default;
+  /// Letters, digits and '_'; not a built-in name (loss, accuracy, top_k_accuracy, precision,
+  /// recall, f1).
+  virtual std::string name() const = 0;
+  virtual void reset() = 0;
+  virtual void update(const Tensor& output, const Tensor& target) = 0;
+  /// The value over the batches since reset(); NaN when there were none.
+  virtual double compute() const = 0;
+};
+
+/// A metric that is a per-batch mean, averaged over the epoch weighted by each batch's sample
+/// count (target's dim 0, or output's when target is undefined or 0-d; 1 for 0-d tensors), so
+/// batches of different sizes give the mean over all samples, not the mean of batch means
+/// (as torchmetrics.MeanMetric with weight = batch size).
+class MeanMetric : public Metric {
+ public:
+  using Fn = std::function<double(const Tensor& output, const Tensor& target)>;
+  /// Throws ember::Error("[MeanMetric] ...") for an empty fn.
+  MeanMetric(std::string name, Fn batch_mean);
+  std::string name() const override { return name_; }
+  void reset() override;
+  void update(const Tensor& output, const Tensor& target) override;
+  double compute() const override;
+
+ private:
+  std::string name_;
+  Fn fn_;
+  double sum_ = 0;
+  int64_t count_ = 0;
+};
+/// std::make_shared<MeanMetric>(name, batch_mean).
+std::shared_ptr<Metric> mean_metric(std::string name, MeanMetric::Fn batch_mean);
 
 /// Whether a larger or smaller value of a metric is better.
 enum class Mode { min, max };
@@ -70,7 +154,7 @@ struct EarlyStopping {
 
 /// What a batch callback is told (after the batch's backward and, when due, optimizer step).
 struct BatchEvent {
-  int64_t epoch = 0;    ///< 0-based
+  int64_t epoch = 0;    ///< from 1
   int64_t batch = 0;    ///< 0-based index in the epoch
   int64_t batches = 0;  ///< batches in the epoch
   int64_t step = 0;     ///< optimizer steps so far
@@ -78,6 +162,9 @@ struct BatchEvent {
 };
 
 enum class Progress { automatic, bar, lines, none };
+
+struct EpochSummary;
+struct FitResult;
 
 struct LearnerOptions {
   /// Model and batches are moved here.
@@ -88,7 +175,7 @@ struct LearnerOptions {
   /// micro-batches of size b step like one batch of N*b (for mean losses). The last group of
   /// an epoch may be shorter; it is scaled by its own size so it stays an unbiased mean.
   int64_t accumulation_steps = 1;
-  /// Clips the global gradient norm before each step when > 0 (optim::clip_grad_norm_).
+  /// Clips the global gradient norm before each step when > 0 (nn::clip_grad_norm_).
   double clip_grad_norm = 0;
   /// k of the top-k accuracy.
   int64_t top_k = 5;
@@ -106,6 +193,11 @@ struct LearnerOptions {
   bool handle_sigint = true;
   /// Called after every training batch (may call std::raise(SIGINT) to test interruption).
   std::function<void(const BatchEvent&)> on_batch_end;
+  /// Called after each completed epoch, once its metrics, checkpoints and logs are written
+  /// (as Lightning's on_train_epoch_end / a Keras callback's on_epoch_end).
+  std::function<void(const EpochSummary&)> on_epoch_end;
+  /// Called when fit() returns (completed, early stopped or interrupted; not when it throws).
+  std::function<void(const FitResult&)> on_fit_end;
   /// Kept verbatim in checkpoints ("user" metadata); must be valid JSON.
   std::string user_json = "{}";
   /// The run's settings at the top of report.html, in order, as name / value ({"model", "cnn"},
@@ -116,7 +208,7 @@ struct LearnerOptions {
 
 /// One epoch's metrics (see the metric names above) and its wall time.
 struct EpochSummary {
-  int64_t epoch = 0;  ///< 0-based
+  int64_t epoch = 0;  ///< from 1
   std::map<std::string, double> metrics;
   double seconds = 0;
 };
@@ -130,17 +222,72 @@ struct FitResult {
   int64_t steps = 0;                  ///< optimizer steps, total
   std::vector<EpochSummary> history;  ///< every completed epoch (restored by resume)
   double best_metric = 0;             ///< NaN when the monitor metric was never seen
-  int64_t best_epoch = -1;
-  std::string last_checkpoint;  ///< the checkpoint written last ("" without output_dir)
+  int64_t best_epoch = 0;             ///< the epoch (from 1) of best_metric; 0: none
+  std::string last_checkpoint;        ///< the checkpoint written last ("" without output_dir)
 };
+
+namespace detail {
+/// A loader with the step function of its batch type, its types erased (the Learner's loop
+/// lives in src/train and sees only this).
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  virtual int64_t size() const = 0;
+  virtual uint64_t seed() const = 0;
+  virtual void set_epoch(int64_t epoch) = 0;
+  /// Reads the next batch and drops it; false at the end of the epoch.
+  virtual bool skip() = 0;
+  /// Reads the next batch, moves it to `device` (when the batch type can move) and runs the
+  /// step on it; nullopt at the end of the epoch.
+  virtual std::optional<StepOutput> step(const Device& device) = 0;
+};
+
+template <typename T, typename B>
+class LoaderSource final : public BatchSource {
+ public:
+  LoaderSource(data::DataLoader<T, B>& loader, const StepFn<B>& step)
+      : loader_(loader), step_(step) {}
+  int64_t size() const override { return loader_.size(); }
+  uint64_t seed() const override { return loader_.options().seed; }
+  void set_epoch(int64_t epoch) override { loader_.set_epoch(epoch); }
+  bool skip() override { return loader_.next().has_value(); }
+  std::optional<StepOutput> step(const Device& device) override {
+    std::optional<B> b = loader_.next();
+    if (!b) return std::nullopt;
+    if constexpr (data::batch_movable_v<B>) *b = data::batch_to_device(*b, device);
+    return step_(*b);
+  }
+
+ private:
+  data::DataLoader<T, B>& loader_;
+  const StepFn<B>& step_;
+};
+
+/// Throws "[op] the loader's batch type is not the one of the Learner's step function".
+[[noreturn]] void fail_batch_type(const char* op);
+}  // namespace detail
 
 class Learner {
  public:
-  /// Moves the model to options.device. The optimizer must hold the model's parameters.
-  /// Throws ember::Error("[Learner] ...") for a null model / optimizer / loss or bad options
-  /// (accumulation_steps < 1, keep_last < 0, top_k < 1, invalid user_json).
+  /// A one-input model trained on Example batches: output = model(batch.data), loss(output,
+  /// batch.target). Moves the model to options.device. The optimizer must hold the model's
+  /// parameters. Throws ember::Error("[Learner] ...") for a null model / optimizer / loss or
+  /// bad options (accumulation_steps < 1, keep_last < 0, top_k < 1, invalid user_json).
   Learner(std::shared_ptr<nn::UnaryModule> model, std::shared_ptr<optim::Optimizer> optimizer,
           LossFn loss, LearnerOptions options = {});
+  /// Any model and batch type B: `step` runs the model on a batch (see StepFn). fit() and
+  /// evaluate() then take DataLoader<T, B> for any T (another B throws ember::Error). Throws
+  /// as the constructor above, and for an empty step.
+  template <typename B>
+  Learner(std::shared_ptr<nn::Module> model, std::shared_ptr<optim::Optimizer> optimizer,
+          StepFn<B> step, LearnerOptions options = {})
+      : Learner(std::move(model), std::move(optimizer),
+                step ? std::any(std::move(step)) : std::any(), std::move(options)) {}
+
+  /// Adds a metric computed on training and validation batches (see Metric). Throws
+  /// ember::Error("[Learner::add_metric] ...") for null, a bad or built-in name, or a name
+  /// already added.
+  void add_metric(std::shared_ptr<Metric> metric);
 
   /// An epoch- or batch-driven scheduler (it must drive this learner's optimizer).
   void set_scheduler(std::shared_ptr<optim::LRScheduler> scheduler,
@@ -153,9 +300,18 @@ class Learner {
   /// evaluating on `valid` (may be null) after each epoch. Returns early with status
   /// early_stopped or interrupted (after SIGINT: the current batch and its accumulation group
   /// finish, checkpoints/interrupted.safetensors is written, the epoch's partial metrics are
-  /// not logged). Throws ember::Error for an empty train loader, and rethrows failures of the
-  /// model, loss or loader.
-  FitResult fit(Loader& train, Loader* valid, int64_t epochs);
+  /// not logged). Calls options.on_fit_end with the result before returning. Throws
+  /// ember::Error for an empty train loader or a batch type other than the step function's,
+  /// and rethrows failures of the model, loss, loader or callbacks.
+  template <typename T, typename B>
+  FitResult fit(data::DataLoader<T, B>& train, std::type_identity_t<data::DataLoader<T, B>>* valid,
+                int64_t epochs) {
+    const StepFn<B>& step = step_fn<B>("Learner::fit");
+    detail::LoaderSource<T, B> tr(train, step);
+    std::optional<detail::LoaderSource<T, B>> va;
+    if (valid) va.emplace(*valid, step);
+    return fit_sources(tr, va ? &*va : nullptr, epochs);
+  }
 
   /// Restores model, optimizer, scheduler, RNG states, counters, history, best metric and
   /// early-stopping state from the newest checkpoint in `dir`/checkpoints (interrupted or
@@ -175,13 +331,17 @@ class Learner {
   const std::string& resumed_user_json() const { return resumed_user_json_; }
 
   /// Mean loss and metrics over a loader, in eval mode without gradients ("loss", "accuracy"...
-  /// without a prefix). Restores the training mode afterwards.
-  std::map<std::string, double> evaluate(Loader& loader);
+  /// and the add_metric() names, without a prefix). Restores the training mode afterwards.
+  template <typename T, typename B>
+  std::map<std::string, double> evaluate(data::DataLoader<T, B>& loader) {
+    detail::LoaderSource<T, B> src(loader, step_fn<B>("Learner::evaluate"));
+    return evaluate_source(src);
+  }
 
   /// Writes the checkpoint of the current state to `path` (atomic).
   void save_checkpoint(const std::string& path) const;
 
-  nn::UnaryModule& model() { return *model_; }
+  nn::Module& model() { return *model_; }
   optim::Optimizer& optimizer() { return *optimizer_; }
   const LearnerOptions& options() const { return opts_; }
   const std::vector<EpochSummary>& history() const { return history_; }
@@ -190,16 +350,29 @@ class Learner {
 
  private:
   struct Run;
-  void train_epoch(Loader& train, Run& run);
+  /// `step` holds a StepFn<B>, or nothing when the user's was empty.
+  Learner(std::shared_ptr<nn::Module> model, std::shared_ptr<optim::Optimizer> optimizer,
+          std::any step, LearnerOptions options);
+  template <typename B>
+  const StepFn<B>& step_fn(const char* op) const {
+    if (const auto* f = std::any_cast<StepFn<B>>(&step_fn_)) return *f;
+    detail::fail_batch_type(op);
+  }
+  FitResult fit_sources(detail::BatchSource& train, detail::BatchSource* valid, int64_t epochs);
+  std::map<std::string, double> evaluate_source(detail::BatchSource& loader);
+  void train_epoch(detail::BatchSource& train, Run& run);
+  /// Adds one step's loss, output and target to `acc` and to the add_metric() metrics.
+  void update_metrics(MetricAccumulator& acc, double loss, const StepOutput& s);
   /// Metrics, schedulers, best / early stopping, checkpoints and logs; true to stop early.
-  bool end_epoch(Loader* valid, Run& run);
+  bool end_epoch(detail::BatchSource* valid, Run& run);
   /// Writes a checkpoint of the current state, `batch` batches into epoch epochs_completed().
   void write_checkpoint(const std::string& path, int64_t batch) const;
   void write_logs() const;
 
-  std::shared_ptr<nn::UnaryModule> model_;
+  std::shared_ptr<nn::Module> model_;
   std::shared_ptr<optim::Optimizer> optimizer_;
-  LossFn loss_;
+  std::any step_fn_;  // the StepFn<B> of the batch type B
+  std::vector<std::shared_ptr<Metric>> metrics_;
   LearnerOptions opts_;
   std::shared_ptr<optim::LRScheduler> scheduler_;
   SchedulerInterval interval_ = SchedulerInterval::epoch;
@@ -213,7 +386,7 @@ class Learner {
   std::string resumed_user_json_;
   uint64_t loader_seed_ = 0;  // the train loader's seed (saved in checkpoints)
   double best_ = 0;
-  int64_t best_epoch_ = -1;
+  int64_t best_epoch_ = 0;  // from 1; 0: none
   double es_best_ = 0;
   int64_t es_bad_epochs_ = 0;
   bool es_has_best_ = false;

@@ -8,10 +8,11 @@
 
 namespace ember::train {
 
-/// One row per epoch: "epoch,<metric>,...,seconds" with the union of metric names (sorted);
-/// a metric an epoch lacks is an empty cell. Numbers use 17 significant digits.
+/// One row per epoch (EpochSummary::epoch, from 1): "epoch,<metric>,...,seconds" with the union of
+/// metric names (sorted); a metric an epoch lacks is an empty cell. Numbers use 17 significant
+/// digits.
 std::string history_csv(const std::vector<EpochSummary>& history);
-/// [{"epoch": 0, "seconds": 1.2, "metrics": {"train_loss": 0.5, ...}}, ...]; NaN/inf as null.
+/// [{"epoch": 1, "seconds": 1.2, "metrics": {"train_loss": 0.5, ...}}, ...]; NaN/inf as null.
 std::string history_json(const std::vector<EpochSummary>& history);
 /// What the HTML report says about the run besides its history.
 struct ReportInfo {
