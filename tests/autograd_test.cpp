@@ -136,6 +136,33 @@ TEST(AutogradTest, ErrorsAreReadable) {
   EXPECT_EQ(v(a.grad()), (std::vector<double>{6 + 6 + 6}));
 }
 
+// The second-backward error names no internal node (a reshape records a ViewBackward the user
+// never called) and says what to do, in C++ spelling.
+TEST(AutogradTest, SecondBackwardErrorNamesNoInternalNode) {
+  Tensor a = leaf({1, 2, 3, 4});
+  Tensor loss = (a * a).reshape({2, 2}).flatten().sum();
+  loss.backward();
+  try {
+    loss.backward();
+    ADD_FAILURE() << "expected an error for a second backward";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("[backward] trying to backward through the graph a second time"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("retain_graph = true"), std::string::npos) << m;
+    EXPECT_EQ(m.find("Backward"), std::string::npos) << m;  // no node name
+    EXPECT_EQ(m.find("=True"), std::string::npos) << m;
+  }
+  Tensor b = leaf({1});
+  try {
+    (void)autograd::grad({(b * 2).sum()}, {leaf({2})});
+    ADD_FAILURE() << "expected an error for an unused input";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("allow_unused = true"), std::string::npos) << e.what();
+  }
+}
+
 TEST(AutogradTest, NoGradGuardAndDetachStopRecording) {
   Tensor x = leaf({1, 2});
   {

@@ -44,6 +44,33 @@ class EnableGradGuard {
   bool prev_;
 };
 
+/// Inference mode (as torch.inference_mode / c10::InferenceMode), for code that never
+/// differentiates (serving, evaluation). While enabled on this thread:
+///   - no graph is recorded (grad mode is off; EnableGradGuard does not turn recording back on);
+///   - tensors created (factories, op results) are inference tensors (Tensor::is_inference()),
+///     which have no version counter: in-place ops on them do not bump Storage::version.
+///     In-place ops on normal tensors still do. Views of an inference tensor are inference
+///     tensors (anywhere); views of a normal tensor are normal.
+/// Outside inference mode an inference tensor is an ordinary value for ops that record nothing,
+/// but ember::Error is thrown when one is an input of an op that records the graph ("inference
+/// tensors cannot be saved for backward"; make a clone() outside InferenceMode to get a normal
+/// tensor), when one is updated in place, and by requires_grad_(true) on one.
+/// InferenceMode(false) inside an enabled one turns it off for its scope (grad mode on).
+class InferenceMode {
+ public:
+  explicit InferenceMode(bool enabled = true);
+  ~InferenceMode();
+  InferenceMode(const InferenceMode&) = delete;
+  InferenceMode& operator=(const InferenceMode&) = delete;
+
+ private:
+  bool prev_inference_;
+  bool prev_grad_;
+};
+
+/// Whether InferenceMode is on for this thread.
+bool is_inference_mode_enabled();
+
 namespace autograd {
 
 /// d(sum_i <outputs[i], grad_outputs[i]>)/d(inputs) without touching any .grad

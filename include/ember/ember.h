@@ -2,6 +2,7 @@
 // model files and training have their own: ember/data/data.h, ember/record/*.h, ember/train/*.h.
 #pragma once
 #include "ember/autograd.h"
+#include "ember/autograd/function.h"
 #include "ember/device.h"
 #include "ember/dtype.h"
 #include "ember/error.h"

@@ -77,11 +77,15 @@ void run_backward(const std::vector<Edge>& roots, const std::vector<Tensor>& roo
     buffers.erase(n);
     grads.resize(n->outputs.size());
     bool is_target = false;
+    for (const Edge& c : capture) is_target |= c.node.get() == n;
+    // Tensor hooks see (and may replace) the gradient before it is captured, accumulated or
+    // used (torch 1.13 skipped them for autograd::grad's inputs). A leaf autograd::grad does not
+    // differentiate with respect to gets no gradient, so its hooks do not run.
+    if (has_grad && (is_target || !(captured && n->next.empty()))) run_pre_hooks(*n, grads);
     for (size_t c = 0; c < capture.size(); ++c)
       if (capture[c].node.get() == n) {
         const Tensor& g = grads[capture[c].input_nr];
         if (g.defined()) (*captured)[c] = g;
-        is_target = true;
       }
     for (size_t i = 0; has_grad && i < grads.size(); ++i)
       if (!grads[i].defined())
@@ -89,7 +93,6 @@ void run_backward(const std::vector<Edge>& roots, const std::vector<Tensor>& roo
     std::vector<Tensor> in_grads;
     // In capture mode leaves are not written; other nodes still run to reach further targets.
     if (has_grad && !(captured && n->next.empty())) in_grads = n->apply(grads);
-    (void)is_target;
     if (!retain_graph) n->release();
     for (size_t i = 0; i < n->next.size(); ++i) {
       const Edge& e = n->next[i];
@@ -156,7 +159,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   for (size_t i = 0; i < captured.size(); ++i)
     if (!captured[i].defined() && !allow_unused)
       EMBER_FAIL("autograd::grad", "input ", i, " (shape ", shape_str(inputs[i].shape()),
-                 ") was not used to compute the outputs; pass allow_unused=true");
+                 ") was not used to compute the outputs; pass allow_unused = true");
   return captured;
 }
 

@@ -15,12 +15,25 @@ namespace ember {
 
 namespace {
 thread_local bool g_grad_enabled = true;
+thread_local bool g_inference = false;
 std::atomic<uint64_t> g_seq{0};
 std::atomic<int64_t> g_saved_bytes{0};
 }  // namespace
 
 bool is_grad_enabled() { return g_grad_enabled; }
 void set_grad_enabled(bool on) { g_grad_enabled = on; }
+
+bool is_inference_mode_enabled() { return g_inference; }
+// As c10::InferenceMode: grad mode follows (off when enabled, on when disabled).
+InferenceMode::InferenceMode(bool enabled)
+    : prev_inference_(g_inference), prev_grad_(g_grad_enabled) {
+  g_inference = enabled;
+  g_grad_enabled = !enabled;
+}
+InferenceMode::~InferenceMode() {
+  g_inference = prev_inference_;
+  g_grad_enabled = prev_grad_;
+}
 
 namespace autograd {
 
@@ -59,10 +72,15 @@ struct AccumulateGrad : Node {
 struct LambdaNode : Node {
   BackwardFn fn;
   std::vector<Tensor> apply(const std::vector<Tensor>& g) override {
+    // No node name: it is often one the user never called (a reshape's ViewBackward).
     if (!fn)
-      EMBER_FAIL("backward", "trying to backward through ", name,
-                 " a second time: its saved tensors were freed; pass retain_graph=true to the "
-                 "first backward()");
+      EMBER_FAIL("backward",
+                 "trying to backward through the graph a second time (or to use saved tensors "
+                 "after they were freed): the graph's saved tensors are freed when backward() or "
+                 "autograd::grad() returns. Specify retain_graph = true in the first call "
+                 "(loss.backward({}, true), or autograd::grad(outputs, inputs, {}, true)) if you "
+                 "need to backward through the graph a second time or to use saved tensors after "
+                 "a backward");
     return fn(g);
   }
   void release() override { fn = nullptr; }
@@ -132,14 +150,14 @@ Tensor SavedTensor::get(const char* op) const {
 }
 
 bool needs_grad(std::initializer_list<const Tensor*> inputs) {
-  if (!g_grad_enabled) return false;
+  if (!g_grad_enabled || g_inference) return false;
   for (const Tensor* t : inputs)
     if (t && t->defined() && t->requires_grad()) return true;
   return false;
 }
 
 bool needs_grad(const std::vector<Tensor>& inputs) {
-  if (!g_grad_enabled) return false;
+  if (!g_grad_enabled || g_inference) return false;
   for (const Tensor& t : inputs)
     if (t.defined() && t.requires_grad()) return true;
   return false;
@@ -266,6 +284,13 @@ Tensor as_strided_backward(const Tensor& grad, const Geometry& input, const Geom
   return index_select(storage, 0, in_slots).reshape(input.shape);
 }
 
+void check_inference_write(const Tensor& t) {
+  if (t.impl()->inference && !g_inference)
+    EMBER_FAIL("InferenceMode", "in-place update to an inference tensor (", detail::describe(t),
+               ", created under InferenceMode) outside InferenceMode is not allowed; make a "
+               "clone() of it to get a normal tensor before updating it in place");
+}
+
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined() || !t.impl()->autograd) return {};
   AutogradMeta& m = *t.impl()->autograd;
@@ -283,6 +308,7 @@ Edge gradient_edge(const Tensor& t) {
     node->name = "AccumulateGrad";
     node->leaf = t.impl_ptr();
     node->outputs.push_back({t.shape(), t.dtype(), t.device()});
+    if (m.hooks) node->pre_hooks.push_back({0, m.hooks});
     m.accumulator = node;
     acc = node;
   }
@@ -292,6 +318,13 @@ Edge gradient_edge(const Tensor& t) {
 void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
             BackwardFn fn) {
   if (!needs_grad(inputs)) return;
+  for (const Tensor& in : inputs)
+    if (in.defined() && in.impl()->inference)
+      EMBER_FAIL("autograd", "inference tensors cannot be saved for backward: a tensor of shape ",
+                 shape_str(in.shape()),
+                 " created under InferenceMode is an input of an op that records the graph. To "
+                 "work around, make a clone() outside InferenceMode to get a normal tensor and "
+                 "use it in autograd");
   auto node = std::make_shared<LambdaNode>();
   node->name = name;
   node->fn = std::move(fn);
@@ -313,6 +346,23 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
       if (auto saved = w.lock()) *saved = {node, i};
     m.saved_outputs.clear();
     m.view_version = out.impl()->view_base ? out.impl()->storage->version : -1;
+  }
+}
+
+void run_pre_hooks(const Node& n, std::vector<Tensor>& grads) {
+  for (const auto& [slot, hooks] : n.pre_hooks) {
+    if (slot >= grads.size() || !grads[slot].defined()) continue;
+    const auto fns = hooks->fns;  // a hook may remove itself
+    for (const auto& [id, fn] : fns) {
+      Tensor& g = grads[slot];
+      Tensor r = fn(g);
+      if (!r.defined()) continue;
+      if (r.shape() != g.shape() || r.dtype() != g.dtype() || r.device() != g.device())
+        EMBER_FAIL("register_hook", "a hook returned a gradient of ", detail::describe(r),
+                   " for a gradient of ", detail::describe(g),
+                   "; a hook may only replace it by one of the same shape, dtype and device");
+      g = std::move(r);
+    }
   }
 }
 
@@ -338,7 +388,7 @@ Tensor reduce_to(const Tensor& grad, const Shape& shape, DType dtype) {
 }
 
 void record_copy(const Tensor& dst, const Tensor& src, const Tensor&) {
-  if (!g_grad_enabled) return;
+  if (!g_grad_enabled || g_inference) return;
   const bool src_grad = src.requires_grad();
   const std::shared_ptr<TensorImpl>& base_impl = dst.impl()->view_base;
   Tensor base = base_impl ? Tensor(base_impl) : dst;

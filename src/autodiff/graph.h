@@ -26,6 +26,13 @@ struct OutputMeta {
   Device device;
 };
 
+/// The gradient hooks of one tensor (Tensor::register_hook): held by its AutogradMeta and by the
+/// node whose output slot (or leaf accumulator) receives its gradient.
+struct GradHooks {
+  std::vector<std::pair<uint64_t, std::function<Tensor(const Tensor&)>>> fns;  // id, hook
+  uint64_t next_id = 0;
+};
+
 struct Node {
   virtual ~Node() = default;
   /// Gradients for each input edge, given one gradient per output (never undefined: the engine
@@ -38,7 +45,13 @@ struct Node {
   std::vector<Edge> next;  // one per input
   std::vector<OutputMeta> outputs;
   uint64_t seq = 0;  // creation order: later nodes run first
+  /// Tensor hooks run on the gradient of output slot `first` before the node uses it.
+  std::vector<std::pair<uint32_t, std::shared_ptr<GradHooks>>> pre_hooks;
 };
+
+/// Runs the tensor hooks of n on the delivered gradients (undefined ones are skipped). Throws
+/// ember::Error "[register_hook] ..." when a hook changes a gradient's shape, dtype or device.
+void run_pre_hooks(const Node& n, std::vector<Tensor>& grads);
 
 /// Where a saved tensor that had no history when saved came from: record() fills it when that
 /// tensor becomes an output of the node being recorded (held weakly: a node's saved output must
@@ -108,6 +121,9 @@ struct Geometry {
 /// geometry (an element's share divided among the input elements that alias it). Storage the
 /// input does not cover gets no gradient.
 Tensor as_strided_backward(const Tensor& grad, const Geometry& input, const Geometry& output);
+
+/// Throws ember::Error when t is an inference tensor and InferenceMode is off (in-place writes).
+void check_inference_write(const Tensor& t);
 
 /// The gradient edge of t: its grad_fn, its accumulator (leaf requiring grad), or none.
 Edge gradient_edge(const Tensor& t);

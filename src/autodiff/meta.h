@@ -20,6 +20,9 @@ struct AutogradMeta {
   /// Saved tensors of this tensor taken while it had no history: record() tells them the node
   /// that makes it an output (SavedOutput), then clears the list.
   std::vector<std::weak_ptr<autograd::SavedOutput>> saved_outputs;
+  /// register_hook's hooks (null until one is registered); also attached to the node that
+  /// receives this tensor's gradient (Node::pre_hooks).
+  std::shared_ptr<autograd::GradHooks> hooks;
 };
 
 }  // namespace ember

@@ -1,4 +1,6 @@
 // Tensor's autograd methods and gradient checkpointing.
+#include <algorithm>
+
 #include "autodiff/graph.h"
 #include "autodiff/meta.h"
 #include "tensor/internal.h"
@@ -29,6 +31,11 @@ Tensor& Tensor::requires_grad_(bool on) {
   if (on && !is_floating(dtype()))
     EMBER_FAIL("requires_grad_", "only floating-point tensors can require gradients, got ",
                detail::describe(*this));
+  if (on && impl_->inference && !is_inference_mode_enabled())
+    EMBER_FAIL("requires_grad_",
+               "setting requires_grad on an inference tensor (created under InferenceMode) "
+               "outside InferenceMode is not allowed; make a clone() of it outside "
+               "InferenceMode to get a normal tensor");
   if (!m) m = std::make_shared<AutogradMeta>();
   m->requires_grad = on;
   return *this;
@@ -71,6 +78,39 @@ std::string Tensor::grad_fn_name() const {
   if (!impl_->autograd || !impl_->autograd->grad_fn) return "";
   autograd::gradient_edge(*this);  // a view rebuilds its history if its base was written since
   return impl_->autograd->grad_fn->name;
+}
+
+RemovableHandle Tensor::register_grad_hook(std::function<Tensor(const Tensor&)> hook) const {
+  detail::check_defined(*this, "register_hook");
+  if (!requires_grad())
+    EMBER_FAIL("register_hook", "cannot register a hook on a tensor that does not require grad (",
+               detail::describe(*this), "); call requires_grad_() on a leaf first");
+  if (!hook) EMBER_FAIL("register_hook", "the hook is empty");
+  AutogradMeta& m = *impl_->autograd;
+  if (!m.hooks) m.hooks = std::make_shared<autograd::GradHooks>();
+  // The node that receives this tensor's gradient: its grad_fn's output slot, or (a leaf) its
+  // accumulator, which also takes the hooks whenever it is created again.
+  const autograd::Edge e = autograd::gradient_edge(*this);
+  if (e.valid()) {
+    auto& pre = e.node->pre_hooks;
+    const bool attached = std::any_of(pre.begin(), pre.end(), [&](const auto& p) {
+      return p.first == e.input_nr && p.second == m.hooks;
+    });
+    if (!attached) pre.push_back({e.input_nr, m.hooks});
+  }
+  const uint64_t id = m.hooks->next_id++;
+  m.hooks->fns.push_back({id, std::move(hook)});
+  return RemovableHandle([w = std::weak_ptr<autograd::GradHooks>(m.hooks), id] {
+    if (auto h = w.lock())
+      h->fns.erase(std::remove_if(h->fns.begin(), h->fns.end(),
+                                  [id](const auto& p) { return p.first == id; }),
+                   h->fns.end());
+  });
+}
+
+bool Tensor::is_inference() const {
+  detail::check_defined(*this, "is_inference");
+  return impl_->inference;
 }
 
 namespace autograd {

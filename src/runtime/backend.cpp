@@ -4,6 +4,7 @@
 #include <mutex>
 #include <vector>
 
+#include "autodiff/graph.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/ref/ref_backend.h"
 #ifdef EMBER_HAVE_VULKAN
@@ -99,8 +100,12 @@ struct FirstTensor {
 
 void run(const ir::Op& op) {
   const Tensor& t = std::visit(FirstTensor{}, op);
-  // Writes bump the version counter that autodiff uses to detect in-place modification.
-  t.impl()->storage->version++;
+  // Writes bump the version counter that autodiff uses to detect in-place modification;
+  // inference tensors have none, and outside InferenceMode they are read-only (as torch).
+  if (t.impl()->inference)
+    autograd::check_inference_write(t);
+  else
+    t.impl()->storage->version++;
   backend_for(t.device()).execute(op);
 }
 

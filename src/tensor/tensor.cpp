@@ -34,6 +34,7 @@ Tensor make_tensor(const Shape& shape, DType dtype, const Device& device) {
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
+  impl->inference = is_inference_mode_enabled();  // every new storage starts here
   return Tensor(std::move(impl));
 }
 
@@ -45,6 +46,7 @@ Tensor make_view(const Tensor& base, Shape shape, Strides strides, int64_t offse
   impl->offset = offset;
   impl->dtype = base.dtype();
   impl->view_base = base.impl()->view_base ? base.impl()->view_base : base.impl_ptr();
+  impl->inference = base.impl()->inference;  // a view of a normal tensor stays normal
   return Tensor(std::move(impl));
 }
 
@@ -235,6 +237,7 @@ Tensor& Tensor::fill_(const Scalar& v) {
 Tensor& Tensor::copy_(const Tensor& src) {
   check_defined(*this, "copy_");
   check_defined(src, "copy_");
+  if (impl_->inference) autograd::check_inference_write(*this);  // before a cross-device upload
   const Shape b = broadcast_shapes(shape(), src.shape(), "copy_");
   if (b != shape())
     EMBER_FAIL("copy_", "source shape ", shape_str(src.shape()),
