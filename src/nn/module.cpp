@@ -18,7 +18,7 @@ void StateDict::set(const std::string& key, const Tensor& value) {
   items_.emplace_back(key, value);
 }
 
-const Tensor& StateDict::at(const std::string& key) const {
+const Tensor& StateDict::at(const std::string& key) const& {
   auto it = index_.find(key);
   if (it == index_.end()) EMBER_FAIL("state_dict", "no key '", key, "'");
   return items_[it->second].second;
@@ -52,7 +52,7 @@ void replace_in_place(Tensor& t, const Tensor& converted) {
 
 Tensor Module::register_parameter(const std::string& name, Tensor t, bool requires_grad) {
   check_name(name, "register_parameter", params_, buffers_);
-  detail::check_defined(t, "register_parameter");
+  ember::detail::check_defined(t, "register_parameter");
   if (requires_grad) t.requires_grad_(true);
   params_.emplace_back(name, t);
   return t;
@@ -140,7 +140,7 @@ std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_child
 
 std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modules() {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> all, out;
-  all.emplace_back("", shared_from_this());
+  all.emplace_back("", shared_self("Module::named_modules"));
   for (const auto& c : children_)
     for (auto& m : c.second->named_modules())
       all.emplace_back(m.first.empty() ? c.first : c.first + "." + m.first, m.second);
@@ -152,6 +152,68 @@ std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modul
   }
   return out;
 }
+
+std::shared_ptr<Module> Module::shared_self(const char* op) {
+  std::shared_ptr<Module> self = weak_from_this().lock();
+  if (!self)
+    EMBER_FAIL(op, "the ", type_name_,
+               " module is not owned by a std::shared_ptr: create it with std::make_shared<",
+               type_name_, ">(...) (and do not call this from its constructor)");
+  return self;
+}
+
+int64_t Module::num_parameters(bool trainable_only) const {
+  int64_t n = 0;
+  for (const Tensor& p : parameters())
+    if (!trainable_only || p.requires_grad()) n += p.numel();
+  return n;
+}
+
+RemovableHandle Module::add_forward_pre_hook(ForwardPreHook hook) {
+  if (!hook) EMBER_FAIL("register_forward_pre_hook", "the hook is empty");
+  const int64_t id = hooks_->next_id++;
+  hooks_->pre.emplace_back(id, std::move(hook));
+  return RemovableHandle([w = std::weak_ptr<Hooks>(hooks_), id] {
+    if (auto h = w.lock())
+      h->pre.erase(std::remove_if(h->pre.begin(), h->pre.end(),
+                                  [&](const auto& e) { return e.first == id; }),
+                   h->pre.end());
+  });
+}
+
+RemovableHandle Module::add_forward_hook(ForwardHook hook) {
+  if (!hook) EMBER_FAIL("register_forward_hook", "the hook is empty");
+  const int64_t id = hooks_->next_id++;
+  hooks_->post.emplace_back(id, std::move(hook));
+  return RemovableHandle([w = std::weak_ptr<Hooks>(hooks_), id] {
+    if (auto h = w.lock())
+      h->post.erase(std::remove_if(h->post.begin(), h->post.end(),
+                                   [&](const auto& e) { return e.first == id; }),
+                    h->post.end());
+  });
+}
+
+// A copy of the list, so a hook may remove itself (or add hooks) while the list runs.
+void Module::run_forward_pre_hooks(std::vector<Tensor>& inputs) {
+  if (hooks_->pre.empty()) return;
+  auto hooks = hooks_->pre;
+  for (auto& h : hooks) h.second(*this, inputs);
+}
+
+void Module::run_forward_hooks(const std::vector<Tensor>& inputs, Tensor& output) {
+  if (hooks_->post.empty()) return;
+  auto hooks = hooks_->post;
+  for (auto& h : hooks) h.second(*this, inputs, output);
+}
+
+namespace detail {
+void fail_hook_replacement(size_t got, size_t want) {
+  EMBER_FAIL("register_forward_pre_hook", "the hook returned ", got, " inputs for a call with ",
+             want, " tensor inputs");
+}
+}  // namespace detail
+
+std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.str(); }
 
 void Module::train(bool on) {
   training_ = on;

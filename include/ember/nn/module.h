@@ -1,9 +1,13 @@
 // nn::Module: parameters, buffers and submodules with names, train/eval, device/dtype moves and
 // state_dict, as torch.nn.Module.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -11,26 +15,44 @@
 
 namespace ember::nn {
 
-/// Ordered name -> tensor map (insertion order kept, like PyTorch's OrderedDict).
+/// Ordered name -> tensor map (insertion order kept, like PyTorch's OrderedDict). Iterate it
+/// directly, also on a temporary: `for (auto& [name, t] : model->state_dict())`. Accessors used on
+/// a temporary (`model->state_dict().items()`, `.at(k)`) return copies, so they never dangle.
 class StateDict {
  public:
+  using Item = std::pair<std::string, Tensor>;
   void set(const std::string& key, const Tensor& value);
   bool contains(const std::string& key) const { return index_.count(key) > 0; }
   /// Throws ember::Error naming the key when absent.
-  const Tensor& at(const std::string& key) const;
-  const std::vector<std::pair<std::string, Tensor>>& items() const { return items_; }
+  const Tensor& at(const std::string& key) const&;
+  Tensor at(const std::string& key) && { return std::as_const(*this).at(key); }
+  const std::vector<Item>& items() const& { return items_; }
+  std::vector<Item> items() && { return std::move(items_); }
+  std::vector<Item>::const_iterator begin() const& { return items_.begin(); }
+  std::vector<Item>::const_iterator end() const& { return items_.end(); }
+  // An iterator into a temporary would dangle; `for (... : f())` binds the temporary and works.
+  void begin() const&& = delete;
+  void end() const&& = delete;
   size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
 
  private:
-  std::vector<std::pair<std::string, Tensor>> items_;
+  std::vector<Item> items_;
   std::map<std::string, size_t> index_;
 };
+
+class Module;
+/// A forward pre-hook as stored: may replace entries of `inputs` (the tensor arguments).
+using ForwardPreHook = std::function<void(Module&, std::vector<Tensor>& inputs)>;
+/// A forward hook as stored: may replace `output`.
+using ForwardHook = std::function<void(Module&, const std::vector<Tensor>& inputs, Tensor& output)>;
 
 /// Base class of all layers. A subclass registers its tensors and children in its constructor:
 ///   weight_ = register_parameter("weight", empty({out, in}));
 ///   fc_ = register_module("fc", std::make_shared<Linear>(4, 2));
 /// Registered tensors share data with the members they were returned to, so to(device) and
-/// load_state_dict update both.
+/// load_state_dict update both. Create modules with std::make_shared (named_modules, summary
+/// and AnyModule need the shared_ptr, as LibTorch's module holders).
 class Module : public std::enable_shared_from_this<Module> {
  public:
   explicit Module(std::string type_name = "Module") : type_name_(std::move(type_name)) {}
@@ -58,7 +80,15 @@ class Module : public std::enable_shared_from_this<Module> {
   std::vector<std::shared_ptr<Module>> children() const;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
   /// This module and all descendants, depth first, named by path ("" for this one).
+  /// Throws ember::Error when this module is not owned by a std::shared_ptr.
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_modules();
+  /// The shared_ptr owning this module (shared_from_this). Throws ember::Error "[op] the module
+  /// is not owned by a std::shared_ptr: create it with std::make_shared<...>(...)" when there is
+  /// none (a module on the stack, or a call from its own constructor).
+  std::shared_ptr<Module> shared_self(const char* op = "Module");
+  /// Number of parameter elements (a shared parameter once, as
+  /// sum(p.numel() for p in model.parameters())); trainable_only counts requires_grad ones.
+  int64_t num_parameters(bool trainable_only = false) const;
 
   /// Sets training mode recursively (dropout, batch norm behave differently).
   virtual void train(bool on = true);
@@ -80,17 +110,56 @@ class Module : public std::enable_shared_from_this<Module> {
   /// Copies values into the parameters and buffers. strict: a missing, unexpected or mis-shaped
   /// key is an ember::Error listing all of them; non-strict: mis-shaped keys and integer/float
   /// mismatches still throw (floating values are cast to the parameter dtype as torch does);
-  /// missing and unexpected ones are returned as "missing: ...; unexpected: ..." (empty when none).
+  /// missing and unexpected ones are not loaded and are returned as one string,
+  /// "missing keys: a, b; unexpected keys: c" (either part absent when it has no key; "" when
+  /// the keys match), torch's _IncompatibleKeys(missing_keys, unexpected_keys) as text.
   std::string load_state_dict(const StateDict& dict, bool strict = true);
 
-  const std::string& type_name() const { return type_name_; }
+  const std::string& type_name() const& { return type_name_; }
+  std::string type_name() && { return type_name_; }
   /// The constructor arguments as PyTorch prints them ("in_features=4, out_features=2").
   virtual std::string extra_repr() const { return ""; }
   /// PyTorch-style tree: "Sequential(\n  (0): Linear(in_features=4, ...)\n)".
   std::string str() const;
 
+  /// Registers hook(module, input) called before each forward through operator() (or
+  /// AnyModule / Sequential), as torch's register_forward_pre_hook. `input` is the first tensor
+  /// argument (`const Tensor&`) or all tensor arguments (`const std::vector<Tensor>&`: through
+  /// operator() every Tensor parameter, undefined for a mask not given; through AnyModule the
+  /// Tensor arguments passed; non-tensor ones such as is_causal are not included); a hook
+  /// returning a Tensor (resp. vector) replaces them (an undefined Tensor / empty vector keeps
+  /// them), a void hook only inspects. Hooks run in registration order. A module's direct
+  /// `forward(x)` call runs no hooks (as torch's module.forward(x)).
+  template <typename F>
+  RemovableHandle register_forward_pre_hook(F&& hook);
+  /// Registers hook(module, input, output) called after each forward through operator(), as
+  /// torch's register_forward_hook; `input` as for the pre-hook; `output` is the output tensor
+  /// (the first one for a module returning a tuple: MultiheadAttention, LSTM). A hook returning
+  /// a defined Tensor replaces the output; a void hook inspects it.
+  template <typename F>
+  RemovableHandle register_forward_hook(F&& hook);
+  /// The stored forms the two templates build (throw ember::Error for an empty function).
+  RemovableHandle add_forward_pre_hook(ForwardPreHook hook);
+  RemovableHandle add_forward_hook(ForwardHook hook);
+
  protected:
   void add_child(const std::string& name, std::shared_ptr<Module> m);
+  bool has_forward_hooks() const { return !hooks_->pre.empty() || !hooks_->post.empty(); }
+  /// For a subclass's operator() taking several inputs: runs the pre-hooks on `inputs`,
+  /// f(inputs) -> R (a Tensor, or a tuple/pair whose first element is the output tensor), then
+  /// the forward hooks on that output tensor.
+  template <typename R, typename F>
+  R call_with_hooks(std::vector<Tensor> inputs, F&& f) {
+    run_forward_pre_hooks(inputs);
+    R out = f(inputs);
+    if constexpr (std::is_same_v<R, Tensor>)
+      run_forward_hooks(inputs, out);
+    else
+      run_forward_hooks(inputs, std::get<0>(out));
+    return out;
+  }
+  void run_forward_pre_hooks(std::vector<Tensor>& inputs);
+  void run_forward_hooks(const std::vector<Tensor>& inputs, Tensor& output);
 
  private:
   std::string type_name_;
@@ -98,14 +167,98 @@ class Module : public std::enable_shared_from_this<Module> {
   std::vector<std::pair<std::string, Tensor>> params_;
   std::vector<std::pair<std::string, Tensor>> buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  struct Hooks {
+    int64_t next_id = 0;
+    std::vector<std::pair<int64_t, ForwardPreHook>> pre;
+    std::vector<std::pair<int64_t, ForwardHook>> post;
+  };
+  std::shared_ptr<Hooks> hooks_ = std::make_shared<Hooks>();  // handles hold a weak_ptr
+  friend class AnyModule;
 };
+
+/// Prints module.str(), the PyTorch-style tree: `std::cout << *model` (or `<< model`).
+std::ostream& operator<<(std::ostream& os, const Module& m);
+template <typename M, typename = std::enable_if_t<std::is_base_of_v<Module, M>>>
+std::ostream& operator<<(std::ostream& os, const std::shared_ptr<M>& m) {
+  return m ? os << static_cast<const Module&>(*m) : os << "nullptr";
+}
+
+namespace detail {
+template <typename F, typename In>
+constexpr bool pre_hook_takes = std::is_invocable_v<F&, Module&, const In&>;
+template <typename F, typename In>
+constexpr bool hook_takes = std::is_invocable_v<F&, Module&, const In&, const Tensor&>;
+[[noreturn]] void fail_hook_replacement(size_t got, size_t want);
+}  // namespace detail
+
+template <typename F>
+RemovableHandle Module::register_forward_pre_hook(F&& hook) {
+  using Fn = std::decay_t<F>;
+  if constexpr (detail::pre_hook_takes<Fn, Tensor>) {
+    return add_forward_pre_hook(
+        [h = Fn(std::forward<F>(hook))](Module& m, std::vector<Tensor>& in) mutable {
+          if constexpr (std::is_void_v<std::invoke_result_t<Fn&, Module&, const Tensor&>>) {
+            h(m, in.at(0));
+          } else {
+            Tensor r = h(m, in.at(0));
+            if (r.defined()) in[0] = std::move(r);
+          }
+        });
+  } else {
+    static_assert(detail::pre_hook_takes<Fn, std::vector<Tensor>>,
+                  "a forward pre-hook is hook(Module&, const Tensor&) or "
+                  "hook(Module&, const std::vector<Tensor>&), returning void or the new input");
+    return add_forward_pre_hook(
+        [h = Fn(std::forward<F>(hook))](Module& m, std::vector<Tensor>& in) mutable {
+          using R = std::invoke_result_t<Fn&, Module&, const std::vector<Tensor>&>;
+          if constexpr (std::is_void_v<R>) {
+            h(m, std::as_const(in));
+          } else {
+            std::vector<Tensor> r = h(m, std::as_const(in));
+            if (r.empty()) return;
+            if (r.size() != in.size()) detail::fail_hook_replacement(r.size(), in.size());
+            in = std::move(r);
+          }
+        });
+  }
+}
+
+template <typename F>
+RemovableHandle Module::register_forward_hook(F&& hook) {
+  using Fn = std::decay_t<F>;
+  constexpr bool unary = detail::hook_takes<Fn, Tensor>;
+  static_assert(unary || detail::hook_takes<Fn, std::vector<Tensor>>,
+                "a forward hook is hook(Module&, const Tensor& input, const Tensor& output) or "
+                "hook(Module&, const std::vector<Tensor>& inputs, const Tensor& output), "
+                "returning void or the new output");
+  return add_forward_hook([h = Fn(std::forward<F>(hook))](Module& m, const std::vector<Tensor>& in,
+                                                          Tensor& out) mutable {
+    auto call = [&] {
+      if constexpr (unary)
+        return h(m, in.at(0), std::as_const(out));
+      else
+        return h(m, in, std::as_const(out));
+    };
+    if constexpr (std::is_void_v<decltype(call())>) {
+      call();
+    } else {
+      Tensor r = call();
+      if (r.defined()) out = std::move(r);
+    }
+  });
+}
 
 /// A module with one tensor in and one tensor out (what Sequential chains).
 class UnaryModule : public Module {
  public:
   using Module::Module;
   virtual Tensor forward(const Tensor& x) = 0;
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  /// forward(x) with the forward pre-hooks and hooks.
+  Tensor operator()(const Tensor& x) {
+    if (!has_forward_hooks()) return forward(x);
+    return call_with_hooks<Tensor>({x},
+                                   [&](const std::vector<Tensor>& in) { return forward(in[0]); });
+  }
 };
 
 }  // namespace ember::nn

@@ -22,18 +22,22 @@ Sequential::Sequential(const std::vector<std::shared_ptr<UnaryModule>>& modules)
   for (const auto& m : modules) push_back(m);
 }
 
-void Sequential::push_back(std::shared_ptr<UnaryModule> m) {
+Sequential::Sequential(const std::vector<AnyModule>& modules) : UnaryModule("Sequential") {
+  for (const auto& m : modules) push_back(m);
+}
+
+void Sequential::push_back(AnyModule m) {
   push_back(std::to_string(modules_.size()), std::move(m));
 }
 
-void Sequential::push_back(const std::string& name, std::shared_ptr<UnaryModule> m) {
-  if (!m) EMBER_FAIL("Sequential", "cannot add a null module '", name, "'");
-  add_child(name, m);
+void Sequential::push_back(const std::string& name, AnyModule m) {
+  if (m.is_empty()) EMBER_FAIL("Sequential", "cannot add a null module '", name, "'");
+  add_child(name, m.ptr());
   modules_.push_back(std::move(m));
 }
 
-std::shared_ptr<UnaryModule> Sequential::operator[](int64_t i) const {
-  return modules_[resolve("Sequential", i, modules_.size())];
+std::shared_ptr<Module> Sequential::operator[](int64_t i) const {
+  return modules_[resolve("Sequential", i, modules_.size())].ptr();
 }
 
 void Sequential::fail_cast(int64_t i) const {
@@ -43,7 +47,37 @@ void Sequential::fail_cast(int64_t i) const {
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x;
-  for (const auto& m : modules_) y = m->forward(y);
+  for (auto& m : modules_) y = m.forward(y);
+  return y;
+}
+
+Tensor Sequential::forward_any(std::vector<std::any> args) {
+  if (modules_.empty())
+    EMBER_FAIL("Sequential", "an empty Sequential takes one input, got ", args.size());
+  std::any first = modules_[0].any_forward(std::move(args));
+  Tensor y = modules_[0].main_output(first);
+  for (size_t i = 1; i < modules_.size(); ++i) y = modules_[i].forward(y);
+  return y;
+}
+
+Tensor detail::forward_several(UnaryModule& m, const std::vector<std::any>& args) {
+  if (auto* seq = dynamic_cast<Sequential*>(&m)) return seq->forward_any(args);
+  fail_any_arity(m.type_name(), args.size(), 1);
+}
+
+Tensor Sequential::call_any(std::vector<std::any> args) {
+  if (!has_forward_hooks()) return forward_any(std::move(args));
+  std::vector<size_t> where;
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (const Tensor* t = std::any_cast<Tensor>(&args[i])) {
+      where.push_back(i);
+      inputs.push_back(*t);
+    }
+  run_forward_pre_hooks(inputs);
+  for (size_t j = 0; j < where.size(); ++j) args[where[j]] = inputs[j];
+  Tensor y = forward_any(std::move(args));
+  run_forward_hooks(inputs, y);
   return y;
 }
 

@@ -165,7 +165,7 @@ std::tuple<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, cons
   if (options.dropout() > 0 && is_training())
     weights = functional::dropout(weights, options.dropout(), true);
   Tensor out = matmul(weights, vh).permute({2, 0, 1, 3}).reshape({l, n, e});  // [L, N, E]
-  out = out_proj->forward(out);
+  out = (*out_proj)(out);
   out = batched ? (options.batch_first() ? out.transpose(0, 1) : out) : out.squeeze(1);
   Tensor w;
   if (need_weights) {
@@ -226,20 +226,19 @@ Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mas
                                         const Tensor& src_key_padding_mask, bool is_causal) {
   check_layer_input(src, options.d_model(), "src", "TransformerEncoderLayer");
   auto sa = [&](const Tensor& x) {
-    return dropout1->forward(std::get<0>(
-        self_attn->forward(x, x, x, src_key_padding_mask, false, src_mask, true, is_causal)));
+    return (*dropout1)(
+        std::get<0>((*self_attn)(x, x, x, src_key_padding_mask, false, src_mask, true, is_causal)));
   };
   auto ff = [&](const Tensor& x) {
-    return dropout2->forward(
-        linear2->forward(dropout->forward(activate(options.activation(), linear1->forward(x)))));
+    return (*dropout2)((*linear2)((*dropout)(activate(options.activation(), (*linear1)(x)))));
   };
   Tensor x = src;
   if (options.norm_first()) {
-    x = x + sa(norm1->forward(x));
-    x = x + ff(norm2->forward(x));
+    x = x + sa((*norm1)(x));
+    x = x + ff((*norm2)(x));
   } else {
-    x = norm1->forward(x + sa(x));
-    x = norm2->forward(x + ff(x));
+    x = (*norm1)(x + sa(x));
+    x = (*norm2)(x + ff(x));
   }
   return x;
 }
@@ -271,26 +270,25 @@ Tensor TransformerDecoderLayer::forward(const Tensor& tgt, const Tensor& memory,
   check_layer_input(tgt, options.d_model(), "tgt", op);
   check_layer_input(memory, options.d_model(), "memory", op);
   auto sa = [&](const Tensor& x) {
-    return dropout1->forward(std::get<0>(
-        self_attn->forward(x, x, x, tgt_key_padding_mask, false, tgt_mask, true, tgt_is_causal)));
+    return (*dropout1)(std::get<0>(
+        (*self_attn)(x, x, x, tgt_key_padding_mask, false, tgt_mask, true, tgt_is_causal)));
   };
   auto mha = [&](const Tensor& x) {
-    return dropout2->forward(std::get<0>(multihead_attn->forward(
-        x, memory, memory, memory_key_padding_mask, false, memory_mask, true, memory_is_causal)));
+    return (*dropout2)(std::get<0>((*multihead_attn)(x, memory, memory, memory_key_padding_mask,
+                                                     false, memory_mask, true, memory_is_causal)));
   };
   auto ff = [&](const Tensor& x) {
-    return dropout3->forward(
-        linear2->forward(dropout->forward(activate(options.activation(), linear1->forward(x)))));
+    return (*dropout3)((*linear2)((*dropout)(activate(options.activation(), (*linear1)(x)))));
   };
   Tensor x = tgt;
   if (options.norm_first()) {
-    x = x + sa(norm1->forward(x));
-    x = x + mha(norm2->forward(x));
-    x = x + ff(norm3->forward(x));
+    x = x + sa((*norm1)(x));
+    x = x + mha((*norm2)(x));
+    x = x + ff((*norm3)(x));
   } else {
-    x = norm1->forward(x + sa(x));
-    x = norm2->forward(x + mha(x));
-    x = norm3->forward(x + ff(x));
+    x = (*norm1)(x + sa(x));
+    x = (*norm2)(x + mha(x));
+    x = (*norm3)(x + ff(x));
   }
   return x;
 }
@@ -330,8 +328,8 @@ Tensor TransformerEncoder::forward(const Tensor& src, const Tensor& mask,
                                    const Tensor& src_key_padding_mask, bool is_causal) {
   Tensor x = src;
   for (int64_t i = 0; i < num_layers; ++i)
-    x = layers->at<TransformerEncoderLayer>(i)->forward(x, mask, src_key_padding_mask, is_causal);
-  return norm ? norm->forward(x) : x;
+    x = (*layers->at<TransformerEncoderLayer>(i))(x, mask, src_key_padding_mask, is_causal);
+  return norm ? (*norm)(x) : x;
 }
 
 TransformerDecoder::TransformerDecoder(const TransformerDecoderLayerOptions& layer,
@@ -348,10 +346,10 @@ Tensor TransformerDecoder::forward(const Tensor& tgt, const Tensor& memory, cons
                                    bool memory_is_causal) {
   Tensor x = tgt;
   for (int64_t i = 0; i < num_layers; ++i)
-    x = layers->at<TransformerDecoderLayer>(i)->forward(
-        x, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask,
-        tgt_is_causal, memory_is_causal);
-  return norm ? norm->forward(x) : x;
+    x = (*layers->at<TransformerDecoderLayer>(i))(x, memory, tgt_mask, memory_mask,
+                                                  tgt_key_padding_mask, memory_key_padding_mask,
+                                                  tgt_is_causal, memory_is_causal);
+  return norm ? (*norm)(x) : x;
 }
 
 }  // namespace ember::nn

@@ -5,30 +5,46 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ember/nn/module.h"
+#include "ember/nn/modules/any.h"
 
 namespace ember::nn {
 
-/// Chains UnaryModules: forward(x) = m_n(...m_1(m_0(x))) (as torch.nn.Sequential).
-///   auto net = std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<UnaryModule>>{
-///       std::make_shared<Linear>(4, 8), std::make_shared<ReLU>(), std::make_shared<Linear>(8,
-///       2)});
-/// An empty Sequential returns its input.
+/// Chains modules: forward(x) = m_n(...m_1(m_0(x))) (as torch.nn.Sequential). Holds each module
+/// as an AnyModule, so any module fits: the first may take several arguments, which
+/// forward(args...) passes to it; every later one takes the previous output (a tuple output
+/// passes on its first tensor, as AnyModule::forward).
+///   auto net = std::make_shared<Sequential>(std::make_shared<Linear>(4, 8),
+///                                           std::make_shared<ReLU>(), std::make_shared<Linear>(8,
+///                                           2));
+///   Sequential seq{std::make_shared<TransformerEncoder>(opts, 2), std::make_shared<Linear>(8, 2)};
+///   Tensor y = seq.forward(src, mask);  // encoder(src, mask), then the Linear
+/// An empty Sequential returns its input (and throws for a call with several arguments).
 class Sequential : public UnaryModule {
  public:
   Sequential() : UnaryModule("Sequential") {}
   Sequential(std::initializer_list<std::shared_ptr<UnaryModule>> modules);  // NOLINT
   explicit Sequential(const std::vector<std::shared_ptr<UnaryModule>>& modules);
+  explicit Sequential(const std::vector<AnyModule>& modules);
+  /// Sequential(m0, m1, ...) from shared_ptrs of any modules (or AnyModules).
+  template <typename... M,
+            typename = std::enable_if_t<(sizeof...(M) > 0) &&
+                                        (std::is_convertible_v<M&&, AnyModule> && ...)>>
+  explicit Sequential(M&&... modules) : UnaryModule("Sequential") {
+    (push_back(AnyModule(std::forward<M>(modules))), ...);
+  }
   /// Appends a module named by its position. Throws for a null module.
-  void push_back(std::shared_ptr<UnaryModule> m);
+  void push_back(AnyModule m);
   /// Appends a module under `name` (as Sequential(OrderedDict(...))). Throws for a duplicate,
   /// empty or dotted name.
-  void push_back(const std::string& name, std::shared_ptr<UnaryModule> m);
+  void push_back(const std::string& name, AnyModule m);
   /// The i-th module; negative i counts from the end. Throws "[Sequential] index ..." when out
   /// of range.
-  std::shared_ptr<UnaryModule> operator[](int64_t i) const;
+  std::shared_ptr<Module> operator[](int64_t i) const;
   /// The i-th module cast to M; throws when it is not an M.
   template <typename M>
   std::shared_ptr<M> at(int64_t i) const {
@@ -38,13 +54,30 @@ class Sequential : public UnaryModule {
   }
   size_t size() const { return modules_.size(); }
   bool empty() const { return modules_.empty(); }
-  auto begin() const { return modules_.begin(); }
-  auto end() const { return modules_.end(); }
+  /// Iterates the AnyModules (not on a temporary Sequential, whose iterators would dangle).
+  auto begin() const& { return modules_.begin(); }
+  auto end() const& { return modules_.end(); }
+  void begin() const&& = delete;
+  void end() const&& = delete;
   Tensor forward(const Tensor& x) override;
+  /// The first module's forward(args...), then the others in turn.
+  template <typename... Args, typename = std::enable_if_t<(sizeof...(Args) > 1)>>
+  Tensor forward(Args&&... args) {
+    return forward_any({detail::any_arg(std::forward<Args>(args))...});
+  }
+  using UnaryModule::operator();
+  /// forward(args...) with this Sequential's own hooks (and each module's).
+  template <typename... Args, typename = std::enable_if_t<(sizeof...(Args) > 1)>>
+  Tensor operator()(Args&&... args) {
+    return call_any({detail::any_arg(std::forward<Args>(args))...});
+  }
 
  private:
+  Tensor forward_any(std::vector<std::any> args);
+  Tensor call_any(std::vector<std::any> args);
   [[noreturn]] void fail_cast(int64_t i) const;
-  std::vector<std::shared_ptr<UnaryModule>> modules_;
+  friend Tensor detail::forward_several(UnaryModule& m, const std::vector<std::any>& args);
+  std::vector<AnyModule> modules_;
 };
 
 /// A shared Sequential of the given modules:
@@ -72,8 +105,10 @@ class ModuleList : public Module {
   }
   size_t size() const { return modules_.size(); }
   bool empty() const { return modules_.empty(); }
-  auto begin() const { return modules_.begin(); }
-  auto end() const { return modules_.end(); }
+  auto begin() const& { return modules_.begin(); }
+  auto end() const& { return modules_.end(); }
+  void begin() const&& = delete;
+  void end() const&& = delete;
 
  private:
   [[noreturn]] void fail_cast(const std::string& key) const;

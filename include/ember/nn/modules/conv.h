@@ -34,20 +34,24 @@ struct ConvOptions {
 
  public:
   /// Numeric padding: one value or one per spatial dim.
-  ConvOptions& padding(const ExpandingArray<D>& p) {
+  ConvOptions& padding(const ExpandingArray<D>& p) & {
     padding_ = p;
     padding_str_.clear();
     return *this;
   }
+  ConvOptions padding(const ExpandingArray<D>& p) && { return std::move(padding(p)); }
   /// "same" or "valid".
-  ConvOptions& padding(const functional::PaddingMode& p) {
+  ConvOptions& padding(const functional::PaddingMode& p) & {
     padding_str_ = p.value;
     padding_ = ExpandingArray<D>(0);
     return *this;
   }
-  const ExpandingArray<D>& padding() const { return padding_; }
+  ConvOptions padding(const functional::PaddingMode& p) && { return std::move(padding(p)); }
+  const ExpandingArray<D>& padding() const& { return padding_; }
+  ExpandingArray<D> padding() && { return std::move(padding_); }
   /// "same"/"valid" when a string padding was given, else empty.
-  const std::string& padding_str() const { return padding_str_; }
+  const std::string& padding_str() const& { return padding_str_; }
+  std::string padding_str() && { return std::move(padding_str_); }
 
  private:
   ExpandingArray<D> padding_ = 0;

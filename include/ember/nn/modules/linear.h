@@ -62,7 +62,11 @@ class Bilinear : public Module {
   explicit Bilinear(const BilinearOptions& options);
   void reset_parameters();
   Tensor forward(const Tensor& x1, const Tensor& x2);
-  Tensor operator()(const Tensor& x1, const Tensor& x2) { return forward(x1, x2); }
+  Tensor operator()(const Tensor& x1, const Tensor& x2) {
+    if (!has_forward_hooks()) return forward(x1, x2);
+    return call_with_hooks<Tensor>(
+        {x1, x2}, [&](const std::vector<Tensor>& in) { return forward(in[0], in[1]); });
+  }
   /// "in1_features=2, in2_features=3, out_features=4, bias=True"
   std::string extra_repr() const override;
 

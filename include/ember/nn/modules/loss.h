@@ -17,7 +17,12 @@ class LossModule : public Module {
  public:
   LossModule(const char* name, std::string reduction, bool allow_batchmean = false);
   virtual Tensor forward(const Tensor& input, const Tensor& target) = 0;
-  Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
+  /// forward(input, target) with the forward pre-hooks and hooks.
+  Tensor operator()(const Tensor& input, const Tensor& target) {
+    if (!has_forward_hooks()) return forward(input, target);
+    return call_with_hooks<Tensor>(
+        {input, target}, [&](const std::vector<Tensor>& in) { return forward(in[0], in[1]); });
+  }
   std::string reduction;
 };
 

@@ -4,20 +4,28 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ember/error.h"
 
 /// Declares a chainable option: `Options& name(T v)` sets it, `const T& name() const` reads it.
-#define EMBER_ARG(T, name)                           \
- public:                                             \
-  auto& name(const T& new_##name) {                  \
-    this->name##_ = new_##name;                      \
-    return *this;                                    \
-  }                                                  \
-  const T& name() const noexcept { return name##_; } \
-                                                     \
- private:                                            \
+/// On a temporary both return by value (`Conv2dOptions(3, 8, 3).stride(2).kernel_size()`), so a
+/// reference into a destroyed options object can never be formed.
+#define EMBER_ARG(T, name)                            \
+ public:                                              \
+  auto& name(const T& new_##name)& {                  \
+    this->name##_ = new_##name;                       \
+    return *this;                                     \
+  }                                                   \
+  auto name(const T& new_##name)&& {                  \
+    this->name##_ = new_##name;                       \
+    return std::move(*this);                          \
+  }                                                   \
+  const T& name() const& noexcept { return name##_; } \
+  T name()&& { return std::move(name##_); }           \
+                                                      \
+ private:                                             \
   T name##_
 
 namespace ember::nn {
@@ -35,7 +43,8 @@ struct ExpandingArray {
   }
   std::vector<int64_t> values;
   bool scalar = false;
-  const std::vector<int64_t>& vec() const { return values; }
+  const std::vector<int64_t>& vec() const& { return values; }
+  std::vector<int64_t> vec() && { return std::move(values); }
   bool all(int64_t v) const {
     for (int64_t x : values)
       if (x != v) return false;

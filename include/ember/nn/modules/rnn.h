@@ -88,7 +88,10 @@ class LSTM : public RNNBase {
   std::tuple<Tensor, std::tuple<Tensor, Tensor>> operator()(const Tensor& input,
                                                             const Tensor& h0 = Tensor(),
                                                             const Tensor& c0 = Tensor()) {
-    return forward(input, h0, c0);
+    if (!has_forward_hooks()) return forward(input, h0, c0);
+    return call_with_hooks<std::tuple<Tensor, std::tuple<Tensor, Tensor>>>(
+        {input, h0, c0},
+        [&](const std::vector<Tensor>& in) { return forward(in[0], in[1], in[2]); });
   }
 
  protected:
@@ -106,7 +109,9 @@ class GRU : public RNNBase {
   explicit GRU(const GRUOptions& options) : RNNBase("GRU", options, 3) {}
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0 = Tensor());
   std::tuple<Tensor, Tensor> operator()(const Tensor& input, const Tensor& h0 = Tensor()) {
-    return forward(input, h0);
+    if (!has_forward_hooks()) return forward(input, h0);
+    return call_with_hooks<std::tuple<Tensor, Tensor>>(
+        {input, h0}, [&](const std::vector<Tensor>& in) { return forward(in[0], in[1]); });
   }
 
  protected:

@@ -73,8 +73,14 @@ class MultiheadAttention : public Module {
                                         bool need_weights = true,
                                         const Tensor& attn_mask = Tensor(),
                                         bool average_attn_weights = true, bool is_causal = false) {
-    return forward(query, key, value, key_padding_mask, need_weights, attn_mask,
-                   average_attn_weights, is_causal);
+    if (!has_forward_hooks())
+      return forward(query, key, value, key_padding_mask, need_weights, attn_mask,
+                     average_attn_weights, is_causal);
+    return call_with_hooks<std::tuple<Tensor, Tensor>>(
+        {query, key, value, key_padding_mask, attn_mask}, [&](const std::vector<Tensor>& in) {
+          return forward(in[0], in[1], in[2], in[3], need_weights, in[4], average_attn_weights,
+                         is_causal);
+        });
   }
 
   MultiheadAttentionOptions options;
@@ -122,7 +128,10 @@ class TransformerEncoderLayer : public Module {
                  const Tensor& src_key_padding_mask = Tensor(), bool is_causal = false);
   Tensor operator()(const Tensor& src, const Tensor& src_mask = Tensor(),
                     const Tensor& src_key_padding_mask = Tensor(), bool is_causal = false) {
-    return forward(src, src_mask, src_key_padding_mask, is_causal);
+    if (!has_forward_hooks()) return forward(src, src_mask, src_key_padding_mask, is_causal);
+    return call_with_hooks<Tensor>(
+        {src, src_mask, src_key_padding_mask},
+        [&](const std::vector<Tensor>& in) { return forward(in[0], in[1], in[2], is_causal); });
   }
 
   TransformerEncoderLayerOptions options;
@@ -157,8 +166,14 @@ class TransformerDecoderLayer : public Module {
                     const Tensor& tgt_key_padding_mask = Tensor(),
                     const Tensor& memory_key_padding_mask = Tensor(), bool tgt_is_causal = false,
                     bool memory_is_causal = false) {
-    return forward(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
-                   memory_key_padding_mask, tgt_is_causal, memory_is_causal);
+    if (!has_forward_hooks())
+      return forward(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+                     memory_key_padding_mask, tgt_is_causal, memory_is_causal);
+    return call_with_hooks<Tensor>(
+        {tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask},
+        [&](const std::vector<Tensor>& in) {
+          return forward(in[0], in[1], in[2], in[3], in[4], in[5], tgt_is_causal, memory_is_causal);
+        });
   }
 
   TransformerDecoderLayerOptions options;
@@ -181,7 +196,10 @@ class TransformerEncoder : public Module {
                  const Tensor& src_key_padding_mask = Tensor(), bool is_causal = false);
   Tensor operator()(const Tensor& src, const Tensor& mask = Tensor(),
                     const Tensor& src_key_padding_mask = Tensor(), bool is_causal = false) {
-    return forward(src, mask, src_key_padding_mask, is_causal);
+    if (!has_forward_hooks()) return forward(src, mask, src_key_padding_mask, is_causal);
+    return call_with_hooks<Tensor>(
+        {src, mask, src_key_padding_mask},
+        [&](const std::vector<Tensor>& in) { return forward(in[0], in[1], in[2], is_causal); });
   }
 
   int64_t num_layers;
@@ -207,8 +225,14 @@ class TransformerDecoder : public Module {
                     const Tensor& tgt_key_padding_mask = Tensor(),
                     const Tensor& memory_key_padding_mask = Tensor(), bool tgt_is_causal = false,
                     bool memory_is_causal = false) {
-    return forward(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
-                   memory_key_padding_mask, tgt_is_causal, memory_is_causal);
+    if (!has_forward_hooks())
+      return forward(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+                     memory_key_padding_mask, tgt_is_causal, memory_is_causal);
+    return call_with_hooks<Tensor>(
+        {tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask},
+        [&](const std::vector<Tensor>& in) {
+          return forward(in[0], in[1], in[2], in[3], in[4], in[5], tgt_is_causal, memory_is_causal);
+        });
   }
 
   int64_t num_layers;
