@@ -174,7 +174,7 @@ class ResNet50 : public nn::UnaryModule {
     cl(conv1);
     for (auto& layer : layers)
       for (auto& m : *layer) {
-        auto b = std::dynamic_pointer_cast<Bottleneck>(m);
+        auto b = std::dynamic_pointer_cast<Bottleneck>(m.ptr());
         for (auto& c : {b->conv1, b->conv2, b->conv3, b->ds_conv})
           if (c) cl(c);
       }
