@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "ember/autograd.h"
+#include "ember/data/data.h"
 #include "ember/ember.h"
 #include "test_util.h"
 
@@ -460,4 +461,31 @@ TEST(LoadStateDictDocTest, NonStrictReportFormat) {
   StateDict only_extra = model->state_dict();
   only_extra.set("x", zeros({1}));
   EXPECT_EQ(model->load_state_dict(only_extra, false), "unexpected keys: x");
+}
+
+// The rest of the public API's accessors that hand out references: on a temporary they return
+// copies (a reference would point into an object destroyed at the end of the expression).
+TEST(ModuleTemporaryTest, OtherPublicAccessorsReturnCopiesOnTemporaries) {
+  using optim::ParamGroup;
+  static_assert(
+      std::is_same_v<decltype(std::declval<optim::SGD>().param_groups()), std::vector<ParamGroup>>);
+  static_assert(std::is_same_v<decltype(std::declval<const optim::SGD&>().param_groups()),
+                               const std::vector<ParamGroup>&>);
+  static_assert(std::is_same_v<decltype(std::declval<optim::SGD>().name()), std::string>);
+  static_assert(
+      std::is_same_v<decltype(std::declval<optim::StepLR>().get_last_lr()), std::vector<double>>);
+  static_assert(
+      std::is_same_v<decltype(std::declval<optim::StepLR>().base_lrs()), std::vector<double>>);
+  static_assert(std::is_same_v<decltype(std::declval<data::ImageFolder>().classes()),
+                               std::vector<std::string>>);
+  static_assert(std::is_same_v<decltype(std::declval<data::Subset<data::Example>>().indices()),
+                               std::vector<int64_t>>);
+  // And the values are right when used so.
+  auto make_sgd = [] {
+    Tensor w = ones({2}).requires_grad_();
+    return optim::SGD({w}, optim::SGDOptions(0.5));
+  };
+  std::vector<int64_t> numels;
+  for (const ParamGroup& g : make_sgd().param_groups()) numels.push_back(g.params.at(0).numel());
+  EXPECT_EQ(numels, (std::vector<int64_t>{2}));
 }

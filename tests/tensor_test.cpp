@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "ember/ember.h"
 #include "op_table.h"
@@ -321,4 +322,20 @@ TEST(TensorTest, InPlaceIntoOverlappingUnfoldWindowsWritesElementByElementAsTorc
   EXPECT_EQ(vals(u), (std::vector<float>{1, 3, 3, 4, 4, 4}));
   sum(u * tensor<float>({1, 2, 3, 4, 5, 6}, {3, 2})).backward();
   EXPECT_EQ(vals(a.grad()), (std::vector<float>{1, 5, 9, 6}));
+}
+
+// Accessors on temporaries return copies (issue 14 item 1): iterating the shape of a tensor
+// that only the expression holds must not read freed memory (ASan checks this in CI).
+TEST(TensorTemporaryTest, ShapeAndStridesOfTemporariesAreCopies) {
+  static_assert(std::is_same_v<decltype(ones({2, 3}).shape()), Shape>);
+  static_assert(std::is_same_v<decltype(ones({2, 3}).strides()), Strides>);
+  const Tensor x = ones({2, 3});
+  static_assert(std::is_same_v<decltype(x.shape()), const Shape&>);
+  std::vector<int64_t> dims;
+  for (int64_t d : (x * 2).transpose(0, 1).shape()) dims.push_back(d);
+  EXPECT_EQ(dims, (std::vector<int64_t>{3, 2}));
+  std::vector<int64_t> strides;
+  for (int64_t s : ones({4, 5}).strides()) strides.push_back(s);
+  EXPECT_EQ(strides, (std::vector<int64_t>{5, 1}));
+  EXPECT_EQ(zeros({7}).sizes()[0], 7);
 }

@@ -116,9 +116,14 @@ class Tensor {
 
   // ---- metadata ----
   bool defined() const { return impl_ != nullptr; }
-  const Shape& shape() const;
-  const Shape& sizes() const { return shape(); }
-  const Strides& strides() const;
+  /// On a temporary (`model->forward(x).shape()`) these return copies, never a reference into
+  /// a tensor that is about to be destroyed.
+  const Shape& shape() const&;
+  Shape shape() const&& { return shape_copy(); }
+  const Shape& sizes() const& { return shape(); }
+  Shape sizes() const&& { return shape_copy(); }
+  const Strides& strides() const&;
+  Strides strides() const&& { return strides_copy(); }
   int64_t size(int64_t dim) const;  // negative dims count from the end
   int64_t stride(int64_t dim) const;
   int64_t dim() const { return int64_t(shape().size()); }
@@ -298,6 +303,8 @@ class Tensor {
   Tensor pow(const Scalar& e) const;
 
   void check_host_access(DType expected, const char* op) const;
+  Shape shape_copy() const;
+  Strides strides_copy() const;
 
  private:
   std::shared_ptr<TensorImpl> impl_;

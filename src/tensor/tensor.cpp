@@ -139,14 +139,16 @@ Shape reduced_shape(const Shape& s, const std::vector<int64_t>& dims, bool keepd
 using detail::check_defined;
 using detail::describe;
 
-const Shape& Tensor::shape() const {
+const Shape& Tensor::shape() const& {
   check_defined(*this, "shape");
   return impl_->shape;
 }
-const Strides& Tensor::strides() const {
+const Strides& Tensor::strides() const& {
   check_defined(*this, "strides");
   return impl_->strides;
 }
+Shape Tensor::shape_copy() const { return shape(); }
+Strides Tensor::strides_copy() const { return strides(); }
 int64_t Tensor::size(int64_t d) const { return shape()[size_t(wrap_dim(d, dim(), "size"))]; }
 int64_t Tensor::stride(int64_t d) const { return strides()[size_t(wrap_dim(d, dim(), "stride"))]; }
 int64_t Tensor::numel() const { return numel_of(shape()); }

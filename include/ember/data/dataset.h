@@ -112,7 +112,8 @@ class ShuffledDataset : public Dataset<T> {
   }
   int64_t size() const override { return int64_t(order_.size()); }
   void set_epoch(int64_t epoch) override { inner_->set_epoch(epoch); }
-  const std::vector<int64_t>& order() const { return order_; }
+  const std::vector<int64_t>& order() const& { return order_; }
+  std::vector<int64_t> order() && { return order_; }  // a copy on a temporary
 
  private:
   DatasetPtr<T> inner_;
@@ -135,7 +136,8 @@ class Subset : public Dataset<T> {
   }
   int64_t size() const override { return int64_t(indices_.size()); }
   void set_epoch(int64_t epoch) override { inner_->set_epoch(epoch); }
-  const std::vector<int64_t>& indices() const { return indices_; }
+  const std::vector<int64_t>& indices() const& { return indices_; }
+  std::vector<int64_t> indices() && { return indices_; }  // a copy on a temporary
 
  private:
   DatasetPtr<T> inner_;

@@ -101,9 +101,13 @@ class ImageFolder : public Dataset<Example> {
   explicit ImageFolder(const std::string& root, int channels = 0);
   Example get(int64_t index) const override;
   int64_t size() const override { return int64_t(samples_.size()); }
-  const std::vector<std::string>& classes() const { return classes_; }
+  const std::vector<std::string>& classes() const& { return classes_; }
+  std::vector<std::string> classes() && { return classes_; }  // a copy on a temporary
   /// (path, label) of each image, in dataset order.
-  const std::vector<std::pair<std::string, int64_t>>& samples() const { return samples_; }
+  const std::vector<std::pair<std::string, int64_t>>& samples() const& { return samples_; }
+  std::vector<std::pair<std::string, int64_t>> samples() && {
+    return samples_;
+  }  // a copy on a temporary
 
  private:
   int channels_;

@@ -35,9 +35,11 @@ class LRScheduler {
   /// Advances one epoch (or iteration) and writes the new lrs into the optimizer's groups.
   virtual void step();
   /// The lrs the last step() set, one per group.
-  const std::vector<double>& get_last_lr() const { return last_lr_; }
+  const std::vector<double>& get_last_lr() const& { return last_lr_; }
+  std::vector<double> get_last_lr() && { return last_lr_; }  // a copy on a temporary
   int64_t last_epoch() const { return last_epoch_; }
-  const std::vector<double>& base_lrs() const { return base_lrs_; }
+  const std::vector<double>& base_lrs() const& { return base_lrs_; }
+  std::vector<double> base_lrs() && { return base_lrs_; }  // a copy on a temporary
   /// The optimizer this scheduler drives (kept alive by the scheduler).
   Optimizer& optimizer() const { return *optimizer_; }
   const std::shared_ptr<Optimizer>& optimizer_ptr() const { return optimizer_; }
@@ -292,7 +294,8 @@ class ReduceLROnPlateau {
   /// Feeds one epoch's metric (e.g. the validation loss).
   void step(double metric);
   /// The group lrs after the last step (the current ones before any step).
-  const std::vector<double>& get_last_lr() const { return last_lr_; }
+  const std::vector<double>& get_last_lr() const& { return last_lr_; }
+  std::vector<double> get_last_lr() && { return last_lr_; }  // a copy on a temporary
   int64_t last_epoch() const { return last_epoch_; }
   double best() const { return best_; }
   int64_t num_bad_epochs() const { return num_bad_epochs_; }

@@ -129,12 +129,15 @@ class Optimizer {
   /// group, or invalid options.
   void add_param_group(ParamGroup group);
 
-  std::vector<ParamGroup>& param_groups() { return groups_; }
-  const std::vector<ParamGroup>& param_groups() const { return groups_; }
-  const OptimizerOptions& defaults() const { return *defaults_; }
+  std::vector<ParamGroup>& param_groups() & { return groups_; }
+  const std::vector<ParamGroup>& param_groups() const& { return groups_; }
+  std::vector<ParamGroup> param_groups() && { return groups_; }  // a copy on a temporary
+  const OptimizerOptions& defaults() const& { return *defaults_; }
+  void defaults() const&& = delete;  // would refer into a destroyed optimizer
   /// State of one parameter (nullptr before its first step).
   const ParamState* state(const Tensor& param) const;
-  const std::string& name() const { return name_; }
+  const std::string& name() const& { return name_; }
+  std::string name() && { return name_; }  // a copy on a temporary
 
   /// Flat state: "state.<i>.step" (0-d f64), "state.<i>.<buffer>" (the buffer, sharing data),
   /// "param_groups.<g>.params" (i64 indices), "param_groups.<g>.<field>" (0-d f64 per option),

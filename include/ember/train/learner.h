@@ -328,7 +328,8 @@ class Learner {
   void resume(const std::string& dir);
   /// The user_json stored in the checkpoint resume() loaded ("" before a resume), so a program
   /// can check that it continues the same kind of run.
-  const std::string& resumed_user_json() const { return resumed_user_json_; }
+  const std::string& resumed_user_json() const& { return resumed_user_json_; }
+  std::string resumed_user_json() && { return resumed_user_json_; }  // a copy on a temporary
 
   /// Mean loss and metrics over a loader, in eval mode without gradients ("loss", "accuracy"...
   /// and the add_metric() names, without a prefix). Restores the training mode afterwards.
@@ -344,7 +345,8 @@ class Learner {
   nn::Module& model() { return *model_; }
   optim::Optimizer& optimizer() { return *optimizer_; }
   const LearnerOptions& options() const { return opts_; }
-  const std::vector<EpochSummary>& history() const { return history_; }
+  const std::vector<EpochSummary>& history() const& { return history_; }
+  std::vector<EpochSummary> history() && { return history_; }  // a copy on a temporary
   int64_t epochs_completed() const { return epoch_; }
   int64_t steps() const { return step_; }
 
