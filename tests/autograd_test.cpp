@@ -202,3 +202,25 @@ TEST(AutogradTest, CheckpointRecomputesAndSavesMemory) {
   ck.sum().backward();
   EXPECT_EQ(v(x1.grad()), v(x2.grad()));
 }
+
+// A leaf made by a view op (its storage's base does not require grad) is still a leaf: every
+// in-place op on it is refused, as torch, instead of silently rebasing it (found by a tester:
+// arange(6).reshape({2, 3}).requires_grad_().mul_(2) turned x into a non-leaf).
+TEST(AutogradTest, InPlaceOnALeafMadeByAViewIsRefused) {
+  Tensor x = arange(6, DType::f32).reshape({2, 3}).requires_grad_();
+  ASSERT_TRUE(x.is_leaf());
+  EXPECT_THROW(x.mul_(2), Error);
+  EXPECT_THROW(x.add_(ones({2, 3})), Error);
+  EXPECT_THROW(x.fill_(1), Error);
+  EXPECT_THROW(x.copy_(zeros({2, 3})), Error);
+  EXPECT_THROW(x.index_put_({0}, 5.0), Error);
+  EXPECT_TRUE(x.is_leaf());
+  EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{0, 1, 2, 3, 4, 5}));
+  {
+    NoGradGuard ng;  // an optimizer's update: allowed
+    x.sub_(ones({2, 3}));
+  }
+  EXPECT_TRUE(x.is_leaf());
+  (x.sum() * 2).backward();
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>(6, 2.f)));
+}

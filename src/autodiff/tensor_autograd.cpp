@@ -38,6 +38,9 @@ Tensor& Tensor::requires_grad_(bool on) {
                "InferenceMode to get a normal tensor");
   if (!m) m = std::make_shared<AutogradMeta>();
   m->requires_grad = on;
+  // A leaf made by a view op (arange(6).reshape({2, 3}).requires_grad_()) is the base of its
+  // own views from now on, so writes through them find the leaf and are refused, as torch.
+  if (on) impl_->view_base = nullptr;
   return *this;
 }
 

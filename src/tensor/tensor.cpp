@@ -226,8 +226,23 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::contiguous() const { return contiguous(MemoryFormat::contiguous); }
 
+namespace {
+/// Refuses an in-place write into a leaf that requires grad, or a view of one, while recording
+/// (torch's rule), before anything is written, so a refused op leaves the tensor unchanged.
+void check_leaf_write(const Tensor& t, const char* op) {
+  if (!is_grad_enabled()) return;
+  const Tensor base = t.impl()->view_base ? Tensor(t.impl()->view_base) : t;
+  for (const Tensor* c : {&t, &base})
+    if (c->requires_grad() && c->is_leaf())
+      EMBER_FAIL(op, c == &t ? "a leaf tensor" : "a view of a leaf tensor",
+                 " that requires grad (shape ", shape_str(c->shape()),
+                 ") is being used in an in-place operation; wrap it in NoGradGuard");
+}
+}  // namespace
+
 Tensor& Tensor::fill_(const Scalar& v) {
   check_defined(*this, "fill_");
+  check_leaf_write(*this, "fill_");
   run(ir::Fill{*this, v});
   // Filling a region of a tensor with history: that region gets no gradient.
   if (is_grad_enabled() &&
@@ -240,6 +255,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   check_defined(*this, "copy_");
   check_defined(src, "copy_");
   if (impl_->inference) autograd::check_inference_write(*this);  // before a cross-device upload
+  check_leaf_write(*this, "copy_");
   const Shape b = broadcast_shapes(shape(), src.shape(), "copy_");
   if (b != shape())
     EMBER_FAIL("copy_", "source shape ", shape_str(src.shape()),
