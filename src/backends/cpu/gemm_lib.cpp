@@ -42,6 +42,15 @@ constexpr int kDeepBind = RTLD_DEEPBIND;
 constexpr int kDeepBind = RTLD_DEEPBIND;
 #endif
 
+// A sanitizer runtime in the process (a user's program built with -fsanitize=address against
+// a library built without) aborts on RTLD_DEEPBIND: checked at run time, not only at build time.
+int deep_bind() {
+  if (kDeepBind == 0) return 0;
+  for (const char* sym : {"__asan_init", "__tsan_init", "__msan_init"})
+    if (dlsym(RTLD_DEFAULT, sym)) return 0;
+  return kDeepBind;
+}
+
 // Opened by full path: the plain "libopenblas.so.0" is Debian's alternatives link (the pthread
 // build by default, whose threads spin after each call and fight the OpenMP team). RTLD_DEEPBIND
 // keeps its (exported) internals bound to itself even when a pthread OpenBLAS with the same
@@ -57,7 +66,7 @@ const OpenBlas* load_openblas() {
   };
   for (const char* p : paths) {
     if (!p || !*p) continue;
-    void* h = dlopen(p, RTLD_NOW | RTLD_LOCAL | kDeepBind);
+    void* h = dlopen(p, RTLD_NOW | RTLD_LOCAL | deep_bind());
     if (!h) continue;
     auto parallel = reinterpret_cast<int (*)()>(dlsym(h, "openblas_get_parallel"));
     static OpenBlas ob;
