@@ -25,8 +25,7 @@ const char* IValue::kind() const {
 }
 
 void IValue::wrong_kind(const char* want) const {
-  EMBER_FAIL("saved_data", "expected ", want, ", the value is ",
-             isInt() || isDouble() || isString() || isTensor() ? "an " : "a ", kind());
+  EMBER_FAIL("saved_data", "expected ", want, ", the value is ", isInt() ? "an " : "a ", kind());
 }
 
 // ---- AutogradContext ----

@@ -117,8 +117,8 @@ void check_class_target(const Tensor& input, const Tensor& target, const char* o
   const DType t = target.dtype();
   if (t == DType::i64 || t == DType::u8) return;
   const char* fix = is_floating(t) ? "round and convert" : "convert";
-  EMBER_FAIL(op, "class-index targets must be int64 (torch's Long), got a ", dtype_name(t),
-             " target of shape ", shape_str(target.shape()), " for input of shape ",
+  EMBER_FAIL(op, "class-index targets must be int64 (torch's Long), got a target of dtype ",
+             dtype_name(t), " and shape ", shape_str(target.shape()), " for input of shape ",
              shape_str(input.shape()),
              is_floating(t) && std::string(op) == "cross_entropy"
                  ? " (class probabilities must have input's shape)"
