@@ -10,7 +10,7 @@
 namespace ember {
 
 /// Backend families. `ref` is the portable reference (the oracle), `cpu` the fast default.
-enum class DeviceType : uint8_t { ref, cpu, vulkan, cuda };
+enum class DeviceType : uint8_t { ref, cpu, vulkan, cuda, opencl };
 
 /// Which adapter a GPU backend should take, as Burn's WgpuDevice.
 /// DefaultDevice picks discrete, then integrated, virtual, CPU; Existing(id) names a device the
@@ -50,7 +50,11 @@ class Device {
   static Device vulkan(DeviceKind kind = DeviceKind::DefaultDevice());
   /// CUDA device `index`. Throws ember::Error ("backend not built" / "no such device").
   static Device cuda(int64_t index = 0);
-  /// Parses "cpu", "ref", "vulkan", "vulkan:IntegratedGpu(1)", "cuda:0". Throws ember::Error.
+  /// OpenCL device `index` (every device of every platform, in ICD enumeration order; see
+  /// `ember devices`). Throws ember::Error ("backend not built" / "no such device").
+  static Device opencl(int64_t index = 0);
+  /// Parses "cpu", "ref", "vulkan", "vulkan:IntegratedGpu(1)", "cuda:0", "opencl", "opencl:1".
+  /// Throws ember::Error.
   static Device parse(const std::string& s);
   /// The device new tensors go to: env EMBER_DEVICE if set, else cpu; or set_default_device().
   static Device default_device();
@@ -59,7 +63,7 @@ class Device {
   Device() : type_(DeviceType::cpu), index_(0) {}
   DeviceType type() const { return type_; }
   int64_t index() const { return index_; }
-  std::string str() const;  // "cpu", "ref", "vulkan:0", "cuda:0"
+  std::string str() const;  // "cpu", "ref", "vulkan:0", "cuda:0", "opencl:0"
   bool operator==(const Device& o) const { return type_ == o.type_ && index_ == o.index_; }
   bool operator!=(const Device& o) const { return !(*this == o); }
   /// Host-addressable memory (ref and cpu): data pointers can be read directly.

@@ -29,7 +29,7 @@
 
 namespace ember::codegen {
 
-enum class Dialect : uint8_t { glsl };  // later: cuda, opencl, wgsl
+enum class Dialect : uint8_t { glsl, opencl };  // later: cuda, wgsl
 
 /// What the device can do: lowering rejects dtypes and picks variants from it.
 struct Caps {

@@ -5,12 +5,11 @@
 #include <optional>
 
 #include "ember/error.h"
-#include "runtime/backend.h"
-#ifdef EMBER_HAVE_VULKAN
-#include "backends/vulkan/vulkan_backend.h"
-#endif
 
 namespace ember {
+
+// The registry (src/runtime/registry.cpp): a Vulkan device by index, checked to exist.
+Device vulkan_at(int64_t index);
 
 namespace {
 std::optional<Device>& default_override() {
@@ -70,20 +69,6 @@ std::string DeviceKind::str() const {
 Device Device::cpu() { return Device(DeviceType::cpu, 0); }
 Device Device::ref() { return Device(DeviceType::ref, 0); }
 
-Device Device::vulkan(DeviceKind kind) {
-#ifdef EMBER_HAVE_VULKAN
-  return vk::resolve(kind);
-#else
-  EMBER_FAIL("device", "backend not built: vulkan (requested ", kind.str(),
-             "); rebuild with -DEMBER_BACKEND_VULKAN=ON");
-#endif
-}
-
-Device Device::cuda(int64_t index) {
-  EMBER_FAIL("device", "backend not built: cuda (requested cuda:", index,
-             "): Ember has no CUDA backend yet (use Device::vulkan() on an NVIDIA GPU, or cpu)");
-}
-
 Device Device::parse(const std::string& s) {
   if (s == "cpu") return cpu();
   if (s == "ref") return ref();
@@ -92,16 +77,16 @@ Device Device::parse(const std::string& s) {
     const std::string k = s.substr(7);
     // "vulkan:0" is the index Device::str() prints; anything else is a DeviceKind.
     if (!k.empty() && k.find_first_not_of("0123456789") == std::string::npos) {
-      const Device d(DeviceType::vulkan, parse_index(k, "device"));
-      backend_for(d);  // throws for an index that names no device
-      return d;
+      return vulkan_at(parse_index(k, "device"));
     }
     return vulkan(DeviceKind::parse(k));
   }
   if (s == "cuda") return cuda(0);
   if (s.rfind("cuda:", 0) == 0) return cuda(parse_index(s.substr(5), "device"));
+  if (s == "opencl") return opencl(0);
+  if (s.rfind("opencl:", 0) == 0) return opencl(parse_index(s.substr(7), "device"));
   EMBER_FAIL("device", "unknown device '", s,
-             "' (expected cpu, ref, vulkan, vulkan:IntegratedGpu(1), cuda:0)");
+             "' (expected cpu, ref, vulkan, vulkan:IntegratedGpu(1), cuda:0, opencl:0)");
 }
 
 Device Device::default_device() {
@@ -125,32 +110,12 @@ std::string Device::str() const {
       return "vulkan:" + std::to_string(index_);
     case DeviceType::cuda:
       return "cuda:" + std::to_string(index_);
+    case DeviceType::opencl:
+      return "opencl:" + std::to_string(index_);
   }
   return "?";
 }
 
 std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
-
-std::vector<DeviceInfo> available_devices() {
-  std::vector<DeviceInfo> out = {backend_for(Device::cpu()).info(),
-                                 backend_for(Device::ref()).info()};
-#ifdef EMBER_HAVE_VULKAN
-  // Every usable adapter; none (and no error) without a loader or a device.
-  for (const Device& d : vk::devices()) {
-    try {
-      out.push_back(backend_for(d).info());
-    } catch (const Error&) {
-      // An adapter whose logical device cannot be created is not available.
-    }
-  }
-#endif
-  return out;
-}
-
-bool supports_dtype(const Device& device, DType dtype) {
-  return backend_for(device).supports_dtype(dtype);
-}
-
-void sync(const Device& device) { backend_for(device).sync(); }
 
 }  // namespace ember

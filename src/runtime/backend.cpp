@@ -5,11 +5,6 @@
 #include <vector>
 
 #include "autodiff/graph.h"
-#include "backends/cpu/cpu_backend.h"
-#include "backends/ref/ref_backend.h"
-#ifdef EMBER_HAVE_VULKAN
-#include "backends/vulkan/vulkan_backend.h"
-#endif
 
 namespace ember {
 
@@ -50,28 +45,6 @@ uint64_t Backend::next_random_offset(uint64_t count) {
   const uint64_t o = offset_;
   offset_ += count;
   return o;
-}
-
-Backend& backend_for(const Device& device) {
-  static ref::RefBackend ref_backend;
-  static cpu::CpuBackend cpu_backend;
-  switch (device.type()) {
-    case DeviceType::ref:
-      return ref_backend;
-    case DeviceType::cpu:
-      return cpu_backend;
-    case DeviceType::vulkan:
-#ifdef EMBER_HAVE_VULKAN
-      return vk::backend(device.index());
-#else
-      EMBER_FAIL("device",
-                 "backend not built: vulkan (Ember was built without EMBER_BACKEND_VULKAN)");
-#endif
-    case DeviceType::cuda:
-      EMBER_FAIL("device",
-                 "backend not built: cuda (Ember has no CUDA backend yet; use cpu or vulkan)");
-  }
-  EMBER_FAIL("device", "unknown device ", device.str());
 }
 
 namespace {

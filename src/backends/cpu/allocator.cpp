@@ -127,11 +127,3 @@ CachingAllocator& host_allocator() {
 }
 
 }  // namespace ember::cpu
-
-namespace ember {
-
-MemoryStats memory_stats(const Device& device) { return backend_for(device).memory_stats(); }
-
-void empty_cache(const Device& device) { backend_for(device).empty_cache(); }
-
-}  // namespace ember

@@ -1,0 +1,221 @@
+#include "runtime/kernel_backend.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "codegen/lower.h"
+#include "ember/error.h"
+
+namespace ember::runtime {
+
+namespace {
+// Params arena blocks: each launch's block is bound as codegen::kParamsBytes (the size the
+// kernels declare), so that many bytes must follow every offset.
+constexpr int64_t kArenaBytes = 64 << 10;
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+}  // namespace
+
+KernelBackend::KernelBackend(int64_t max_tasks) : max_tasks_(std::max<int64_t>(max_tasks, 1)) {}
+
+KernelBackend::~KernelBackend() = default;
+
+void KernelBackend::start_use() {
+  check_alive();
+  if (used_) return;
+  start_runtime();
+  used_ = true;
+}
+
+void KernelBackend::set_max_tasks(int64_t n) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  EMBER_CHECK(n >= 1, name().c_str(), "max_tasks must be >= 1, got ", n);
+  if (used_) flush();
+  max_tasks_ = n;
+}
+
+KernelBackend::Batch& KernelBackend::batch() {
+  if (!current_) {
+    if (!free_batches_.empty()) {
+      current_ = std::move(free_batches_.front());
+      free_batches_.pop_front();
+    } else {
+      current_ = std::make_unique<Batch>();
+    }
+    try {
+      open_batch(*current_);
+    } catch (...) {
+      free_batches_.push_back(std::move(current_));
+      throw;
+    }
+  }
+  return *current_;
+}
+
+void KernelBackend::count_op() {
+  if (current_ && ++current_->ops >= max_tasks_) flush();
+}
+
+void KernelBackend::release(Batch& b) {
+  reset_batch(b);
+  for (Buffer s : b.scratch) free_scratch(s);
+  for (const ArenaBlock& a : b.arenas) free_arena(a);
+  for (Buffer h : b.host_blocks) free_host_block(h);
+  b.scratch.clear();
+  b.arenas.clear();
+  b.host_blocks.clear();
+  b.arena_used = 0;
+  b.ops = 0;
+  // Last: dropping tensors may free their storage (deallocate).
+  std::vector<Tensor> keep;
+  keep.swap(b.keep);
+  keep.clear();
+}
+
+void KernelBackend::flush() {
+  if (!current_) return;
+  std::unique_ptr<Batch> b = std::move(current_);
+  try {
+    submit_batch(*b);
+  } catch (...) {
+    // The batch never ran: drop its resources so the device stays usable (or is marked lost).
+    release(*b);
+    free_batches_.push_back(std::move(b));
+    throw;
+  }
+  submissions_++;
+  in_flight_.push_back(std::move(b));
+  retire(false);
+}
+
+void KernelBackend::retire(bool wait_all) {
+  while (!in_flight_.empty()) {
+    if (!batch_done(*in_flight_.front(), wait_all)) return;
+    std::unique_ptr<Batch> done = std::move(in_flight_.front());
+    in_flight_.pop_front();
+    release(*done);
+    free_batches_.push_back(std::move(done));
+    after_retire();
+  }
+}
+
+void KernelBackend::drop_open_and_wait() noexcept {
+  try {
+    if (current_) {
+      discard_batch(*current_);
+      release(*current_);
+      free_batches_.push_back(std::move(current_));
+    }
+    retire(true);
+  } catch (...) {
+  }
+}
+
+void KernelBackend::destroy_batches() {
+  free_batches_.clear();
+  current_.reset();
+}
+
+void KernelBackend::sync() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  check_alive();
+  if (!used_) return;
+  flush();
+  retire(true);
+  check_device_errors();
+}
+
+std::pair<KernelBackend::ArenaBlock, int64_t> KernelBackend::params(
+    Batch& b, const std::vector<uint32_t>& words) {
+  const int64_t align = std::max<int64_t>(arena_alignment(), 16);
+  const int64_t n = int64_t(std::max<size_t>(words.size(), 1)) * 4;
+  EMBER_CHECK(n <= int64_t(codegen::kParamsBytes), name().c_str(), "a kernel's params take ", n,
+              " bytes; at most ", codegen::kParamsBytes, " are supported");
+  if (b.arenas.empty() || b.arena_used + int64_t(codegen::kParamsBytes) > b.arenas.back().bytes) {
+    b.arenas.push_back(alloc_arena(kArenaBytes));
+    b.arena_used = 0;
+  }
+  const ArenaBlock& blk = b.arenas.back();
+  const int64_t at = b.arena_used;
+  if (words.empty())
+    std::memset(blk.host + at, 0, 4);
+  else
+    std::memcpy(blk.host + at, words.data(), words.size() * 4);
+  b.arena_used = (at + n + align - 1) / align * align;
+  return {blk, at};
+}
+
+void KernelBackend::run(const codegen::Lowering& l) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  start_use();
+  const std::string who_name = name();
+  const char* who = who_name.c_str();
+  std::vector<const void*> programs;
+  for (const auto& launch : l.launches) {
+    EMBER_CHECK(launch.kernel, who, "a launch without a kernel");
+    EMBER_CHECK(launch.bindings.size() == launch.kernel->buffers.size(), who, "kernel ",
+                launch.kernel->name, " has ", launch.kernel->buffers.size(), " buffers but ",
+                launch.bindings.size(), " bindings");
+    for (const auto& b : launch.bindings) {
+      if (b.scratch >= 0) {
+        EMBER_CHECK(size_t(b.scratch) < l.scratch_bytes.size(), who, "kernel ",
+                    launch.kernel->name, " binds scratch ", b.scratch, " of ",
+                    l.scratch_bytes.size());
+      } else {
+        EMBER_CHECK(b.tensor.defined() && b.tensor.device() == device(), who, "kernel ",
+                    launch.kernel->name, " binds a tensor that is not on ", device().str());
+      }
+    }
+    check_launch(launch);
+    programs.push_back(compile(*launch.kernel));
+  }
+  Batch& b = batch();
+  std::vector<Buffer> scratch;
+  for (int64_t bytes : l.scratch_bytes) {
+    scratch.push_back(alloc_scratch(bytes));
+    b.scratch.push_back(scratch.back());
+  }
+  LaunchArgs a;
+  for (size_t i = 0; i < l.launches.size(); ++i) {
+    const codegen::Launch& launch = l.launches[i];
+    if (launch.groups == 0) continue;
+    a.kernel = launch.kernel.get();
+    a.program = programs[i];
+    a.buffers.clear();
+    a.buffer_bytes.clear();
+    for (const codegen::Binding& bd : launch.bindings) {
+      if (bd.scratch >= 0) {
+        a.buffers.push_back(scratch[size_t(bd.scratch)]);
+        a.buffer_bytes.push_back(l.scratch_bytes[size_t(bd.scratch)]);
+      } else {
+        a.buffers.push_back(bd.tensor.impl()->storage->data);
+        a.buffer_bytes.push_back(bd.tensor.impl()->storage->nbytes);
+        b.keep.push_back(bd.tensor);
+      }
+    }
+    std::tie(a.params, a.params_offset) = params(b, launch.params);
+    a.groups = launch.groups;
+    record(b, a);
+  }
+  count_op();
+}
+
+void KernelBackend::execute(const ir::Op& op) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  check_alive();
+  if (!profiling()) return run(codegen::lower(op, dialect(), caps()));
+  // Each op lowered, run and waited for alone, both timed.
+  if (used_) sync();
+  auto t0 = Clock::now();
+  const codegen::Lowering l = codegen::lower(op, dialect(), caps());
+  const double lower_s = since(t0);
+  t0 = Clock::now();
+  run(l);
+  sync();
+  profile_op(op, l, lower_s, since(t0));
+}
+
+}  // namespace ember::runtime

@@ -1,0 +1,152 @@
+// The base of every GPU backend: the per-device stream of kernel launches that codegen::lower()
+// makes. It owns what every GPU backend needs the same way: the op queue (one open batch, then
+// batches in flight), flushing at a read, a sync or every max_tasks ops, keep-alive of the
+// tensors, scratch buffers and params that recorded work binds until that work has retired, the
+// params arena, and execute(op) = lower, then record its launches. A backend implements only its
+// runtime (the pure virtual functions under "the runtime"): allocate/free, copy, compile, launch,
+// submit, fence, capabilities. docs/adding_a_backend.md has the checklist.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "codegen/kernel.h"
+#include "runtime/backend.h"
+
+namespace ember::runtime {
+
+class KernelBackend : public Backend {
+ public:
+  /// max_tasks: ops recorded before a batch is submitted (>= 1).
+  explicit KernelBackend(int64_t max_tasks);
+  ~KernelBackend() override;
+
+  /// lower(op, dialect(), caps()) then run() (profiled when profiling() says so).
+  void execute(const ir::Op& op) final;
+  /// Submits the open batch, waits for every batch in flight, then check_device_errors().
+  void sync() override;
+
+  /// Records the launches of a lowering (tests call it directly). Every kernel is compiled
+  /// first, so a kernel that does not build leaves nothing recorded.
+  void run(const codegen::Lowering& l);
+  int64_t max_tasks() const { return max_tasks_; }
+  /// Submits what is open, then records `n` (>= 1) ops per batch from now on.
+  void set_max_tasks(int64_t n);
+  /// Batches submitted so far (tests check batching with it).
+  int64_t submissions() const { return submissions_; }
+  /// Whether the device has allocated or run anything (options may change only before).
+  bool used() const { return used_; }
+
+ protected:
+  /// A device buffer the base binds or owns: a tensor's Storage::data, or a scratch buffer.
+  using Buffer = void*;
+  /// A host-writable block the params of a batch's launches are packed into.
+  struct ArenaBlock {
+    Buffer handle = nullptr;   // what launch() binds
+    uint8_t* host = nullptr;   // where the base writes params
+    int64_t bytes = 0;
+  };
+  /// What the backend keeps per batch (command buffer, fence, descriptor pools, event...).
+  struct BatchState {
+    virtual ~BatchState() = default;
+  };
+  /// One batch of recorded work and everything it keeps alive.
+  struct Batch {
+    std::unique_ptr<BatchState> state;  // the backend's; made by open_batch on first use
+    std::vector<Tensor> keep;           // tensors bound by recorded launches
+    std::vector<Buffer> scratch;        // alloc_scratch() buffers, freed when retired
+    std::vector<ArenaBlock> arenas;     // params; the last one is being filled
+    std::vector<Buffer> host_blocks;    // staging buffers (free_host_block when retired)
+    int64_t arena_used = 0;
+    int64_t ops = 0;
+  };
+  /// One launch as the backend records it: the buffers bound in kernel order (tensor storage or
+  /// scratch), then the params at `params_offset` of `params`.
+  struct LaunchArgs {
+    const codegen::Kernel* kernel = nullptr;
+    const void* program = nullptr;  // what compile() returned
+    std::vector<Buffer> buffers;
+    std::vector<int64_t> buffer_bytes;  // bytes of each (tensor storage size or scratch size)
+    ArenaBlock params;
+    int64_t params_offset = 0;
+    uint32_t groups = 1;
+  };
+
+  // ---- the runtime a backend implements ----
+  virtual codegen::Dialect dialect() const = 0;
+  virtual const codegen::Caps& caps() const = 0;
+  /// Creates allocators, caches and queues on first use (after the backend's options are set).
+  virtual void start_runtime() = 0;
+  /// Throws ember::Error when the device was lost (then nothing may be recorded).
+  virtual void check_alive() const {}
+  /// Device memory for a lowering's scratch buffer, freed by free_scratch when its batch retires.
+  virtual Buffer alloc_scratch(int64_t nbytes) = 0;
+  virtual void free_scratch(Buffer b) = 0;
+  /// A host-writable params block of `nbytes`, bound to launches as a read-only buffer.
+  virtual ArenaBlock alloc_arena(int64_t nbytes) = 0;
+  virtual void free_arena(const ArenaBlock& b) = 0;
+  /// Byte alignment of params offsets within an arena block.
+  virtual int64_t arena_alignment() const = 0;
+  /// Frees a staging buffer a backend put in Batch::host_blocks.
+  virtual void free_host_block(Buffer) {}
+  /// The compiled form of a kernel (cached by the backend; lives as long as the backend).
+  /// Throws ember::Error naming the kernel when it does not build.
+  virtual const void* compile(const codegen::Kernel& k) = 0;
+  /// Throws ember::Error when the launch exceeds the device's limits (groups, buffer sizes).
+  virtual void check_launch(const codegen::Launch&) const {}
+  /// Opens the batch for recording (state made or reused).
+  virtual void open_batch(Batch& b) = 0;
+  /// Records one launch into the open batch.
+  virtual void record(Batch& b, const LaunchArgs& a) = 0;
+  /// Hands a batch to the device. On an error it throws; the base then drops the batch.
+  virtual void submit_batch(Batch& b) = 0;
+  /// Whether a submitted batch has finished (waits for it when `wait`).
+  virtual bool batch_done(Batch& b, bool wait) = 0;
+  /// Returns a retired or dropped batch's state to reusable (descriptor pools, command buffer).
+  virtual void reset_batch(Batch&) {}
+  /// Drops an open batch that was never submitted (at exit or after a failed submit).
+  virtual void discard_batch(Batch&) {}
+  /// Errors the device reported (validation layer); thrown at sync.
+  virtual void check_device_errors() {}
+  /// Per-op profiling (EMBER_VULKAN_PROFILE): when true, execute() times each op alone.
+  virtual bool profiling() const { return false; }
+  virtual void profile_op(const ir::Op&, const codegen::Lowering&, double, double) {}
+  /// Called after a batch retired (Vulkan registers its exit handler here).
+  virtual void after_retire() {}
+
+  // ---- for the backend's own copies and reads ----
+  /// The open batch (opened now when none is).
+  Batch& batch();
+  bool has_open_batch() const { return bool(current_); }
+  /// Whether no work is open or in flight.
+  bool idle() const { return !current_ && in_flight_.empty(); }
+  /// Counts one recorded op (a launch set or a copy) and submits at max_tasks.
+  void count_op();
+  /// Submits the open batch (if any).
+  void flush();
+  /// Retires finished batches; with wait_all, waits for every one.
+  void retire(bool wait_all);
+  /// Drops the open batch unsubmitted and waits for the ones in flight (never throws).
+  void drop_open_and_wait() noexcept;
+  /// Sets used() and starts the runtime on first use.
+  void start_use();
+  /// Recycled batches' states are destroyed by the backend before its device goes.
+  void destroy_batches();
+  void set_max_tasks_unlocked(int64_t n) { max_tasks_ = n; }
+
+  mutable std::recursive_mutex mutex_;
+
+ private:
+  void release(Batch& b);
+  std::pair<ArenaBlock, int64_t> params(Batch& b, const std::vector<uint32_t>& words);
+
+  int64_t max_tasks_;
+  bool used_ = false;
+  std::unique_ptr<Batch> current_;
+  std::deque<std::unique_ptr<Batch>> in_flight_, free_batches_;
+  int64_t submissions_ = 0;
+};
+
+}  // namespace ember::runtime

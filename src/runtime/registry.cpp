@@ -1,0 +1,113 @@
+// The device registry: which Backend object owns a Device, and the device-level functions of
+// ember/device.h that need one (available_devices, supports_dtype, sync, memory_stats).
+// The one place that knows every backend; core and the frontend only see runtime/backend.h.
+#include <string>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/ref/ref_backend.h"
+#include "ember/error.h"
+#include "runtime/backend.h"
+#ifdef EMBER_HAVE_VULKAN
+#include "backends/vulkan/vulkan_backend.h"
+#endif
+#ifdef EMBER_HAVE_OPENCL
+#include "backends/opencl/opencl_backend.h"
+#endif
+
+namespace ember {
+
+Backend& backend_for(const Device& device) {
+  static ref::RefBackend ref_backend;
+  static cpu::CpuBackend cpu_backend;
+  switch (device.type()) {
+    case DeviceType::ref:
+      return ref_backend;
+    case DeviceType::cpu:
+      return cpu_backend;
+    case DeviceType::vulkan:
+#ifdef EMBER_HAVE_VULKAN
+      return vk::backend(device.index());
+#else
+      EMBER_FAIL("device",
+                 "backend not built: vulkan (Ember was built without EMBER_BACKEND_VULKAN)");
+#endif
+    case DeviceType::opencl:
+#ifdef EMBER_HAVE_OPENCL
+      return cl::backend(device.index());
+#else
+      EMBER_FAIL("device",
+                 "backend not built: opencl (Ember was built without EMBER_BACKEND_OPENCL)");
+#endif
+    case DeviceType::cuda:
+      EMBER_FAIL("device",
+                 "backend not built: cuda (Ember has no CUDA backend yet; use cpu, vulkan or "
+                 "opencl)");
+  }
+  EMBER_FAIL("device", "unknown device ", device.str());
+}
+
+// Device::parse("vulkan:N"): the index must name a device.
+Device vulkan_at(int64_t index) {
+  const Device d(DeviceType::vulkan, index);
+  backend_for(d);
+  return d;
+}
+
+Device Device::vulkan(DeviceKind kind) {
+#ifdef EMBER_HAVE_VULKAN
+  return vk::resolve(kind);
+#else
+  EMBER_FAIL("device", "backend not built: vulkan (requested ", kind.str(),
+             "); rebuild with -DEMBER_BACKEND_VULKAN=ON");
+#endif
+}
+
+Device Device::cuda(int64_t index) {
+  EMBER_FAIL("device", "backend not built: cuda (requested cuda:", index,
+             "): Ember has no CUDA backend yet (use Device::vulkan() or Device::opencl() on an "
+             "NVIDIA GPU, or cpu)");
+}
+
+Device Device::opencl(int64_t index) {
+#ifdef EMBER_HAVE_OPENCL
+  const Device d(DeviceType::opencl, index);
+  backend_for(d);  // throws for an index that names no device
+  return d;
+#else
+  EMBER_FAIL("device", "backend not built: opencl (requested opencl:", index,
+             "); rebuild with -DEMBER_BACKEND_OPENCL=ON");
+#endif
+}
+
+std::vector<DeviceInfo> available_devices() {
+  std::vector<DeviceInfo> out = {backend_for(Device::cpu()).info(),
+                                 backend_for(Device::ref()).info()};
+  std::vector<Device> gpus;
+#ifdef EMBER_HAVE_VULKAN
+  for (const Device& d : vk::devices()) gpus.push_back(d);
+#endif
+#ifdef EMBER_HAVE_OPENCL
+  for (const Device& d : cl::devices()) gpus.push_back(d);
+#endif
+  // Every usable device; none (and no error) without a loader or a device.
+  for (const Device& d : gpus) {
+    try {
+      out.push_back(backend_for(d).info());
+    } catch (const Error&) {
+      // A device whose context cannot be created is not available.
+    }
+  }
+  return out;
+}
+
+bool supports_dtype(const Device& device, DType dtype) {
+  return backend_for(device).supports_dtype(dtype);
+}
+
+void sync(const Device& device) { backend_for(device).sync(); }
+
+MemoryStats memory_stats(const Device& device) { return backend_for(device).memory_stats(); }
+
+void empty_cache(const Device& device) { backend_for(device).empty_cache(); }
+
+}  // namespace ember
