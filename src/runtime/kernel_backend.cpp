@@ -206,7 +206,11 @@ void KernelBackend::run(const codegen::Lowering& l) {
 void KernelBackend::execute(const ir::Op& op) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   check_alive();
-  if (!profiling()) return run(codegen::lower(op, dialect(), caps()));
+  if (!profiling()) {
+    start_use();
+    if (execute_native(op)) return;
+    return run(codegen::lower(op, dialect(), caps()));
+  }
   // Each op lowered, run and waited for alone, both timed.
   if (used_) sync();
   auto t0 = Clock::now();

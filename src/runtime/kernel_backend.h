@@ -23,7 +23,8 @@ class KernelBackend : public Backend {
   explicit KernelBackend(int64_t max_tasks);
   ~KernelBackend() override;
 
-  /// lower(op, dialect(), caps()) then run() (profiled when profiling() says so).
+  /// execute_native(op), else lower(op, dialect(), caps()) then run() (profiled when
+  /// profiling() says so).
   void execute(const ir::Op& op) final;
   /// Submits the open batch, waits for every batch in flight, then check_device_errors().
   void sync() override;
@@ -110,6 +111,9 @@ class KernelBackend : public Backend {
   virtual void discard_batch(Batch&) {}
   /// Errors the device reported (validation layer); thrown at sync.
   virtual void check_device_errors() {}
+  /// Runs `op` through a library the backend links (CLBlast's GEMM) and returns true, or returns
+  /// false to have it lowered. It records into batch() (keeping its tensors) and calls count_op().
+  virtual bool execute_native(const ir::Op&) { return false; }
   /// Per-op profiling (EMBER_VULKAN_PROFILE): when true, execute() times each op alone.
   virtual bool profiling() const { return false; }
   virtual void profile_op(const ir::Op&, const codegen::Lowering&, double, double) {}
