@@ -81,6 +81,7 @@ struct Kernel {
   Dialect dialect;
   std::vector<BufferDecl> buffers;
   uint32_t local_size;
+  std::string build_options;  // compiler options the source needs (OpenCL: clBuildProgram's)
 };
 
 /// Renders `def` into `dialect` for a device with `caps`. Throws ember::Error when the kernel
