@@ -392,7 +392,8 @@ Tensor rand(Shape shape, TensorOptions opts = {});   // U[0, 1)
 Tensor randn(Shape shape, TensorOptions opts = {});  // N(0, 1), Box-Muller
 /// Integers uniform in [low, high); dtype i64 unless opts say otherwise.
 Tensor randint(int64_t low, int64_t high, Shape shape, TensorOptions opts = {DType::i64});
-/// 1 with probability p (per element of p, or a scalar p), as the dtype of p.
+/// 1 with probability p (per element of p, or a scalar p), as the dtype of p. Throws
+/// "[bernoulli] probabilities must be in [0, 1]" (on GPU devices at the next sync or read).
 Tensor bernoulli(const Tensor& p);
 Tensor bernoulli(Shape shape, double p, TensorOptions opts = {});
 /// A random permutation of 0..n-1 (i64).

@@ -34,19 +34,33 @@ Tensor check_index(const Tensor& index, int64_t size, const char* op, bool allow
   if (!is_integral(index.dtype()))
     EMBER_FAIL(op, "index must be an integer tensor, got ", describe(index));
   if (index.numel() == 0) return cast(index, DType::i64);
-  // Two reductions on the index's device (not a host copy of the whole index).
+  // Two reductions on the index's device (not a host copy of the whole index); the host reads
+  // them now on host devices, at the next sync on GPU devices.
+  const std::string where_op = op;
   if (index.dtype() == DType::u64) {
-    const uint64_t hi = amax(index).item<uint64_t>();
-    if (hi >= uint64_t(size)) out_of_range(op, std::to_string(hi), size, dim, allow_negative);
-    return cast(index, DType::i64);
+    const Tensor hi = amax(index);
+    check_device_data(index.device(), [=] {
+      const uint64_t h = hi.item<uint64_t>();
+      if (h >= uint64_t(size))
+        out_of_range(where_op.c_str(), std::to_string(h), size, dim, allow_negative);
+    });
+    const Tensor i64 = cast(index, DType::i64);
+    return index.device().is_host() ? i64 : clamp(i64, Scalar(0), Scalar(size - 1));
   }
-  const int64_t lo = amin(index).item<int64_t>(), hi = amax(index).item<int64_t>();
-  if (hi >= size) out_of_range(op, std::to_string(hi), size, dim, allow_negative);
-  if (lo < (allow_negative ? -size : 0))
-    out_of_range(op, std::to_string(lo), size, dim, allow_negative);
+  const Tensor lo = amin(index), hi = amax(index);
+  check_device_data(index.device(), [=] {
+    const int64_t h = hi.item<int64_t>(), l = lo.item<int64_t>();
+    if (h >= size) out_of_range(where_op.c_str(), std::to_string(h), size, dim, allow_negative);
+    if (l < (allow_negative ? -size : 0))
+      out_of_range(where_op.c_str(), std::to_string(l), size, dim, allow_negative);
+  });
   const Tensor i64 = cast(index, DType::i64);
-  if (lo >= 0) return i64;
-  return where(lt(i64, Scalar(0)), add(i64, Scalar(size)), i64);
+  if (index.device().is_host()) {
+    if (lo.item<int64_t>() >= 0) return i64;
+    return where(lt(i64, Scalar(0)), add(i64, Scalar(size)), i64);
+  }
+  const Tensor wrapped = where(lt(i64, Scalar(0)), add(i64, Scalar(size)), i64);
+  return clamp(wrapped, Scalar(0), Scalar(size - 1));
 }
 
 }  // namespace detail
@@ -243,14 +257,18 @@ Tensor one_hot(const Tensor& x, int64_t num_classes) {
   }
   if (x.numel() > 0) {
     // torch: "Class values must be smaller than num_classes." / "... must be non-negative."
-    const int64_t lo = is_signed(x.dtype()) ? amin(x).item<int64_t>() : 0;
-    const uint64_t hi = amax(x).to(DType::u64).item<uint64_t>();
-    if (lo < 0)
-      EMBER_FAIL(op, "class value ", lo, " is negative; class values must be in [0, ", num_classes,
-                 ") (", describe(x), ")");
-    if (hi >= uint64_t(num_classes))
-      EMBER_FAIL(op, "class value ", hi, " is out of range for num_classes=", num_classes,
-                 " (valid: [0, ", num_classes, "); ", describe(x), ")");
+    const Tensor lo_t = is_signed(x.dtype()) ? amin(x) : Tensor(), hi_t = amax(x);
+    const std::string what = describe(x);
+    detail::check_device_data(x.device(), [=] {
+      const int64_t lo = lo_t.defined() ? lo_t.item<int64_t>() : 0;
+      const uint64_t hi = hi_t.to(DType::u64).item<uint64_t>();
+      if (lo < 0)
+        EMBER_FAIL("one_hot", "class value ", lo, " is negative; class values must be in [0, ",
+                   num_classes, ") (", what, ")");
+      if (hi >= uint64_t(num_classes))
+        EMBER_FAIL("one_hot", "class value ", hi, " is out of range for num_classes=",
+                   num_classes, " (valid: [0, ", num_classes, "); ", what, ")");
+    });
   }
   const Tensor idx = detail::cast(x, DType::i64);
   const Tensor classes = arange_typed(0, num_classes, 1, DType::i64, x.device());

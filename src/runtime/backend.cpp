@@ -40,6 +40,21 @@ void seed_all_backends(uint64_t seed) {
   for (Backend* b : r.backends) b->set_seed(seed);
 }
 
+void Backend::defer_check(std::function<void()> check) {
+  std::lock_guard<std::mutex> lock(checks_mutex_);
+  checks_.push_back(std::move(check));
+}
+
+void Backend::run_deferred_checks() {
+  std::vector<std::function<void()>> checks;
+  {
+    std::lock_guard<std::mutex> lock(checks_mutex_);
+    checks.swap(checks_);
+  }
+  // A check reads device tensors (a nested sync finds the list empty).
+  for (const auto& c : checks) c();
+}
+
 uint64_t Backend::next_random_offset(uint64_t count) {
   // One Philox counter per element: the next draw starts where this one ends.
   const uint64_t o = offset_;

@@ -1,6 +1,8 @@
 // The backend interface: a small runtime (memory, copies, sync) plus execute() of primitive ops.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,13 @@ class Backend {
     offset_ = 0;
   }
   uint64_t random_offset() const { return offset_; }
+  /// A check of device data that would cost a host round trip on the op path (an index range, a
+  /// class target): GPU backends keep it and run it at their next sync or read, where it reads
+  /// the device tensors it captured and throws the op's ember::Error. Host backends never get one
+  /// (the frontend checks eagerly there: detail::check_device_data).
+  void defer_check(std::function<void()> check);
+  /// Runs and clears the deferred checks; the first that fails throws (the others are dropped).
+  void run_deferred_checks();
   void set_random_state(uint64_t s, uint64_t offset) {
     seed_ = s;
     offset_ = offset;
@@ -52,6 +61,8 @@ class Backend {
  private:
   uint64_t seed_ = 0x5eed;
   uint64_t offset_ = 0;
+  std::mutex checks_mutex_;
+  std::vector<std::function<void()>> checks_;
 };
 
 /// Seeds every backend created so far and every one created later (torch.manual_seed).

@@ -116,6 +116,7 @@ void KernelBackend::drop_open_and_wait() noexcept {
 
 void KernelBackend::destroy_batches() {
   free_batches_.clear();
+  in_flight_.clear();
   current_.reset();
 }
 
@@ -126,6 +127,7 @@ void KernelBackend::sync() {
   flush();
   retire(true);
   check_device_errors();
+  run_deferred_checks();
 }
 
 std::pair<KernelBackend::ArenaBlock, int64_t> KernelBackend::params(

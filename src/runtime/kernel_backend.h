@@ -26,7 +26,8 @@ class KernelBackend : public Backend {
   /// execute_native(op), else lower(op, dialect(), caps()) then run() (profiled when
   /// profiling() says so).
   void execute(const ir::Op& op) final;
-  /// Submits the open batch, waits for every batch in flight, then check_device_errors().
+  /// Submits the open batch, waits for every batch in flight, then check_device_errors() and
+  /// the deferred data checks (Backend::defer_check). Reads of a backend sync first.
   void sync() override;
 
   /// Records the launches of a lowering (tests call it directly). Every kernel is compiled
@@ -136,9 +137,12 @@ class KernelBackend : public Backend {
   void drop_open_and_wait() noexcept;
   /// Sets used() and starts the runtime on first use.
   void start_use();
-  /// Recycled batches' states are destroyed by the backend before its device goes.
+  /// Destroys every batch (open, in flight, recycled) and its state: the backend calls it once its
+  /// device is idle, before the device goes.
   void destroy_batches();
   void set_max_tasks_unlocked(int64_t n) { max_tasks_ = n; }
+  /// After the backend released its device objects: start_runtime() runs again on next use.
+  void mark_unused() { used_ = false; }
 
   mutable std::recursive_mutex mutex_;
 

@@ -27,6 +27,11 @@ void check_defined(const Tensor& t, const char* op);
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 /// Throws "[op] expected a floating-point tensor, got int64 [2, 3]".
 void check_floating(const Tensor& t, const char* op);
+/// A check that reads `device`'s data and throws the op's ember::Error: run now on host devices;
+/// on GPU devices kept by the backend and run at its next sync or read (Backend::defer_check),
+/// so the op path never waits for the device. Ops that defer a check clamp what they would
+/// otherwise index out of bounds with, so the kernels stay in bounds until the error is raised.
+void check_device_data(const Device& device, std::function<void()> check);
 /// "float32 [2, 3] on cpu" for error messages.
 std::string describe(const Tensor& t);
 
@@ -46,6 +51,8 @@ Shape reduced_shape(const Shape& s, const std::vector<int64_t>& dims, bool keepd
 /// Throws "[op] index N is out of range for dim D of size S" when any index is outside
 /// [-size, size) (allow_negative) or [0, size), or is not an integer tensor. Returns the index as
 /// i64 with negatives wrapped. `dim` (>= 0) is only named in the message. (src/ops/indexing.cpp)
+/// The range check is check_device_data's: on GPU devices it throws at the next sync or read,
+/// and the returned indices are clamped into [0, size) meanwhile.
 Tensor check_index(const Tensor& index, int64_t size, const char* op, bool allow_negative = true,
                    int64_t dim = -1);
 

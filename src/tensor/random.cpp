@@ -1,4 +1,7 @@
 // Random tensors from the per-device Philox generator.
+#include "ember/ops/elementwise.h"
+#include "ember/ops/indexing.h"
+#include "ember/ops/reduce.h"
 #include "tensor/internal.h"
 #include "tensor/overlap.h"
 #include "tensor/suggest_format.h"
@@ -69,11 +72,18 @@ Tensor randint(int64_t low, int64_t high, Shape shape, TensorOptions o) {
 Tensor bernoulli(const Tensor& p) {
   detail::check_floating(p, "bernoulli");
   Tensor t = make_tensor(p.shape(), p.dtype(), p.device());
-  const auto lo = p.numel() ? p.to_vector<double>() : std::vector<double>{};
-  for (double v : lo)
-    if (!(v >= 0 && v <= 1))
+  if (p.numel()) {
+    // NaN is outside [0, 1] too. Checked on the device (read at the next sync on GPUs).
+    const Tensor bad = logical_not(logical_and(ge(p, Scalar(0)), le(p, Scalar(1))));
+    const Tensor any_bad = any(bad);
+    const Shape shape = p.shape();
+    detail::check_device_data(p.device(), [=] {
+      if (!any_bad.item<bool>()) return;
+      const double v = masked_select(p, bad).to(DType::f64).to_vector<double>()[0];
       EMBER_FAIL("bernoulli", "probabilities must be in [0, 1], got ", v, " (shape ",
-                 shape_str(p.shape()), ")");
+                 shape_str(shape), ")");
+    });
+  }
   draw(t, ir::RandomDist::bernoulli, 0, 0, p);
   return t;
 }

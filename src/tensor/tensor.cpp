@@ -50,6 +50,11 @@ Tensor make_view(const Tensor& base, Shape shape, Strides strides, int64_t offse
   return Tensor(std::move(impl));
 }
 
+void check_device_data(const Device& device, std::function<void()> check) {
+  if (device.is_host()) return check();
+  backend_for(device).defer_check(std::move(check));
+}
+
 void check_defined(const Tensor& t, const char* op) {
   if (!t.defined()) EMBER_FAIL(op, "tensor is undefined (default-constructed Tensor)");
 }

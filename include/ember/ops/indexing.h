@@ -1,7 +1,9 @@
 // Indexing ops (as torch). Index tensors are integer: i64 as in torch, but any integer dtype is
 // accepted (see docs/ops.md). Every index is range-checked before use: an out-of-range index
 // throws ember::Error naming the op, the index, the dim and its size, never reads or writes out of
-// bounds. Negative indices wrap only in advanced indexing (index, index_put), as in torch; gather,
+// bounds. On GPU devices the range check runs on the device and its error is raised at the
+// device's next sync or read (as CUDA's device-side asserts; no host round trip per op), with
+// indices clamped in bounds meanwhile. Negative indices wrap only in advanced indexing (index, index_put), as in torch; gather,
 // scatter*, index_select, index_add, take_along_dim and one_hot reject them, as torch does.
 // Every op returns a new tensor (the input is not modified) except slice_assign_. All tensors must
 // be on one device; mismatches, undefined tensors and bad shapes throw ember::Error.

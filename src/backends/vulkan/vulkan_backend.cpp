@@ -12,8 +12,8 @@
 namespace ember::vk {
 
 namespace {
-constexpr VkDeviceSize kArenaBytes = 64 << 10;
 constexpr uint32_t kSetsPerPool = 256;
+constexpr uint32_t kMaxBindings = 32;
 
 int64_t env_max_tasks() {
   const char* e = std::getenv("EMBER_VULKAN_MAX_TASKS");
@@ -27,33 +27,43 @@ int64_t env_max_tasks() {
 }
 }  // namespace
 
+// What a batch holds on Vulkan: its command buffer, fence and descriptor pools (the last one is
+// being filled). Destroyed with the backend's batches, after the queue is idle.
+struct VulkanBackend::VkBatch : BatchState {
+  const Context* ctx = nullptr;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  std::vector<VkDescriptorPool> pools;
+  ~VkBatch() override {
+    for (VkDescriptorPool p : pools) ctx->fn().vkDestroyDescriptorPool(ctx->device(), p, nullptr);
+    if (fence) ctx->fn().vkDestroyFence(ctx->device(), fence, nullptr);
+  }
+};
+
 VulkanBackend::VulkanBackend(int64_t index, std::unique_ptr<Context> ctx, std::string kind)
-    : index_(index), ctx_(std::move(ctx)), kind_(std::move(kind)) {
-  const int64_t env = env_max_tasks();
-  max_tasks_ = env > 0 ? env : kDefaultMaxTasks;
-}
+    : KernelBackend(env_max_tasks() > 0 ? env_max_tasks() : kDefaultMaxTasks),
+      index_(index),
+      ctx_(std::move(ctx)),
+      kind_(std::move(kind)) {}
 
 VulkanBackend::~VulkanBackend() {
   try {
     release();
   } catch (...) {
   }
+  destroy_batches();  // before ctx_ goes: their fences and pools belong to its device
 }
 
 void VulkanBackend::release() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
-  if (!dead_ && (current_ || !in_flight_.empty())) sync();
+  if (!dead_ && !idle()) sync();
   if (device_mem_ && device_mem_->stats().allocated > 0)
     EMBER_FAIL("vulkan", "cannot release ", device().str(), ": Vulkan tensors are still alive (",
                device_mem_->stats().allocated, " bytes)");
   const auto& fn = ctx_->fn();
   VkDevice d = ctx_->device();
   if (!dead_) fn.vkQueueWaitIdle(ctx_->queue());
-  for (auto& b : free_batches_) {
-    for (VkDescriptorPool p : b->pools) fn.vkDestroyDescriptorPool(d, p, nullptr);
-    fn.vkDestroyFence(d, b->fence, nullptr);
-  }
-  free_batches_.clear();
+  destroy_batches();
   for (VkDescriptorPool p : free_pools_) fn.vkDestroyDescriptorPool(d, p, nullptr);
   free_pools_.clear();
   if (cmd_pool_) fn.vkDestroyCommandPool(d, cmd_pool_, nullptr);
@@ -61,21 +71,15 @@ void VulkanBackend::release() {
   pipelines_.reset();
   staging_.reset();
   device_mem_.reset();
-  used_ = false;
+  mark_unused();
 }
 
 void VulkanBackend::quiesce() noexcept {
   try {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
-    if (dead_ || !used_) return;
+    if (dead_ || !used()) return;
     // Unsubmitted work cannot be observed any more: drop it rather than compile its shaders now.
-    if (current_) {
-      ctx_->fn().vkEndCommandBuffer(current_->cmd);
-      ctx_->fn().vkResetCommandBuffer(current_->cmd, 0);
-      release_batch(*current_);
-      free_batches_.push_back(std::move(current_));
-    }
-    retire(true);
+    drop_open_and_wait();
     ctx_->fn().vkQueueWaitIdle(ctx_->queue());
   } catch (...) {
   }
@@ -83,7 +87,7 @@ void VulkanBackend::quiesce() noexcept {
 
 void VulkanBackend::configure(const vulkan::RuntimeOptions& o) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
-  if (used_)
+  if (used())
     EMBER_FAIL("init_setup", device().str(),
                " has already been used (allocated or ran an op); call init_setup before the "
                "first tensor on it");
@@ -94,14 +98,7 @@ void VulkanBackend::configure(const vulkan::RuntimeOptions& o) {
               o.memory.max_slice_size, " and ", o.memory.page_size, ")");
   options_ = o;
   const int64_t env = env_max_tasks();
-  max_tasks_ = o.max_tasks > 0 ? o.max_tasks : env > 0 ? env : kDefaultMaxTasks;
-}
-
-void VulkanBackend::set_max_tasks(int64_t n) {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
-  EMBER_CHECK(n >= 1, "vulkan", "max_tasks must be >= 1, got ", n);
-  if (used_) submit();
-  max_tasks_ = n;
+  set_max_tasks_unlocked(o.max_tasks > 0 ? o.max_tasks : env > 0 ? env : kDefaultMaxTasks);
 }
 
 void VulkanBackend::check_alive() const {
@@ -117,9 +114,7 @@ void VulkanBackend::lost(const char* call, VkResult r) {
 }
 
 // Creates the allocators, pipeline cache and command pool on first use (after init_setup).
-void VulkanBackend::start_use() {
-  check_alive();
-  if (used_) return;
+void VulkanBackend::start_runtime() {
   const bool unified = ctx_->props().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ||
                        ctx_->props().deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
   device_mem_ = std::make_unique<Allocator>(*ctx_, unified, options_.memory);
@@ -134,7 +129,6 @@ void VulkanBackend::start_use() {
   ci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   ci.queueFamilyIndex = ctx_->queue_family();
   EMBER_VK_CHECK(ctx_->fn().vkCreateCommandPool(ctx_->device(), &ci, nullptr, &cmd_pool_));
-  used_ = true;
 }
 
 void* VulkanBackend::allocate(int64_t nbytes) {
@@ -148,25 +142,55 @@ void VulkanBackend::deallocate(void* ptr, int64_t) {
   if (device_mem_) device_mem_->free(static_cast<Block*>(ptr));
 }
 
-void VulkanBackend::begin() {
-  if (current_) return;
+runtime::KernelBackend::Buffer VulkanBackend::alloc_scratch(int64_t nbytes) {
+  return device_mem_->allocate(nbytes);
+}
+
+void VulkanBackend::free_scratch(Buffer b) { device_mem_->free(static_cast<Block*>(b)); }
+
+runtime::KernelBackend::ArenaBlock VulkanBackend::alloc_arena(int64_t nbytes) {
+  Block* b = host_allocator().allocate(nbytes);
+  return {b, reinterpret_cast<uint8_t*>(b->mapped), int64_t(b->size)};
+}
+
+void VulkanBackend::free_arena(const ArenaBlock& b) {
+  host_allocator().free(static_cast<Block*>(b.handle));
+}
+
+int64_t VulkanBackend::arena_alignment() const {
+  const auto& lim = ctx_->props().limits;
+  return int64_t(std::max(lim.minStorageBufferOffsetAlignment, lim.minUniformBufferOffsetAlignment));
+}
+
+void VulkanBackend::free_host_block(Buffer b) { host_allocator().free(static_cast<Block*>(b)); }
+
+const void* VulkanBackend::compile(const codegen::Kernel& k) { return &pipelines_->get(k); }
+
+void VulkanBackend::check_launch(const codegen::Launch& l) const {
+  EMBER_CHECK(l.groups <= ctx_->props().limits.maxComputeWorkGroupCount[0], "vulkan", "kernel ",
+              l.kernel->name, " launches ", l.groups, " workgroups; the device allows ",
+              ctx_->props().limits.maxComputeWorkGroupCount[0]);
+}
+
+VulkanBackend::VkBatch& VulkanBackend::state(Batch& b) { return static_cast<VkBatch&>(*b.state); }
+
+void VulkanBackend::open_batch(Batch& b) {
   const auto& fn = ctx_->fn();
-  if (!free_batches_.empty()) {
-    current_ = std::move(free_batches_.front());
-    free_batches_.pop_front();
-  } else {
-    current_ = std::make_unique<Batch>();
+  if (!b.state) {
+    auto s = std::make_unique<VkBatch>();
+    s->ctx = ctx_.get();
     auto ai = make<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
     ai.commandPool = cmd_pool_;
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     ai.commandBufferCount = 1;
-    EMBER_VK_CHECK(fn.vkAllocateCommandBuffers(ctx_->device(), &ai, &current_->cmd));
+    EMBER_VK_CHECK(fn.vkAllocateCommandBuffers(ctx_->device(), &ai, &s->cmd));
     auto fi = make<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
-    EMBER_VK_CHECK(fn.vkCreateFence(ctx_->device(), &fi, nullptr, &current_->fence));
+    EMBER_VK_CHECK(fn.vkCreateFence(ctx_->device(), &fi, nullptr, &s->fence));
+    b.state = std::move(s);
   }
   auto bi = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  EMBER_VK_CHECK(fn.vkBeginCommandBuffer(current_->cmd, &bi));
+  EMBER_VK_CHECK(fn.vkBeginCommandBuffer(state(b).cmd, &bi));
 }
 
 // Every command sees the writes of the ones before it (ops run in issue order).
@@ -179,88 +203,69 @@ void VulkanBackend::barrier(VkCommandBuffer cmd) {
   ctx_->fn().vkCmdPipelineBarrier(cmd, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
-void VulkanBackend::submit() {
-  if (!current_) return;
+void VulkanBackend::submit_batch(Batch& b) {
   const auto& fn = ctx_->fn();
+  VkBatch& s = state(b);
   // Make the batch's writes visible to host reads after the fence.
   auto mb = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  fn.vkCmdPipelineBarrier(current_->cmd,
+  fn.vkCmdPipelineBarrier(s.cmd,
                           VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                           VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
-  EMBER_VK_CHECK(fn.vkEndCommandBuffer(current_->cmd));
+  EMBER_VK_CHECK(fn.vkEndCommandBuffer(s.cmd));
   auto si = make<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
   si.commandBufferCount = 1;
-  si.pCommandBuffers = &current_->cmd;
-  std::unique_ptr<Batch> b = std::move(current_);
+  si.pCommandBuffers = &s.cmd;
   VkResult r;
   {
     std::lock_guard<std::mutex> qlock(ctx_->queue_mutex());
-    r = fn.vkQueueSubmit(ctx_->queue(), 1, &si, b->fence);
+    r = fn.vkQueueSubmit(ctx_->queue(), 1, &si, s.fence);
   }
-  if (r < 0) {
-    // The batch never ran: drop its resources so the device stays usable (or is marked dead).
-    fn.vkResetCommandBuffer(b->cmd, 0);
-    release_batch(*b);
-    free_batches_.push_back(std::move(b));
-    lost("vkQueueSubmit", r);
-  }
-  submissions_++;
-  in_flight_.push_back(std::move(b));
-  retire(false);
+  if (r < 0) lost("vkQueueSubmit", r);  // the stream drops the batch (reset_batch)
 }
 
-void VulkanBackend::release_batch(Batch& b) {
+bool VulkanBackend::batch_done(Batch& b, bool wait) {
   const auto& fn = ctx_->fn();
-  for (VkDescriptorPool p : b.pools) {
+  VkBatch& s = state(b);
+  const VkResult r = wait ? fn.vkWaitForFences(ctx_->device(), 1, &s.fence, VK_TRUE, UINT64_MAX)
+                          : fn.vkGetFenceStatus(ctx_->device(), s.fence);
+  if (r == VK_NOT_READY || r == VK_TIMEOUT) return false;
+  if (r < 0) lost(wait ? "vkWaitForFences" : "vkGetFenceStatus", r);
+  EMBER_VK_CHECK(fn.vkResetFences(ctx_->device(), 1, &s.fence));
+  return true;
+}
+
+void VulkanBackend::reset_batch(Batch& b) {
+  if (!b.state) return;
+  const auto& fn = ctx_->fn();
+  VkBatch& s = state(b);
+  fn.vkResetCommandBuffer(s.cmd, 0);
+  for (VkDescriptorPool p : s.pools) {
     fn.vkResetDescriptorPool(ctx_->device(), p, 0);
     free_pools_.push_back(p);
   }
-  b.pools.clear();
-  for (Block* blk : b.device_blocks) device_mem_->free(blk);
-  for (Block* blk : b.host_blocks) host_allocator().free(blk);
-  b.device_blocks.clear();
-  b.host_blocks.clear();
-  b.arena = -1;
-  b.arena_used = 0;
-  b.ops = 0;
-  // Last: dropping tensors may free their storage (deallocate).
-  std::vector<Tensor> keep;
-  keep.swap(b.keep);
-  keep.clear();
+  s.pools.clear();
 }
 
-void VulkanBackend::retire(bool wait_all) {
-  const auto& fn = ctx_->fn();
-  while (!in_flight_.empty()) {
-    Batch& b = *in_flight_.front();
-    VkResult r = wait_all ? fn.vkWaitForFences(ctx_->device(), 1, &b.fence, VK_TRUE, UINT64_MAX)
-                          : fn.vkGetFenceStatus(ctx_->device(), b.fence);
-    if (r == VK_NOT_READY || r == VK_TIMEOUT) return;
-    if (r < 0) lost(wait_all ? "vkWaitForFences" : "vkGetFenceStatus", r);
-    EMBER_VK_CHECK(fn.vkResetFences(ctx_->device(), 1, &b.fence));
-    EMBER_VK_CHECK(fn.vkResetCommandBuffer(b.cmd, 0));
-    std::unique_ptr<Batch> done = std::move(in_flight_.front());
-    in_flight_.pop_front();
-    release_batch(*done);
-    free_batches_.push_back(std::move(done));
-    quiesce_at_exit();
-  }
+void VulkanBackend::discard_batch(Batch& b) {
+  if (b.state) ctx_->fn().vkEndCommandBuffer(state(b).cmd);
 }
 
-void VulkanBackend::check_validation() {
+void VulkanBackend::after_retire() { quiesce_at_exit(); }
+
+void VulkanBackend::check_device_errors() {
   const std::string e = Instance::take_validation_errors();
   if (!e.empty()) EMBER_FAIL("vulkan", "validation error on ", device().str(), ":\n", e);
 }
 
-void VulkanBackend::sync() {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
-  check_alive();
-  if (!used_) return;
-  submit();
-  retire(true);
-  check_validation();
+bool VulkanBackend::profiling() const { return profile::level() > 0; }
+
+void VulkanBackend::profile_op(const ir::Op& op, const codegen::Lowering& l, double lower_s,
+                               double run_s) {
+  profile::add("(lower: host codegen)", lower_s);
+  profile::add(profile::row(ir::name(op), l), run_s);
+  profile::set_cache(index_, pipelines_->stats());
 }
 
 void VulkanBackend::write(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) {
@@ -282,19 +287,19 @@ void VulkanBackend::write_now(void* dst, int64_t dst_offset, const void* src, in
               "vulkan", "write of ", nbytes, " bytes at ", dst_offset, " exceeds the buffer");
   if (nbytes == 0) return;
   retire(false);
-  if (blk->mapped && device_mem_->coherent() && !current_ && in_flight_.empty()) {
+  if (blk->mapped && device_mem_->coherent() && idle()) {
     std::memcpy(blk->mapped + dst_offset, src, size_t(nbytes));
     return;
   }
   // Work is pending on the device: the write is ordered after it through a staged copy.
   Block* staging = host_allocator().allocate(nbytes);
   std::memcpy(staging->mapped, src, size_t(nbytes));
-  begin();
-  current_->host_blocks.push_back(staging);
+  Batch& b = batch();
+  b.host_blocks.push_back(staging);
   VkBufferCopy c{staging->offset, blk->offset + VkDeviceSize(dst_offset), VkDeviceSize(nbytes)};
-  ctx_->fn().vkCmdCopyBuffer(current_->cmd, staging->buffer, blk->buffer, 1, &c);
-  barrier(current_->cmd);
-  if (++current_->ops >= max_tasks_) submit();
+  ctx_->fn().vkCmdCopyBuffer(state(b).cmd, staging->buffer, blk->buffer, 1, &c);
+  barrier(state(b).cmd);
+  count_op();
 }
 
 void VulkanBackend::read(const void* src, int64_t src_offset, void* dst, int64_t nbytes) {
@@ -320,10 +325,9 @@ void VulkanBackend::read_now(const void* src, int64_t src_offset, void* dst, int
   }
   if (nbytes == 0) return sync();
   Block* staging = host_allocator().allocate(nbytes);
-  begin();
   VkBufferCopy c{blk->offset + VkDeviceSize(src_offset), staging->offset, VkDeviceSize(nbytes)};
-  ctx_->fn().vkCmdCopyBuffer(current_->cmd, blk->buffer, staging->buffer, 1, &c);
   try {
+    ctx_->fn().vkCmdCopyBuffer(state(batch()).cmd, blk->buffer, staging->buffer, 1, &c);
     sync();
   } catch (...) {
     host_allocator().free(staging);
@@ -333,12 +337,12 @@ void VulkanBackend::read_now(const void* src, int64_t src_offset, void* dst, int
   host_allocator().free(staging);
 }
 
-VkDescriptorSet VulkanBackend::descriptor_set(VkDescriptorSetLayout layout) {
+VkDescriptorSet VulkanBackend::descriptor_set(VkBatch& b, VkDescriptorSetLayout layout) {
   const auto& fn = ctx_->fn();
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (!current_->pools.empty()) {
+    if (!b.pools.empty()) {
       auto ai = make<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
-      ai.descriptorPool = current_->pools.back();
+      ai.descriptorPool = b.pools.back();
       ai.descriptorSetCount = 1;
       ai.pSetLayouts = &layout;
       VkDescriptorSet set;
@@ -360,120 +364,44 @@ VkDescriptorSet VulkanBackend::descriptor_set(VkDescriptorSetLayout layout) {
       ci.pPoolSizes = sizes;
       EMBER_VK_CHECK(fn.vkCreateDescriptorPool(ctx_->device(), &ci, nullptr, &pool));
     }
-    current_->pools.push_back(pool);
+    b.pools.push_back(pool);
   }
   EMBER_FAIL("vulkan", "cannot allocate a descriptor set (a kernel with too many buffers?)");
 }
 
-// The params block of one launch in the batch's arena. It is bound as a uniform buffer of
-// codegen::kParamsBytes (the size the kernels declare), so that many bytes follow every block.
-std::pair<Block*, VkDeviceSize> VulkanBackend::params(const std::vector<uint32_t>& words) {
-  const auto& lim = ctx_->props().limits;
-  const VkDeviceSize align = std::max<VkDeviceSize>(
-      std::max(lim.minStorageBufferOffsetAlignment, lim.minUniformBufferOffsetAlignment), 16);
-  const VkDeviceSize n = std::max<VkDeviceSize>(words.size(), 1) * 4;
-  EMBER_CHECK(n <= codegen::kParamsBytes, "vulkan", "a kernel's params take ", n,
-              " bytes; at most ", codegen::kParamsBytes, " are supported");
-  Batch& b = *current_;
-  if (b.arena < 0 || b.arena_used + codegen::kParamsBytes > b.host_blocks[size_t(b.arena)]->size) {
-    b.host_blocks.push_back(host_allocator().allocate(int64_t(kArenaBytes)));
-    b.arena = int(b.host_blocks.size()) - 1;
-    b.arena_used = 0;
-  }
-  Block* blk = b.host_blocks[size_t(b.arena)];
-  const VkDeviceSize at = b.arena_used;
-  if (words.empty())
-    std::memset(blk->mapped + at, 0, 4);
-  else
-    std::memcpy(blk->mapped + at, words.data(), words.size() * 4);
-  b.arena_used = (at + n + align - 1) / align * align;
-  return {blk, at};
-}
-
-void VulkanBackend::run(const codegen::Lowering& l) {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
-  start_use();
+// One launch: its buffers and its params block (bound as a uniform buffer of
+// codegen::kParamsBytes, the size the kernels declare) in a fresh descriptor set.
+void VulkanBackend::record(Batch& b, const LaunchArgs& a) {
   const auto& fn = ctx_->fn();
-  // Compile first, so a kernel that does not build leaves nothing recorded.
-  std::vector<const Pipeline*> pipes;
-  for (const auto& launch : l.launches) {
-    EMBER_CHECK(launch.kernel, "vulkan", "a launch without a kernel");
-    EMBER_CHECK(launch.bindings.size() == launch.kernel->buffers.size(), "vulkan", "kernel ",
-                launch.kernel->name, " has ", launch.kernel->buffers.size(), " buffers but ",
-                launch.bindings.size(), " bindings");
-    EMBER_CHECK(launch.groups <= ctx_->props().limits.maxComputeWorkGroupCount[0], "vulkan",
-                "kernel ", launch.kernel->name, " launches ", launch.groups,
-                " workgroups; the device allows ",
-                ctx_->props().limits.maxComputeWorkGroupCount[0]);
-    for (const auto& b : launch.bindings) {
-      if (b.scratch >= 0) {
-        EMBER_CHECK(size_t(b.scratch) < l.scratch_bytes.size(), "vulkan", "kernel ",
-                    launch.kernel->name, " binds scratch ", b.scratch, " of ",
-                    l.scratch_bytes.size());
-      } else {
-        EMBER_CHECK(b.tensor.defined() && b.tensor.device() == device(), "vulkan", "kernel ",
-                    launch.kernel->name, " binds a tensor that is not on ", device().str());
-      }
-    }
-    pipes.push_back(&pipelines_->get(*launch.kernel));
+  VkBatch& s = state(b);
+  const Pipeline& p = *static_cast<const Pipeline*>(a.program);
+  const VkDescriptorSet set = descriptor_set(s, p.set_layout);
+  VkDescriptorBufferInfo infos[kMaxBindings];
+  VkWriteDescriptorSet writes[kMaxBindings];
+  EMBER_CHECK(p.bindings <= kMaxBindings, "vulkan", "kernel ", a.kernel->name, " has ",
+              p.bindings, " bindings; at most ", kMaxBindings, " are supported");
+  for (size_t k = 0; k < a.buffers.size(); ++k) {
+    const Block* blk = static_cast<const Block*>(a.buffers[k]);
+    infos[k] = {blk->buffer, blk->offset, blk->size};
   }
-  begin();
-  Batch& batch = *current_;
-  std::vector<Block*> scratch;
-  for (int64_t bytes : l.scratch_bytes) {
-    scratch.push_back(device_mem_->allocate(bytes));
-    batch.device_blocks.push_back(scratch.back());
+  const Block* pblk = static_cast<const Block*>(a.params.handle);
+  infos[p.bindings - 1] = {pblk->buffer, pblk->offset + VkDeviceSize(a.params_offset),
+                           codegen::kParamsBytes};
+  for (uint32_t k = 0; k < p.bindings; ++k) {
+    writes[k] = make<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+    writes[k].dstSet = set;
+    writes[k].dstBinding = k;
+    writes[k].descriptorCount = 1;
+    writes[k].descriptorType = k + 1 == p.bindings ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+                                                   : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[k].pBufferInfo = &infos[k];
   }
-  std::vector<VkDescriptorBufferInfo> infos;
-  std::vector<VkWriteDescriptorSet> writes;
-  for (size_t i = 0; i < l.launches.size(); ++i) {
-    const codegen::Launch& launch = l.launches[i];
-    const Pipeline& p = *pipes[i];
-    if (launch.groups == 0) continue;
-    const VkDescriptorSet set = descriptor_set(p.set_layout);
-    infos.assign(p.bindings, {});
-    for (size_t k = 0; k < launch.bindings.size(); ++k) {
-      const codegen::Binding& b = launch.bindings[k];
-      const Block* blk = b.scratch >= 0 ? scratch[size_t(b.scratch)]
-                                        : static_cast<const Block*>(b.tensor.impl()->storage->data);
-      infos[k] = {blk->buffer, blk->offset, blk->size};
-      if (b.scratch < 0) batch.keep.push_back(b.tensor);
-    }
-    const auto [pblk, poff] = params(launch.params);
-    infos.back() = {pblk->buffer, pblk->offset + poff, codegen::kParamsBytes};
-    writes.assign(p.bindings, make<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET));
-    for (uint32_t k = 0; k < p.bindings; ++k) {
-      writes[k].dstSet = set;
-      writes[k].dstBinding = k;
-      writes[k].descriptorCount = 1;
-      writes[k].descriptorType = k + 1 == p.bindings ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
-                                                     : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      writes[k].pBufferInfo = &infos[k];
-    }
-    fn.vkUpdateDescriptorSets(ctx_->device(), p.bindings, writes.data(), 0, nullptr);
-    fn.vkCmdBindPipeline(batch.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-    fn.vkCmdBindDescriptorSets(batch.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0,
-                               nullptr);
-    fn.vkCmdDispatch(batch.cmd, launch.groups, 1, 1);
-    barrier(batch.cmd);
-  }
-  if (++batch.ops >= max_tasks_) submit();
-}
-
-void VulkanBackend::execute(const ir::Op& op) {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
-  check_alive();
-  if (profile::level() == 0) return run(codegen::lower(op, codegen::Dialect::glsl, ctx_->caps()));
-  // EMBER_VULKAN_PROFILE: lowering and each op timed alone (profile.h).
-  if (used_) sync();
-  auto t0 = profile::Clock::now();
-  const codegen::Lowering l = codegen::lower(op, codegen::Dialect::glsl, ctx_->caps());
-  profile::add("(lower: host codegen)", profile::since(t0));
-  t0 = profile::Clock::now();
-  run(l);
-  sync();
-  profile::add(profile::row(ir::name(op), l), profile::since(t0));
-  profile::set_cache(index_, pipelines_->stats());
+  fn.vkUpdateDescriptorSets(ctx_->device(), p.bindings, writes, 0, nullptr);
+  fn.vkCmdBindPipeline(s.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+  fn.vkCmdBindDescriptorSets(s.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0,
+                             nullptr);
+  fn.vkCmdDispatch(s.cmd, a.groups, 1, 1);
+  barrier(s.cmd);
 }
 
 bool VulkanBackend::supports_dtype(DType t) const {
@@ -519,7 +447,7 @@ DeviceInfo VulkanBackend::info() const {
   os << "Vulkan " << VK_API_VERSION_MAJOR(api) << "." << VK_API_VERSION_MINOR(api) << "."
      << VK_API_VERSION_PATCH(api) << ", " << (heap >> 20) << " MiB, max buffer "
      << (ctx_->props().limits.maxStorageBufferRange >> 20) << " MiB, subgroup "
-     << ctx_->caps().subgroup_size << ", max_tasks " << max_tasks_
+     << ctx_->caps().subgroup_size << ", max_tasks " << max_tasks()
      << (ctx_->owned() ? "" : ", shared (init_device)");
   d.details = os.str();
   return d;
@@ -532,7 +460,7 @@ MemoryStats VulkanBackend::memory_stats() const {
 
 void VulkanBackend::empty_cache() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
-  if (!used_) return;
+  if (!used()) return;
   sync();  // pages of retired batches' scratch become free first
   device_mem_->empty_cache();
   if (staging_) staging_->empty_cache();

@@ -27,12 +27,16 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
   }
   Tensor idx = ember::detail::cast(input, DType::i64).reshape({-1});
   if (idx.numel()) {
-    Tensor bad = logical_or(lt(idx, 0), ge(idx, num));
-    if (any(bad).item<bool>()) {
+    const Tensor bad = logical_or(lt(idx, 0), ge(idx, num)), any_bad = any(bad);
+    const Shape w_shape = weight.shape();
+    ember::detail::check_device_data(idx.device(), [=] {
+      if (!any_bad.item<bool>()) return;
       const int64_t v = masked_select(idx, bad).to_vector<int64_t>()[0];
-      EMBER_FAIL(op, "index ", v, " is out of range for dim 0 of size ", num, " (weight ",
-                 shape_str(weight.shape()), ")");
-    }
+      EMBER_FAIL("embedding", "index ", v, " is out of range for dim 0 of size ", num,
+                 " (weight ", shape_str(w_shape), ")");
+    });
+    // On GPU devices the error comes at the next sync: stay in bounds until then.
+    if (!idx.device().is_host()) idx = clamp(idx, Scalar(0), Scalar(std::max<int64_t>(num - 1, 0)));
   }
   if (max_norm && idx.numel()) {
     if (!is_floating(weight.dtype()))

@@ -57,12 +57,20 @@ Picked pick_targets(const Tensor& input, const Tensor& target, const Tensor& wei
   Tensor t = cast(target, DType::i64);
   Tensor valid = ne(t, ignore_index);
   Tensor bad = logical_and(valid, logical_or(lt(t, 0), ge(t, c)));
-  if (t.numel() && any(bad).item<bool>()) {
-    const int64_t v = masked_select(t, bad).to_vector<int64_t>()[0];
-    EMBER_FAIL(op, "target ", v, " is out of bounds for ", c, " classes (input ",
-               shape_str(input.shape()), ")");
+  if (t.numel()) {
+    const std::string name = op;
+    const Shape in_shape = input.shape();
+    const Tensor any_bad = any(bad);
+    ember::detail::check_device_data(t.device(), [=] {
+      if (!any_bad.item<bool>()) return;
+      const int64_t v = masked_select(t, bad).to_vector<int64_t>()[0];
+      EMBER_FAIL(name.c_str(), "target ", v, " is out of bounds for ", c, " classes (input ",
+                 shape_str(in_shape), ")");
+    });
   }
-  Tensor index = where(valid, t, ember::detail::scalar_to_tensor(0, DType::i64, t.device()));
+  // Out-of-range targets (an error at the next sync on GPU devices) index class 0 meanwhile.
+  Tensor index = where(logical_and(valid, logical_not(bad)), t,
+                       ember::detail::scalar_to_tensor(0, DType::i64, t.device()));
   Tensor w;
   const DType ct = detail::compute_dtype(input.dtype());
   if (weight.defined())
@@ -241,9 +249,15 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
   const DType dt = loss_dtype(input, target, op);
   const Reduction r = detail::parse_reduction(reduction, op);
   check_same_shape(input, target, op);
-  if (input.numel() && any(logical_or(lt(input, 0), gt(input, 1))).item<bool>())
-    EMBER_FAIL(op, "all elements of input should be between 0 and 1 (input ",
-               shape_str(input.shape()), ")");
+  if (input.numel()) {
+    const Tensor bad = any(logical_or(lt(input, 0), gt(input, 1)));
+    const Shape in_shape = input.shape();
+    ember::detail::check_device_data(input.device(), [=] {
+      if (bad.item<bool>())
+        EMBER_FAIL("binary_cross_entropy", "all elements of input should be between 0 and 1 (input ",
+                   shape_str(in_shape), ")");
+    });
+  }
   const DType c = detail::compute_dtype(dt);
   Tensor x = cast(input, c), t = cast(target, c);
   Tensor lx = clamp_min(log(x), -100), l1x = clamp_min(log1p(-x), -100);

@@ -35,7 +35,8 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
 /// rows of weight whose norm_type-norm exceeds max_norm are rescaled IN PLACE to norm max_norm
 /// (scale max_norm / (norm + 1e-7)) before the lookup, as torch. Throws
 /// "[embedding] index 7 is out of range for dim 0 of size 5" for an index outside
-/// [0, num_embeddings) (negative indices are errors, as torch), when weight is not 2-d, input is
+/// [0, num_embeddings) (negative indices are errors, as torch; on GPU devices at the next sync or
+/// read), when weight is not 2-d, input is
 /// not an integer tensor, or padding_idx is out of range.
 Tensor embedding(const Tensor& input, const Tensor& weight,
                  std::optional<int64_t> padding_idx = std::nullopt,

@@ -34,7 +34,8 @@ namespace ember::nn::functional {
 ///    ignore_index does not apply.
 /// (as torch.nn.functional.cross_entropy). Throws "[cross_entropy] ..." when the target shape
 /// does not match, a class index is out of range, weight is not [C], label_smoothing is outside
-/// [0, 1], or input has no class dim (0-d).
+/// [0, 1], or input has no class dim (0-d). On GPU devices the class-range error is raised at the
+/// device's next sync or read (the check runs on the device; no host round trip).
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
                      int64_t ignore_index = -100, const std::string& reduction = "mean",
                      double label_smoothing = 0.0);
@@ -66,7 +67,8 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,
 /// input: probabilities in [0, 1]; target of input's shape (a different shape throws, as
 /// torch); weight (optional) broadcasts to input.
 /// loss = -w * (t * max(log x, -100) + (1 - t) * max(log(1 - x), -100)) (logs clamped at -100
-/// as torch.nn.functional.binary_cross_entropy). Throws when an input value is outside [0, 1].
+/// as torch.nn.functional.binary_cross_entropy). Throws when an input value is outside [0, 1]
+/// (on GPU devices at the next sync or read).
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
                             const Tensor& weight = Tensor(), const std::string& reduction = "mean");
 
