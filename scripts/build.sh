@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds one of Ember's two build folders (ccache when present).
-#   scripts/build.sh release [TARGET...]  build/: Release, cpu + Vulkan backends, the ember
+#   scripts/build.sh release [TARGET...]  build/: Release, cpu + Vulkan + OpenCL backends, the ember
 #       command and the tests. Shared by the two set-up commands: scripts/main.sh builds only
 #       ember_cli in it, scripts/test.sh the rest, reusing the library main.sh compiled.
 #   scripts/build.sh asan [TARGET...]     build-asan/: RelWithDebInfo under AddressSanitizer +
@@ -22,11 +22,11 @@ common=(-DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_EXAMPLES=ON -DEMBER_BUILD_BENCH=OFF
 case "${1:-}" in
   release)
     dir=build
-    opts=(-DCMAKE_BUILD_TYPE=Release -DEMBER_BACKEND_VULKAN=ON -DEMBER_BUILD_TOOLS=ON
+    opts=(-DCMAKE_BUILD_TYPE=Release -DEMBER_BACKEND_VULKAN=ON -DEMBER_BACKEND_OPENCL=ON -DEMBER_BUILD_TOOLS=ON
           -DEMBER_SANITIZE=) ;;
   asan)
     dir=build-asan
-    opts=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_BACKEND_VULKAN=OFF -DEMBER_BUILD_TOOLS=OFF
+    opts=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_BACKEND_VULKAN=OFF -DEMBER_BACKEND_OPENCL=OFF -DEMBER_BUILD_TOOLS=OFF
           -DEMBER_SANITIZE=address,undefined) ;;
   *)
     echo "usage: scripts/build.sh release|asan [TARGET...]" >&2

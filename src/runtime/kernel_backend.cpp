@@ -199,6 +199,7 @@ void KernelBackend::run(const codegen::Lowering& l) {
       }
     }
     std::tie(a.params, a.params_offset) = params(b, launch.params);
+    a.params_bytes = int64_t(std::max<size_t>(launch.params.size(), 1)) * 4;
     a.groups = launch.groups;
     record(b, a);
   }

@@ -73,6 +73,7 @@ class KernelBackend : public Backend {
     std::vector<int64_t> buffer_bytes;  // bytes of each (tensor storage size or scratch size)
     ArenaBlock params;
     int64_t params_offset = 0;
+    int64_t params_bytes = 0;  // the words written at params_offset
     uint32_t groups = 1;
   };
 
