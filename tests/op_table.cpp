@@ -197,6 +197,9 @@ const std::vector<std::string>& backends_built() {
 #ifdef EMBER_HAVE_VULKAN
       "vulkan",
 #endif
+#ifdef EMBER_HAVE_OPENCL
+      "opencl",
+#endif
   };
   return b;
 }
@@ -226,7 +229,7 @@ std::vector<std::string>& duplicate_names() {
   return d;
 }
 
-// The devices of `backend` under test: ref, cpu, or every available Vulkan adapter; with
+// The devices of `backend` under test: ref, cpu, or every available Vulkan (OpenCL) device; with
 // EMBER_OP_TABLE_DEVICES set ("cpu,vulkan:0"), only those it names. Empty, with the reason in
 // `why`, when none is left.
 std::vector<Device> devices_under_test(const std::string& backend, std::string& why) {
@@ -236,8 +239,9 @@ std::vector<Device> devices_under_test(const std::string& backend, std::string& 
   } else if (backend == "cpu") {
     found.push_back(Device::cpu());
   } else {
+    const DeviceType type = backend == "opencl" ? DeviceType::opencl : DeviceType::vulkan;
     for (const auto& d : available_devices())
-      if (d.device.type() == DeviceType::vulkan) found.push_back(d.device);
+      if (d.device.type() == type) found.push_back(d.device);
   }
   if (found.empty()) {
     why = "no " + backend + " device available";
@@ -424,6 +428,9 @@ TEST(OpTable, EveryCaseIsATestOnEveryBackend) {
     EXPECT_EQ(registered.count(name), 1u) << name;
 #ifdef EMBER_HAVE_VULKAN
   EXPECT_EQ(registered.count("add/vulkan"), 1u);
+#endif
+#ifdef EMBER_HAVE_OPENCL
+  EXPECT_EQ(registered.count("add/opencl"), 1u);
 #endif
   EXPECT_EQ(gtest_name("min/dim-1_keep"), "min/dimm1_keep");
   EXPECT_EQ(gtest_name("a:b*c.d"), "a_b_c_d");
