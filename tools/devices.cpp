@@ -22,11 +22,12 @@ bool is_index(const std::string& s) {
 
 CLI::Option* add_device_option(CLI::App* cmd, std::string& value) {
   CLI::Option* opt =
-      cmd->add_option("--device", value, "cpu, ref, vulkan, ... (see `ember devices`)");
+      cmd->add_option("--device", value, "cpu, ref, vulkan, opencl, ... (see `ember devices`)");
   opt->check(CLI::Validator(
       [](std::string& s) -> std::string {
-        if (s == "cpu" || s == "ref" || s == "vulkan" || s == "cuda") return "";
+        if (s == "cpu" || s == "ref" || s == "vulkan" || s == "opencl" || s == "cuda") return "";
         if (s.rfind("cuda:", 0) == 0 && is_index(s.substr(5))) return "";
+        if (s.rfind("opencl:", 0) == 0 && is_index(s.substr(7))) return "";
         if (s.rfind("vulkan:", 0) == 0) {
           if (is_index(s.substr(7))) return "";
           try {
@@ -38,7 +39,7 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& value) {
           }
         }
         return "unknown device '" + s +
-               "' (expected cpu, ref, vulkan, vulkan:N, vulkan:KIND or cuda:N; see `ember "
+               "' (expected cpu, ref, vulkan, vulkan:N, vulkan:KIND, opencl, opencl:N or cuda:N; see `ember "
                "devices`)";
       },
       "", ""));
@@ -48,9 +49,10 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& value) {
 void add_devices_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("devices", "List the devices Ember can run on");
   cmd->callback([] {
-    bool vulkan = false;
+    bool vulkan = false, opencl = false;
     for (const DeviceInfo& d : available_devices()) {
       vulkan |= d.device.type() == DeviceType::vulkan;
+      opencl |= d.device.type() == DeviceType::opencl;
       std::cout << d.device.str() << "\n  name:    " << d.name << "\n  kind:    " << d.kind
                 << "\n  dtypes: ";
       for (DType t : d.dtypes) std::cout << ' ' << dtype_name(t);
@@ -62,6 +64,13 @@ void add_devices_command(CLI::App& app) {
         (void)supports_dtype(Device::vulkan(), DType::f32);  // opens the device: its error
       } catch (const std::exception& e) {
         std::cout << "vulkan: not available: " << e.what() << "\n";
+      }
+    }
+    if (!opencl) {
+      try {
+        (void)supports_dtype(Device::opencl(0), DType::f32);  // not built, no loader, no device
+      } catch (const std::exception& e) {
+        std::cout << "opencl: not available: " << e.what() << "\n";
       }
     }
     // Resolved before its heading is printed: a bad EMBER_DEVICE is an error on a line of its own

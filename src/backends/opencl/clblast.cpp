@@ -23,8 +23,6 @@ struct Blas {
 
 const Blas* blas() {
   static const Blas* b = []() -> const Blas* {
-    if (const char* e = std::getenv("EMBER_OPENCL_CLBLAST"); e && std::string(e) == "0")
-      return nullptr;
     void* lib = dlopen("libclblast.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return nullptr;
     auto* out = new Blas;
@@ -32,6 +30,8 @@ const Blas* blas() {
     out->dgemm = reinterpret_cast<decltype(out->dgemm)>(dlsym(lib, "CLBlastDgemmStridedBatched"));
     return out->sgemm && out->dgemm ? out : nullptr;
   }();
+  if (const char* e = std::getenv("EMBER_OPENCL_CLBLAST"); e && std::string(e) == "0")
+    return nullptr;  // read at every matmul: a test or a user may switch it
   return b;
 }
 
