@@ -1,6 +1,6 @@
 // The kernel generator's interface: a primitive op (ir::Op) is lowered, once for every GPU
 // backend, into launches of kernels written in Ember's C-style kernel language; a renderer turns
-// a kernel into one dialect's source (GLSL compute now; CUDA C and OpenCL C later). A GPU backend
+// a kernel into one dialect's source (GLSL compute, OpenCL C 1.2; CUDA C later). A GPU backend
 // only compiles sources (cached by key), binds memory, writes params and dispatches.
 //
 // The kernel language (what KernelDef::body and ::functions may use, in every dialect):
@@ -81,6 +81,7 @@ struct Kernel {
   Dialect dialect;
   std::vector<BufferDecl> buffers;
   uint32_t local_size;
+  std::string build_options;  // compiler options the source needs (OpenCL: clBuildProgram's)
 };
 
 /// Renders `def` into `dialect` for a device with `caps`. Throws ember::Error when the kernel

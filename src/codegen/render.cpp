@@ -1,4 +1,5 @@
-// The renderer: Ember's kernel language (kernel.h) -> GLSL 450 compute for Vulkan.
+// The renderer: Ember's kernel language (kernel.h) -> GLSL 450 compute for Vulkan (here) or
+// OpenCL C 1.2 (render_opencl.cpp).
 // A kernel is rendered as: version and the extensions its types need, the storage type names as
 // macros onto GLSL types, thread-id and params macros, one std430 block per buffer (anonymous,
 // so `name[i]` indexes it), the params block, shared arrays, helper functions, then main().
@@ -10,16 +11,12 @@
 
 #include "codegen/common.h"
 #include "codegen/kernel.h"
+#include "codegen/render_internal.h"
 #include "ember/error.h"
 
 namespace ember::codegen {
 
 namespace {
-
-// Feature groups a kernel's types need.
-struct Needs {
-  bool f16 = false, f64 = false, i64 = false, i8 = false, i16 = false, bf16 = false;
-};
 
 void need_type(Needs& n, const std::string& t) {
   if (t == "f16" || t == "float16_t" || t == "f16vec2" || t == "f16vec4") n.f16 = true;
@@ -164,7 +161,8 @@ std::unordered_map<std::string, std::shared_ptr<const Kernel>>& cache() {
 }  // namespace
 
 std::shared_ptr<const Kernel> render(const KernelDef& def, Dialect dialect, const Caps& caps) {
-  EMBER_CHECK(dialect == Dialect::glsl, def.name.c_str(), "unknown kernel dialect");
+  EMBER_CHECK(dialect == Dialect::glsl || dialect == Dialect::opencl, def.name.c_str(),
+              "unknown kernel dialect");
   EMBER_CHECK(def.local_size >= 1 && def.local_size <= caps.max_workgroup_size, def.name.c_str(),
               "local size ", def.local_size, " exceeds the device's maximum ",
               caps.max_workgroup_size);
@@ -176,7 +174,8 @@ std::shared_ptr<const Kernel> render(const KernelDef& def, Dialect dialect, cons
   scan_identifiers(n, def.functions);
   scan_identifiers(n, def.body);
   check_caps(def, n, caps);
-  std::string src = render_glsl(def, n, lib);
+  std::string src =
+      dialect == Dialect::opencl ? render_opencl(def, n, lib) : render_glsl(def, n, lib);
   std::string key = hash_hex(src);
   std::lock_guard<std::mutex> lock(g_mu);
   auto& c = cache();
@@ -189,6 +188,7 @@ std::shared_ptr<const Kernel> render(const KernelDef& def, Dialect dialect, cons
   k->dialect = dialect;
   k->buffers = def.buffers;
   k->local_size = def.local_size;
+  if (dialect == Dialect::opencl) k->build_options = opencl_build_options();
   c[key] = k;
   return k;
 }
