@@ -71,7 +71,7 @@ class OpenCLBackend : public runtime::KernelBackend {
   };
   std::string device_string(cl_device_info what) const;
   cl_program build(const codegen::Kernel& k);
-  cl_program build_binary(const std::string& path, uint64_t hash);
+  cl_program build_binary(const std::string& path, uint64_t hash, const std::string& opts);
   void store_binary(cl_program p, const std::string& path, uint64_t hash);
   static int64_t size_class(int64_t nbytes);
   cl_mem new_buffer(int64_t bytes, cl_mem_flags flags);

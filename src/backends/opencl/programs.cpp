@@ -92,7 +92,8 @@ std::string build_log(cl_program p, cl_device_id d) {
 }  // namespace
 
 // A program from a cached binary, or nullptr when the driver rejects it.
-cl_program OpenCLBackend::build_binary(const std::string& path, uint64_t hash) {
+cl_program OpenCLBackend::build_binary(const std::string& path, uint64_t hash,
+                                       const std::string& opts) {
   const std::string bin = read_entry(path, hash);
   if (bin.empty()) return nullptr;
   const size_t n = bin.size();
@@ -103,7 +104,7 @@ cl_program OpenCLBackend::build_binary(const std::string& path, uint64_t hash) {
     if (p) fn().clReleaseProgram(p);
     return nullptr;
   }
-  if (fn().clBuildProgram(p, 1, &dev_, options_.c_str(), nullptr, nullptr) != CL_SUCCESS) {
+  if (fn().clBuildProgram(p, 1, &dev_, opts.c_str(), nullptr, nullptr) != CL_SUCCESS) {
     fn().clReleaseProgram(p);
     return nullptr;
   }
@@ -123,10 +124,12 @@ void OpenCLBackend::store_binary(cl_program p, const std::string& path, uint64_t
 }
 
 cl_program OpenCLBackend::build(const codegen::Kernel& k) {
-  const uint64_t hash = fnv1a(options_, fnv1a(driver_, fnv1a(dev_name_, fnv1a(k.source))));
+  // The renderer's options when it names some (Kernel::build_options), else the backend's.
+  const std::string& opts = k.build_options.empty() ? options_ : k.build_options;
+  const uint64_t hash = fnv1a(opts, fnv1a(driver_, fnv1a(dev_name_, fnv1a(k.source))));
   const std::string path = cache_dir_.empty() ? "" : cache_dir_ + "/" + hex(hash) + ".clbin";
   if (!path.empty())
-    if (cl_program p = build_binary(path, hash)) {
+    if (cl_program p = build_binary(path, hash, opts)) {
       stats_.loaded_from_disk++;
       return p;
     }
@@ -135,7 +138,7 @@ cl_program OpenCLBackend::build(const codegen::Kernel& k) {
   cl_int err = CL_SUCCESS;
   cl_program p = fn().clCreateProgramWithSource(ctx_, 1, &src, &len, &err);
   if (err != CL_SUCCESS) fail("clCreateProgramWithSource", err);
-  err = fn().clBuildProgram(p, 1, &dev_, options_.c_str(), nullptr, nullptr);
+  err = fn().clBuildProgram(p, 1, &dev_, opts.c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {
     const std::string log = build_log(p, dev_);
     fn().clReleaseProgram(p);
