@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -158,6 +159,11 @@ const void* OpenCLBackend::compile(const codegen::Kernel& k) {
   }
   if (k.dialect != codegen::Dialect::opencl)
     EMBER_FAIL("opencl", "kernel ", k.name, " is not OpenCL C");
+  if (const char* d = std::getenv("EMBER_DEBUG_KERNELS"); d && *d) {  // as Vulkan's
+    std::error_code ec;
+    fs::create_directories(d, ec);
+    std::ofstream(fs::path(d) / (k.name + "-" + key + ".cl")) << k.source;
+  }
   Program prog;
   prog.program = build(k);
   cl_int err = CL_SUCCESS;
