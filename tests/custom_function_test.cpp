@@ -304,6 +304,20 @@ TEST(CustomFunctionTest, BackwardTwiceNeedsRetainGraph) {
   expect_error([&] { y.backward(); }, {"a second time", "retain_graph = true"});
 }
 
+TEST(CustomFunctionTest, RunsOnOpenCLWithTensorOpBackward) {
+  Device dev;
+  std::string why;
+  if (!ember::test::opencl_device(dev, why)) GTEST_SKIP() << "no OpenCL device: " << why;
+  Tensor x = tensor<float>({0.5f, -1.2f, 2.0f}, {}, dev).requires_grad_();
+  auto o = SinCos::apply(x);
+  EXPECT_EQ(o[0].device(), dev);
+  (o[0] * 2 + o[1] * o[1]).sum().backward();
+  Tensor xc = tensor<float>({0.5f, -1.2f, 2.0f}).requires_grad_();
+  auto oc = SinCos::apply(xc);
+  (oc[0] * 2 + oc[1] * oc[1]).sum().backward();
+  expect_near(x.grad().to(Device::cpu()), xc.grad().to_vector<double>(), 1e-5);
+}
+
 TEST(CustomFunctionTest, RunsOnVulkanWithTensorOpBackward) {
   Device dev;
   std::string why;

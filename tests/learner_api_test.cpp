@@ -420,6 +420,25 @@ TEST(DataLoaderDeviceTest, VulkanBatchesFeedTheLearner) {
   EXPECT_EQ(model->w.device(), vk);
 }
 
+TEST(DataLoaderDeviceTest, OpenCLBatchesFeedTheLearner) {
+  EMBER_OPENCL_OR_SKIP(dev);
+  auto ds = blobs(12, 1);
+  data::DataLoaderOptions o = batches(4);
+  o.device = dev;
+  data::DataLoader<> loader(ds, o);
+  expect_examples_on(loader, dev, 3);
+  manual_seed(Device::cpu(), 4);
+  auto model = std::make_shared<Lin>(4, 3);
+  auto opt = std::make_shared<optim::SGD>(model->parameters(), optim::SGDOptions(0.1));
+  train::LearnerOptions lo = quiet();
+  lo.device = dev;
+  train::Learner l(model, opt, train::cross_entropy_loss(), lo);
+  const train::FitResult r = l.fit(loader, nullptr, 2);
+  EXPECT_EQ(r.epochs_completed, 2);
+  EXPECT_TRUE(std::isfinite(r.history.back().metrics.at("train_loss")));
+  EXPECT_EQ(model->w.device(), dev);
+}
+
 TEST(DataLoaderDeviceTest, CustomAndStandardBatchTypesMove) {
   const Device d = Device::ref();
   const Tensor t = ones({2}), u;  // u undefined: stays undefined

@@ -229,7 +229,7 @@ std::vector<std::string>& duplicate_names() {
   return d;
 }
 
-// The devices of `backend` under test: ref, cpu, or every available Vulkan / OpenCL device; with
+// The devices of `backend` under test: ref, cpu, or every available Vulkan (OpenCL) device; with
 // EMBER_OP_TABLE_DEVICES set ("cpu,vulkan:0"), only those it names. Empty, with the reason in
 // `why`, when none is left.
 std::vector<Device> devices_under_test(const std::string& backend, std::string& why) {
@@ -428,6 +428,9 @@ TEST(OpTable, EveryCaseIsATestOnEveryBackend) {
     EXPECT_EQ(registered.count(name), 1u) << name;
 #ifdef EMBER_HAVE_VULKAN
   EXPECT_EQ(registered.count("add/vulkan"), 1u);
+#endif
+#ifdef EMBER_HAVE_OPENCL
+  EXPECT_EQ(registered.count("add/opencl"), 1u);
 #endif
   EXPECT_EQ(gtest_name("min/dim-1_keep"), "min/dimm1_keep");
   EXPECT_EQ(gtest_name("a:b*c.d"), "a_b_c_d");

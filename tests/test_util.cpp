@@ -27,6 +27,21 @@ bool vulkan_device(Device& dev, std::string& why) {
   return false;
 }
 
+bool opencl_device(Device& dev, std::string& why) {
+  try {
+    for (const auto& d : available_devices())
+      if (d.device.type() == DeviceType::opencl) {
+        dev = d.device;
+        return true;
+      }
+    (void)supports_dtype(Device::opencl(0), DType::f32);  // its error
+    why = "none in available_devices()";
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  return false;
+}
+
 TempDir::TempDir(const std::string& tag) {
   const char* tmp = std::getenv("TMPDIR");
   const fs::path base = (tmp && *tmp) ? fs::path(tmp) : fs::path("/tmp");

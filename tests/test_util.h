@@ -35,6 +35,8 @@ void expect_error(Fn fn, const std::vector<std::string>& pieces) {
 
 /// The default Vulkan device when one is available; otherwise false, with the reason in `why`.
 bool vulkan_device(Device& dev, std::string& why);
+/// opencl:0 when it can run, or false with the reason in `why`.
+bool opencl_device(Device& dev, std::string& why);
 
 /// A fresh, empty folder under $TMPDIR (or /tmp), removed with its contents when destroyed.
 class TempDir {
@@ -66,4 +68,12 @@ void write_bytes(const std::string& path, const std::string& bytes);
   {                                                                                             \
     std::string why_;                                                                           \
     if (!::ember::test::vulkan_device(dev, why_)) GTEST_SKIP() << "no Vulkan device: " << why_; \
+  }
+
+/// Declares `dev` as opencl:0, or skips the test saying why there is none.
+#define EMBER_OPENCL_OR_SKIP(dev)                                                               \
+  ::ember::Device dev;                                                                          \
+  {                                                                                             \
+    std::string why_;                                                                           \
+    if (!::ember::test::opencl_device(dev, why_)) GTEST_SKIP() << "no OpenCL device: " << why_; \
   }

@@ -25,7 +25,7 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& value) {
       cmd->add_option("--device", value, "cpu, ref, vulkan, opencl, ... (see `ember devices`)");
   opt->check(CLI::Validator(
       [](std::string& s) -> std::string {
-        if (s == "cpu" || s == "ref" || s == "vulkan" || s == "cuda" || s == "opencl") return "";
+        if (s == "cpu" || s == "ref" || s == "vulkan" || s == "opencl" || s == "cuda") return "";
         if (s.rfind("cuda:", 0) == 0 && is_index(s.substr(5))) return "";
         if (s.rfind("opencl:", 0) == 0 && is_index(s.substr(7))) return "";
         if (s.rfind("vulkan:", 0) == 0) {
@@ -39,7 +39,7 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& value) {
           }
         }
         return "unknown device '" + s +
-               "' (expected cpu, ref, vulkan, vulkan:N, vulkan:KIND, opencl:N or cuda:N; see `ember "
+               "' (expected cpu, ref, vulkan, vulkan:N, vulkan:KIND, opencl, opencl:N or cuda:N; see `ember "
                "devices`)";
       },
       "", ""));
@@ -68,7 +68,7 @@ void add_devices_command(CLI::App& app) {
     }
     if (!opencl) {
       try {
-        (void)supports_dtype(Device::opencl(), DType::f32);
+        (void)supports_dtype(Device::opencl(0), DType::f32);  // not built, no loader, no device
       } catch (const std::exception& e) {
         std::cout << "opencl: not available: " << e.what() << "\n";
       }

@@ -10,8 +10,6 @@
 namespace ember::cl {
 
 namespace {
-constexpr int64_t kDefaultMaxTasks = 16;
-
 int64_t env_max_tasks() {
   const char* e = std::getenv("EMBER_OPENCL_MAX_TASKS");
   if (!e || !*e) return kDefaultMaxTasks;
@@ -23,317 +21,335 @@ int64_t env_max_tasks() {
   return v;
 }
 
-// Allocation size classes: powers of two up to 1 MiB, then multiples of 1 MiB.
-int64_t size_class(int64_t n) {
-  n = std::max<int64_t>(n, 256);
-  if (n <= (1 << 20)) {
-    int64_t c = 256;
-    while (c < n) c <<= 1;
-    return c;
+struct Entry {
+  cl_platform_id platform;
+  cl_device_id device;
+};
+
+// Every device of every platform, in enumeration order (empty without a loader).
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> all = [] {
+    std::vector<Entry> out;
+    const Fns* f = try_loader();
+    cl_uint np = 0;
+    if (!f || f->clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0) return out;
+    std::vector<cl_platform_id> ps(np);
+    if (f->clGetPlatformIDs(np, ps.data(), nullptr) != CL_SUCCESS) return out;
+    for (cl_platform_id p : ps) {
+      cl_uint nd = 0;
+      if (f->clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0)
+        continue;
+      std::vector<cl_device_id> ds(nd);
+      if (f->clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, ds.data(), nullptr) != CL_SUCCESS) continue;
+      for (cl_device_id d : ds) out.push_back({p, d});
+    }
+    return out;
+  }();
+  return all;
+}
+
+template <class T>
+T device_value(cl_device_id d, cl_device_info what) {
+  T v{};
+  EMBER_CL(clGetDeviceInfo, d, what, sizeof v, &v, nullptr);
+  return v;
+}
+
+}  // namespace
+
+// What a batch holds on OpenCL: the marker event enqueued after its last command.
+struct OpenCLBackend::ClBatch : BatchState {
+  cl_event done = nullptr;
+};
+OpenCLBackend::ClBatch& OpenCLBackend::state(Batch& b) {
+  if (!b.state) b.state = std::make_unique<ClBatch>();
+  return static_cast<ClBatch&>(*b.state);
+}
+
+namespace {
+const Entry& entry(int64_t index) {
+  const auto& all = entries();
+  if (index < 0 || size_t(index) >= all.size()) {
+    std::string why;
+    if (!try_loader(&why)) why = "no OpenCL loader: " + why;
+    EMBER_FAIL("device", "opencl:", index, " names no OpenCL device (", all.size(), " found",
+               why.empty() ? "" : "; ", why, ")");
   }
-  return (n + (1 << 20) - 1) / (1 << 20) * (1 << 20);
+  return all[size_t(index)];
 }
 }  // namespace
 
-// A submitted batch's marker event.
-struct OpenCLBackend::ClBatch : BatchState {
-  cl_event done = nullptr;
-  ~ClBatch() override {
-    if (done) fn().clReleaseEvent(done);
-  }
-};
-
-OpenCLBackend::OpenCLBackend(int64_t index, cl_platform_id platform, cl_device_id device)
-    : KernelBackend(env_max_tasks()), index_(index), platform_(platform), device_(device) {
-  const Functions& f = fn();
-  device_name_ = device_string(CL_DEVICE_NAME);
-  driver_ = device_string(CL_DRIVER_VERSION);
-  version_ = device_string(CL_DEVICE_VERSION);
-  extensions_ = " " + device_string(CL_DEVICE_EXTENSIONS) + " ";
-  cl_bool unified = CL_FALSE;
-  f.clGetDeviceInfo(device_, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, nullptr);
-  host_unified_ = unified == CL_TRUE;
-  f.clGetDeviceInfo(device_, CL_DEVICE_TYPE, sizeof type_, &type_, nullptr);
-  size_t wg = 256;
-  f.clGetDeviceInfo(device_, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, nullptr);
-  cl_ulong local = 16384;
-  f.clGetDeviceInfo(device_, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, nullptr);
-  caps_.f64 = extensions_.find(" cl_khr_fp64 ") != std::string::npos;
-  caps_.f16 = extensions_.find(" cl_khr_fp16 ") != std::string::npos;
-  caps_.i64 = caps_.i8 = caps_.i16 = true;  // long, char and short are core OpenCL C types
-  caps_.max_workgroup_size = uint32_t(std::min<size_t>(wg, 256));
-  caps_.max_shared_bytes = uint32_t(std::min<cl_ulong>(local, 48 << 10));
-  caps_.max_groups_x = 1u << 20;
-  caps_.cpu = (type_ & CL_DEVICE_TYPE_CPU) != 0;
+std::unique_ptr<OpenCLBackend> make_backend(int64_t index) {
+  const Entry& e = entry(index);
+  return std::make_unique<OpenCLBackend>(index, e.platform, e.device);
 }
 
-OpenCLBackend::~OpenCLBackend() {
-  // Backends live until exit (backend() never destroys them); nothing to release safely here.
+OpenCLBackend& backend(int64_t index) {
+  static std::mutex m;
+  // Never destroyed: ICD threads (PoCL's) may be gone at exit, and tensors may outlive statics.
+  static auto* made = new std::vector<std::unique_ptr<OpenCLBackend>>();
+  std::lock_guard<std::mutex> lock(m);
+  entry(index);
+  if (made->size() < entries().size()) made->resize(entries().size());
+  auto& b = (*made)[size_t(index)];
+  if (!b) b = make_backend(index);
+  return *b;
+}
+
+std::vector<Device> devices() {
+  std::vector<Device> out;
+  for (size_t i = 0; i < entries().size(); ++i) out.emplace_back(DeviceType::opencl, int64_t(i));
+  return out;
 }
 
 std::string OpenCLBackend::device_string(cl_device_info what) const {
   size_t n = 0;
-  if (fn().clGetDeviceInfo(device_, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
+  EMBER_CL(clGetDeviceInfo, dev_, what, 0, nullptr, &n);
   std::string s(n, '\0');
-  fn().clGetDeviceInfo(device_, what, n, s.data(), nullptr);
-  while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
+  EMBER_CL(clGetDeviceInfo, dev_, what, n, s.data(), nullptr);
+  while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
 }
 
-void OpenCLBackend::start_runtime() {
-  const Functions& f = fn();
-  cl_int err = CL_SUCCESS;
-  const cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
-                                         reinterpret_cast<cl_context_properties>(platform_), 0};
-  context_ = f.clCreateContext(props, 1, &device_, nullptr, nullptr, &err);
-  if (err != CL_SUCCESS) fail("clCreateContext", err);
-  queue_ = f.clCreateCommandQueue(context_, device_, 0, &err);  // in order
-  if (err != CL_SUCCESS) fail("clCreateCommandQueue", err);
-}
-
-Buf* OpenCLBackend::alloc(int64_t nbytes) {
-  EMBER_CHECK(nbytes >= 0, "opencl", "cannot allocate ", nbytes, " bytes");
-  const int64_t c = size_class(nbytes);
-  std::lock_guard<std::mutex> lock(mem_mutex_);
-  cl_mem m = nullptr;
-  auto it = free_.find(c);
-  if (it != free_.end()) {
-    m = it->second;
-    free_.erase(it);
-  } else {
-    cl_int err = CL_SUCCESS;
-    m = fn().clCreateBuffer(context_, CL_MEM_READ_WRITE, size_t(c), nullptr, &err);
-    if (err != CL_SUCCESS || !m)
-      EMBER_FAIL("opencl", "out of device memory allocating ", nbytes, " bytes on ", device().str(),
-                 " (", error_name(err), "; ", stats_.allocated, " bytes in use)");
-    stats_.reserved += c;
+OpenCLBackend::OpenCLBackend(int64_t index, cl_platform_id platform, cl_device_id device)
+    : KernelBackend(env_max_tasks()), index_(index), dev_(device) {
+  const Fns& f = fn();
+  dev_name_ = device_string(CL_DEVICE_NAME);
+  driver_ = device_string(CL_DRIVER_VERSION);
+  version_ = device_string(CL_DEVICE_VERSION);
+  std::istringstream exts(device_string(CL_DEVICE_EXTENSIONS));
+  for (std::string e; exts >> e;) {
+    caps_.f64 |= e == "cl_khr_fp64";
+    caps_.f16 |= e == "cl_khr_fp16";
   }
-  stats_.allocated += c;
-  stats_.peak = std::max(stats_.peak, stats_.allocated);
-  return new Buf{m, c};
+  type_ = device_value<cl_device_type>(dev_, CL_DEVICE_TYPE);
+  unified_ = device_value<cl_bool>(dev_, CL_DEVICE_HOST_UNIFIED_MEMORY);
+  mem_bytes_ = device_value<cl_ulong>(dev_, CL_DEVICE_GLOBAL_MEM_SIZE);
+  max_wg_ = device_value<size_t>(dev_, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+  caps_.i64 = caps_.i8 = caps_.i16 = true;
+  caps_.max_workgroup_size = uint32_t(std::min<size_t>(256, max_wg_));
+  caps_.max_shared_bytes = uint32_t(
+      std::min<cl_ulong>(48 << 10, device_value<cl_ulong>(dev_, CL_DEVICE_LOCAL_MEM_SIZE)));
+  caps_.max_groups_x = 1u << 20;
+  caps_.cpu = (type_ & CL_DEVICE_TYPE_CPU) != 0;
+  options_ = "-cl-std=CL1.2";
+  const cl_context_properties props[] = {CL_CONTEXT_PLATFORM, cl_context_properties(platform), 0};
+  cl_int err = CL_SUCCESS;
+  ctx_ = f.clCreateContext(props, 1, &dev_, nullptr, nullptr, &err);
+  if (err != CL_SUCCESS) fail("clCreateContext", err);
+  queue_ = f.clCreateCommandQueue(ctx_, dev_, 0, &err);
+  if (err != CL_SUCCESS) {
+    f.clReleaseContext(ctx_);
+    fail("clCreateCommandQueue", err);
+  }
+  cache_dir_ = [] {
+    if (const char* e = std::getenv("EMBER_KERNEL_CACHE_DIR")) {
+      const std::string s = e;
+      return (s == "off" || s == "0") ? std::string() : s;
+    }
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+      return std::string(x) + "/ember/kernels";
+    if (const char* h = std::getenv("HOME"); h && *h)
+      return std::string(h) + "/.cache/ember/kernels";
+    return std::string();
+  }();
 }
 
-void OpenCLBackend::release(Buf* b) {
-  if (!b) return;
-  std::lock_guard<std::mutex> lock(mem_mutex_);
-  stats_.allocated -= b->bytes;
-  free_.emplace(b->bytes, b->mem);
-  delete b;
+OpenCLBackend::~OpenCLBackend() {
+  drop_open_and_wait();
+  const Fns& f = fn();
+  f.clFinish(queue_);
+  destroy_batches();
+  for (auto& [key, p] : programs_) {
+    f.clReleaseKernel(p.kernel);
+    f.clReleaseProgram(p.program);
+  }
+  for (const ArenaBlock& a : free_arenas_) {
+    f.clReleaseMemObject(cl_mem(a.handle));
+    delete[] a.host;
+  }
+  empty_cache();
+  f.clReleaseCommandQueue(queue_);
+  f.clReleaseContext(ctx_);
+}
+
+// ---- memory ----
+
+// Size classes: 256-byte steps up to 64 KiB, then a quarter of the power of two below.
+int64_t OpenCLBackend::size_class(int64_t n) {
+  if (n <= (64 << 10)) return std::max<int64_t>(256, (n + 255) / 256 * 256);
+  int64_t p = 1;
+  while (p * 2 <= n) p *= 2;
+  const int64_t step = p / 4;
+  return (n + step - 1) / step * step;
+}
+
+cl_mem OpenCLBackend::new_buffer(int64_t bytes, cl_mem_flags flags) {
+  cl_int err = CL_SUCCESS;
+  cl_mem m = fn().clCreateBuffer(ctx_, flags, size_t(bytes), nullptr, &err);
+  if (err != CL_SUCCESS)
+    EMBER_FAIL("opencl", "clCreateBuffer of ", bytes, " bytes on ", device().str(),
+               " failed: ", status_name(err), " (", mem_.allocated, " bytes allocated)");
+  return m;
 }
 
 void* OpenCLBackend::allocate(int64_t nbytes) {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  EMBER_CHECK(nbytes >= 0, "opencl", "allocate of ", nbytes, " bytes");
   start_use();
-  return alloc(nbytes);
+  const int64_t c = size_class(nbytes);
+  std::lock_guard<std::mutex> lock(mem_mutex_);
+  cl_mem m = nullptr;
+  if (auto it = free_.find(c); it != free_.end()) {
+    m = it->second;
+    free_.erase(it);
+  } else {
+    m = new_buffer(c, CL_MEM_READ_WRITE);
+    mem_.reserved += c;
+  }
+  mem_.allocated += c;
+  mem_.peak = std::max(mem_.peak, mem_.allocated);
+  return m;
 }
 
-// No backend lock: storages are released from retire() too. The allocator locks itself.
-void OpenCLBackend::deallocate(void* ptr, int64_t) { release(static_cast<Buf*>(ptr)); }
+void OpenCLBackend::deallocate(void* ptr, int64_t nbytes) {
+  if (!ptr) return;
+  const int64_t c = size_class(nbytes);
+  std::lock_guard<std::mutex> lock(mem_mutex_);
+  free_.emplace(c, cl_mem(ptr));
+  mem_.allocated -= c;
+}
+
+// Scratch lives for one batch: its own buffers, outside the cache and the stats.
+runtime::KernelBackend::Buffer OpenCLBackend::alloc_scratch(int64_t nbytes) {
+  return new_buffer(std::max<int64_t>(nbytes, 4), CL_MEM_READ_WRITE);
+}
+
+void OpenCLBackend::free_scratch(Buffer b) { fn().clReleaseMemObject(cl_mem(b)); }
 
 MemoryStats OpenCLBackend::memory_stats() const {
   std::lock_guard<std::mutex> lock(mem_mutex_);
-  return stats_;
+  return mem_;
 }
 
 void OpenCLBackend::empty_cache() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
-  if (!used()) return;
-  sync();  // buffers of retired batches become free first
+  if (used()) sync();  // scratch and arenas of retired batches are free first
   std::lock_guard<std::mutex> mlock(mem_mutex_);
-  for (auto& [bytes, m] : free_) {
+  for (auto& [c, m] : free_) {
     fn().clReleaseMemObject(m);
-    stats_.reserved -= bytes;
+    mem_.reserved -= c;
   }
   free_.clear();
 }
 
 runtime::KernelBackend::ArenaBlock OpenCLBackend::alloc_arena(int64_t nbytes) {
-  Buf* b = alloc(nbytes);
-  // The host shadow the stream writes params into; launches copy their part to the device.
-  auto* host = new uint8_t[size_t(nbytes)];
-  return {new std::pair<Buf*, uint8_t*>(b, host), host, nbytes};
+  for (size_t i = 0; i < free_arenas_.size(); ++i)
+    if (free_arenas_[i].bytes == nbytes) {
+      const ArenaBlock a = free_arenas_[i];
+      free_arenas_.erase(free_arenas_.begin() + long(i));
+      return a;
+    }
+  return {new_buffer(nbytes, CL_MEM_READ_ONLY), new uint8_t[size_t(nbytes)], nbytes};
 }
 
-void OpenCLBackend::free_arena(const ArenaBlock& a) {
-  auto* p = static_cast<std::pair<Buf*, uint8_t*>*>(a.handle);
-  release(p->first);
-  delete[] p->second;
-  delete p;
-}
-
-const void* OpenCLBackend::compile(const codegen::Kernel& k) {
-  EMBER_CHECK(k.dialect == codegen::Dialect::opencl, "opencl", "kernel ", k.name,
-              " was not rendered as OpenCL C");
-  auto it = programs_.find(k.key);
-  if (it == programs_.end()) it = programs_.emplace(k.key, build(k)).first;
-  return &it->second;
-}
-
-void OpenCLBackend::record(Batch& b, const LaunchArgs& a) {
-  (void)b;
-  const Functions& f = fn();
-  const Program& p = *static_cast<const Program*>(a.program);
-  auto* arena = static_cast<std::pair<Buf*, uint8_t*>*>(a.params.handle);
-  // The params first (in order on the queue; the shadow lives until the batch retires).
-  EMBER_CL_CHECK(f.clEnqueueWriteBuffer(queue_, arena->first->mem, CL_FALSE,
-                                        size_t(a.params_offset), size_t(a.params_bytes),
-                                        a.params.host + a.params_offset, 0, nullptr, nullptr));
-  cl_uint arg = 0;
-  for (void* buf : a.buffers)
-    EMBER_CL_CHECK(f.clSetKernelArg(p.kernel, arg++, sizeof(cl_mem), &static_cast<Buf*>(buf)->mem));
-  EMBER_CL_CHECK(f.clSetKernelArg(p.kernel, arg++, sizeof(cl_mem), &arena->first->mem));
-  const cl_uint off = cl_uint(a.params_offset / 4);
-  EMBER_CL_CHECK(f.clSetKernelArg(p.kernel, arg++, sizeof off, &off));
-  const size_t local = a.kernel->local_size, global = size_t(a.groups) * local;
-  const cl_int r =
-      f.clEnqueueNDRangeKernel(queue_, p.kernel, 1, nullptr, &global, &local, 0, nullptr, nullptr);
-  if (r != CL_SUCCESS)
-    EMBER_FAIL("opencl", "kernel ", a.kernel->name, " (", a.groups, " groups of ", local,
-               ") could not be enqueued: ", error_name(r));
-}
-
-void OpenCLBackend::submit_batch(Batch& b) {
-  const Functions& f = fn();
-  if (!b.state) b.state = std::make_unique<ClBatch>();
-  auto& s = static_cast<ClBatch&>(*b.state);
-  EMBER_CL_CHECK(f.clEnqueueMarkerWithWaitList(queue_, 0, nullptr, &s.done));
-  EMBER_CL_CHECK(f.clFlush(queue_));
-}
-
-bool OpenCLBackend::batch_done(Batch& b, bool wait) {
-  const Functions& f = fn();
-  auto& s = static_cast<ClBatch&>(*b.state);
-  if (wait) {
-    const cl_int r = f.clWaitForEvents(1, &s.done);
-    if (r != CL_SUCCESS) fail("clWaitForEvents", r);
-  } else {
-    cl_int status = CL_QUEUED;
-    EMBER_CL_CHECK(f.clGetEventInfo(s.done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
-                                    &status, nullptr));
-    if (status < 0) fail("a batch's kernels", status);
-    if (status != CL_COMPLETE) return false;
-  }
-  f.clReleaseEvent(s.done);
-  s.done = nullptr;
-  return true;
-}
+void OpenCLBackend::free_arena(const ArenaBlock& b) { free_arenas_.push_back(b); }
 
 void OpenCLBackend::write(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  EMBER_CHECK(dst_offset >= 0 && nbytes >= 0, "opencl", "write of ", nbytes, " bytes at ",
+              dst_offset);
   start_use();
-  auto* b = static_cast<Buf*>(dst);
-  EMBER_CHECK(dst_offset >= 0 && nbytes >= 0 && dst_offset + nbytes <= b->bytes, "opencl",
-              "write of ", nbytes, " bytes at ", dst_offset, " exceeds the buffer");
   if (nbytes == 0) return;
-  // Blocking, after every kernel enqueued before it (in-order queue).
-  EMBER_CL_CHECK(fn().clEnqueueWriteBuffer(queue_, b->mem, CL_TRUE, size_t(dst_offset),
-                                           size_t(nbytes), src, 0, nullptr, nullptr));
+  // Blocking on the in-order queue: after the work recorded so far, and `src` may go at return.
+  EMBER_CL(clEnqueueWriteBuffer, queue_, cl_mem(dst), CL_TRUE, size_t(dst_offset), size_t(nbytes),
+           src, 0, nullptr, nullptr);
+  retire(false);
 }
 
 void OpenCLBackend::read(const void* src, int64_t src_offset, void* dst, int64_t nbytes) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  EMBER_CHECK(src_offset >= 0 && nbytes >= 0, "opencl", "read of ", nbytes, " bytes at ",
+              src_offset);
   start_use();
-  const auto* b = static_cast<const Buf*>(src);
-  EMBER_CHECK(src_offset >= 0 && nbytes >= 0 && src_offset + nbytes <= b->bytes, "opencl",
-              "read of ", nbytes, " bytes at ", src_offset, " exceeds the buffer");
-  sync();  // raises the deferred data checks before anything is read
+  sync();
   if (nbytes == 0) return;
-  EMBER_CL_CHECK(fn().clEnqueueReadBuffer(queue_, b->mem, CL_TRUE, size_t(src_offset),
-                                          size_t(nbytes), dst, 0, nullptr, nullptr));
+  EMBER_CL(clEnqueueReadBuffer, queue_, cl_mem(const_cast<void*>(src)), CL_TRUE, size_t(src_offset),
+           size_t(nbytes), dst, 0, nullptr, nullptr);
 }
 
-bool OpenCLBackend::supports_dtype(DType t) const {
-  switch (t) {
-    case DType::f64:
-      return caps_.f64;
-    case DType::f16:
-      return caps_.f16;
-    default:
-      return true;
+// ---- the stream ----
+
+// One launch: buffers in kernel order, then the params buffer and the word offset of this
+// launch's block, written from the batch's host shadow just before (non-blocking: the shadow
+// lives until the batch retires).
+void OpenCLBackend::record(Batch& b, const LaunchArgs& a) {
+  const cl_kernel k = static_cast<const Program*>(a.program)->kernel;
+  const int64_t bytes = b.arena_used > a.params_offset ? b.arena_used - a.params_offset : 4;
+  cl_mem params = cl_mem(a.params.handle);
+  EMBER_CL(clEnqueueWriteBuffer, queue_, params, CL_FALSE, size_t(a.params_offset),
+           size_t(std::min<int64_t>(bytes, a.params.bytes - a.params_offset)),
+           a.params.host + a.params_offset, 0, nullptr, nullptr);
+  cl_uint i = 0;
+  for (Buffer buf : a.buffers) {
+    cl_mem m = cl_mem(buf);
+    EMBER_CL(clSetKernelArg, k, i++, sizeof m, &m);
   }
+  EMBER_CL(clSetKernelArg, k, i++, sizeof params, &params);
+  const cl_uint off = cl_uint(a.params_offset / 4);
+  EMBER_CL(clSetKernelArg, k, i++, sizeof off, &off);
+  const size_t local = a.kernel->local_size, global = size_t(a.groups) * local;
+  EMBER_CL(clEnqueueNDRangeKernel, queue_, k, 1, nullptr, &global, &local, 0, nullptr, nullptr);
+}
+
+void OpenCLBackend::submit_batch(Batch& b) {
+  ClBatch& s = state(b);
+  EMBER_CL(clEnqueueMarkerWithWaitList, queue_, 0, nullptr, &s.done);
+  EMBER_CL(clFlush, queue_);
+}
+
+bool OpenCLBackend::batch_done(Batch& b, bool wait) {
+  ClBatch& s = state(b);
+  if (!s.done) return true;
+  if (wait) {
+    const cl_int r = fn().clWaitForEvents(1, &s.done);
+    if (r != CL_SUCCESS && r != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+      fail("clWaitForEvents", r);
+  }
+  cl_int st = CL_QUEUED;
+  EMBER_CL(clGetEventInfo, s.done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr);
+  if (st < 0)
+    EMBER_FAIL("opencl", "a batch on ", device().str(), " failed on the device: ", status_name(st));
+  return st == CL_COMPLETE;
+}
+
+void OpenCLBackend::reset_batch(Batch& b) {
+  ClBatch& s = state(b);
+  if (s.done) fn().clReleaseEvent(s.done);
+  s.done = nullptr;
+}
+
+// ---- the device ----
+
+bool OpenCLBackend::supports_dtype(DType t) const {
+  if (t == DType::f64) return caps_.f64;
+  if (t == DType::f16) return caps_.f16;
+  return true;
 }
 
 DeviceInfo OpenCLBackend::info() const {
   DeviceInfo d;
   d.device = device();
-  d.name = device_name_;
+  d.name = dev_name_;
   d.kind = (type_ & CL_DEVICE_TYPE_CPU)   ? "Cpu"
-           : (type_ & CL_DEVICE_TYPE_GPU) ? (host_unified_ ? "IntegratedGpu" : "DiscreteGpu")
-                                          : "Accelerator";
+           : (type_ & CL_DEVICE_TYPE_GPU) ? (unified_ ? "IntegratedGpu" : "DiscreteGpu")
+                                          : "Other";
   for (DType t : kAllDTypes)
     if (supports_dtype(t)) d.dtypes.push_back(t);
-  cl_ulong mem = 0;
-  fn().clGetDeviceInfo(device_, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, nullptr);
   std::ostringstream os;
-  os << version_ << ", driver " << driver_ << ", " << (mem >> 20) << " MiB, max work-group "
-     << caps_.max_workgroup_size << ", max_tasks " << max_tasks();
+  os << version_ << ", driver " << driver_ << ", " << (mem_bytes_ >> 20) << " MiB, max work-group "
+     << max_wg_ << ", max_tasks " << max_tasks() << (clblast_enabled() ? ", CLBlast" : "");
   d.details = os.str();
   return d;
-}
-
-// ---- the registry ----
-
-namespace {
-struct Entry {
-  cl_platform_id platform;
-  cl_device_id device;
-  std::unique_ptr<OpenCLBackend> backend;
-};
-struct Registry {
-  std::mutex mutex;
-  std::vector<Entry> entries;
-  std::string why;  // why there are none
-};
-
-Registry& registry() {
-  static Registry* r = [] {
-    auto* reg = new Registry;  // never destroyed: backends outlive static teardown order
-    std::string why;
-    const Functions* f = functions(&why);
-    if (!f) {
-      reg->why = why;
-      return reg;
-    }
-    cl_uint np = 0;
-    if (f->clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0) {
-      reg->why = "no OpenCL platform (install a driver such as pocl-opencl-icd)";
-      return reg;
-    }
-    std::vector<cl_platform_id> ps(np);
-    f->clGetPlatformIDs(np, ps.data(), nullptr);
-    for (cl_platform_id p : ps) {
-      cl_uint nd = 0;
-      if (f->clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS) continue;
-      std::vector<cl_device_id> ds(nd);
-      f->clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, ds.data(), nullptr);
-      for (cl_device_id d : ds) reg->entries.push_back({p, d, nullptr});
-    }
-    if (reg->entries.empty()) reg->why = "no OpenCL device on any platform";
-    return reg;
-  }();
-  return *r;
-}
-}  // namespace
-
-std::vector<Device> devices() {
-  Registry& r = registry();
-  std::vector<Device> out;
-  for (size_t i = 0; i < r.entries.size(); ++i) out.emplace_back(DeviceType::opencl, int64_t(i));
-  return out;
-}
-
-OpenCLBackend& backend(int64_t index) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  if (index < 0 || index >= int64_t(r.entries.size())) {
-    if (r.entries.empty()) EMBER_FAIL("device", "no such device: opencl:", index, " (", r.why, ")");
-    EMBER_FAIL("device", "no such device: opencl:", index, " (", r.entries.size(),
-               " OpenCL device(s): opencl:0..opencl:", r.entries.size() - 1,
-               "; see `ember devices`)");
-  }
-  Entry& e = r.entries[size_t(index)];
-  if (!e.backend) e.backend = std::make_unique<OpenCLBackend>(index, e.platform, e.device);
-  return *e.backend;
 }
 
 }  // namespace ember::cl

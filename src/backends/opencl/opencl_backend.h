@@ -1,11 +1,10 @@
 // The OpenCL backend: the runtime of the shared GPU stream (runtime/kernel_backend.h) on an
-// OpenCL 1.2 device. Kernels are the shared lowerings rendered as OpenCL C (codegen
-// Dialect::opencl), built at run time and cached in memory and on disk (programs.cpp). Launches
-// are enqueued on one in-order queue as they are recorded; a batch ends with a flush and a
-// marker event, which retires it. docs/opencl.md.
+// in-order OpenCL command queue. Launches are enqueued as they are recorded; a batch ends with a
+// marker event the stream waits on. Matmuls go to CLBlast when it is installed (clblast.cpp).
 #pragma once
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -15,20 +14,14 @@
 
 namespace ember::cl {
 
-/// One device allocation: what Storage::data points to for an OpenCL tensor.
-struct Buf {
-  cl_mem mem = nullptr;
-  int64_t bytes = 0;  // the size class
-};
-
-/// A built kernel.
-struct Program {
-  cl_program program = nullptr;
-  cl_kernel kernel = nullptr;
+/// What the program cache did (tests check the disk cache with it).
+struct ProgramStats {
+  int64_t compiled = 0, loaded_from_disk = 0, memory_hits = 0;
 };
 
 class OpenCLBackend : public runtime::KernelBackend {
  public:
+  /// Creates the context and queue of `device` (opencl:index).
   OpenCLBackend(int64_t index, cl_platform_id platform, cl_device_id device);
   ~OpenCLBackend() override;
 
@@ -42,58 +35,76 @@ class OpenCLBackend : public runtime::KernelBackend {
   DeviceInfo info() const override;
   MemoryStats memory_stats() const override;
   void empty_cache() override;
-  /// Programs built from source / loaded from the disk cache so far (tests).
-  int64_t programs_built() const { return built_; }
-  int64_t programs_loaded() const { return loaded_; }
+
+  /// The compiled program of a kernel (the runtime's compile(), public for the cache tests).
+  const void* compile(const codegen::Kernel& k) override;
+  const ProgramStats& program_stats() const { return stats_; }
+  /// Whether matmuls run through CLBlast (libclblast.so.1 found, EMBER_OPENCL_CLBLAST != 0).
+  bool clblast_enabled() const;
+  /// Matmuls CLBlast ran so far.
+  int64_t clblast_calls() const { return clblast_calls_; }
+  cl_command_queue queue() const { return queue_; }
+  cl_context context() const { return ctx_; }
 
  protected:
   codegen::Dialect dialect() const override { return codegen::Dialect::opencl; }
   const codegen::Caps& caps() const override { return caps_; }
-  void start_runtime() override;
-  Buffer alloc_scratch(int64_t nbytes) override { return alloc(nbytes); }
-  void free_scratch(Buffer b) override { release(static_cast<Buf*>(b)); }
+  void start_runtime() override {}
+  Buffer alloc_scratch(int64_t nbytes) override;
+  void free_scratch(Buffer b) override;
   ArenaBlock alloc_arena(int64_t nbytes) override;
   void free_arena(const ArenaBlock& b) override;
   int64_t arena_alignment() const override { return 16; }
-  const void* compile(const codegen::Kernel& k) override;
   void open_batch(Batch&) override {}
   void record(Batch& b, const LaunchArgs& a) override;
   void submit_batch(Batch& b) override;
   bool batch_done(Batch& b, bool wait) override;
+  void reset_batch(Batch& b) override;
+  bool execute_native(const ir::Op& op) override;
 
  private:
   struct ClBatch;
-  Buf* alloc(int64_t nbytes);
-  void release(Buf* b);
+  static ClBatch& state(Batch& b);
+  struct Program {
+    cl_program program = nullptr;
+    cl_kernel kernel = nullptr;
+  };
   std::string device_string(cl_device_info what) const;
-  Program build(const codegen::Kernel& k);
+  cl_program build(const codegen::Kernel& k);
+  cl_program build_binary(const std::string& path, uint64_t hash, const std::string& opts);
+  void store_binary(cl_program p, const std::string& path, uint64_t hash);
+  static int64_t size_class(int64_t nbytes);
+  cl_mem new_buffer(int64_t bytes, cl_mem_flags flags);
 
   int64_t index_;
-  cl_platform_id platform_;
-  cl_device_id device_;
-  codegen::Caps caps_;
-  std::string device_name_, driver_, version_, extensions_;
-  bool host_unified_ = false;
-  cl_device_type type_ = 0;
-  cl_context context_ = nullptr;
+  cl_device_id dev_;
+  cl_context ctx_ = nullptr;
   cl_command_queue queue_ = nullptr;
-  std::unordered_map<std::string, Program> programs_;
-  int64_t built_ = 0, loaded_ = 0;
-  // The caching allocator: freed buffers by size class, until empty_cache().
+  codegen::Caps caps_;
+  std::string dev_name_, driver_, version_, options_, cache_dir_;
+  cl_device_type type_ = 0;
+  bool unified_ = false;
+  uint64_t mem_bytes_ = 0;
+  size_t max_wg_ = 0;
+  // The caching allocator: free buffers by size class until empty_cache(). Locked by itself
+  // (storages are freed from retire() and from any thread).
   mutable std::mutex mem_mutex_;
   std::multimap<int64_t, cl_mem> free_;
-  MemoryStats stats_;
+  MemoryStats mem_;
+  std::vector<ArenaBlock> free_arenas_;
+  std::unordered_map<std::string, Program> programs_;
+  ProgramStats stats_;
+  int64_t clblast_calls_ = 0;
 };
 
-/// Every device of every platform, in enumeration order (opencl:0..n-1); empty without a loader.
-std::vector<Device> devices();
-/// The backend of opencl:index. Throws ember::Error when no such device exists.
+/// opencl:index (every device of every platform, in enumeration order). Throws ember::Error for
+/// an index naming no device, or when the context cannot be created.
 OpenCLBackend& backend(int64_t index);
-
-/// Reads the cached binary of a program keyed by `key` ("" when missing or corrupt) and stores one
-/// (atomically; failures are ignored). The folder is EMBER_KERNEL_CACHE_DIR ("off" disables it),
-/// else $XDG_CACHE_HOME/ember/kernels or ~/.cache/ember/kernels, as the Vulkan pipeline cache.
-std::string read_binary(const std::string& key);
-void write_binary(const std::string& key, const std::string& binary);
+/// A new backend on opencl:index with its own queue and caches (tests: "another process").
+std::unique_ptr<OpenCLBackend> make_backend(int64_t index);
+/// Every OpenCL device (empty when there is no loader or no device).
+std::vector<Device> devices();
+/// The default max_tasks (ops per batch before it is flushed; EMBER_OPENCL_MAX_TASKS).
+constexpr int64_t kDefaultMaxTasks = 16;
 
 }  // namespace ember::cl

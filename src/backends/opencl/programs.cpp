@@ -1,12 +1,15 @@
-// Programs: OpenCL C built at run time, cached in memory by kernel key and on disk by a hash of
-// (source, build options, device name, driver version), as the device's binary
-// (CL_PROGRAM_BINARIES). A corrupt or foreign cache file is rejected and the program rebuilt.
+// compile(): a rendered kernel's OpenCL C built into a cl_program, cached in memory by
+// Kernel::key and on disk (CL_PROGRAM_BINARIES) by a hash of the source, the device, the driver
+// and the build options, in the folder the Vulkan pipeline cache uses (EMBER_KERNEL_CACHE_DIR).
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "backends/opencl/opencl_backend.h"
 #include "ember/error.h"
@@ -19,14 +22,13 @@ namespace {
 constexpr char kMagic[8] = {'E', 'M', 'B', 'C', 'L', 'B', '1', '\0'};
 struct Header {
   char magic[8];
-  uint64_t key_hash, bytes, checksum;
+  uint64_t hash, bytes, checksum;
 };
 
-uint64_t fnv(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
+uint64_t fnv1a(const std::string& s, uint64_t h = 0xcbf29ce484222325ull) {
   for (unsigned char c : s) {
     h ^= c;
-    h *= 1099511628211ull;
+    h *= 0x100000001b3ull;
   }
   return h;
 }
@@ -37,115 +39,141 @@ std::string hex(uint64_t v) {
   return b;
 }
 
-std::string cache_dir() {
-  if (const char* e = std::getenv("EMBER_KERNEL_CACHE_DIR")) {
-    const std::string s = e;
-    return (s == "off" || s == "0") ? "" : s;
-  }
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    return std::string(x) + "/ember/kernels";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/ember/kernels";
-  return "";
-}
-
-fs::path entry(const std::string& key) {
-  const std::string dir = cache_dir();
-  return dir.empty() ? fs::path() : fs::path(dir) / ("opencl-" + hex(fnv(key)) + ".bin");
-}
-}  // namespace
-
-std::string read_binary(const std::string& key) {
-  const fs::path p = entry(key);
-  if (p.empty()) return "";
-  std::ifstream in(p, std::ios::binary);
+// A cache entry's binary; empty when missing, foreign or corrupt (the caller rebuilds it).
+std::string read_entry(const std::string& path, uint64_t hash) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
   Header h{};
-  if (!in || !in.read(reinterpret_cast<char*>(&h), sizeof h)) return "";
-  if (std::memcmp(h.magic, kMagic, 8) != 0 || h.key_hash != fnv(key) || h.bytes == 0 ||
+  if (!in.read(reinterpret_cast<char*>(&h), sizeof h)) return {};
+  if (std::memcmp(h.magic, kMagic, 8) != 0 || h.hash != hash || h.bytes == 0 ||
       h.bytes > (256u << 20))
-    return "";
-  std::string bin(size_t(h.bytes), '\0');
-  if (!in.read(bin.data(), std::streamsize(h.bytes)) || in.peek() != EOF) return "";
-  return fnv(bin) == h.checksum ? bin : "";
+    return {};
+  std::string bin(h.bytes, '\0');
+  if (!in.read(bin.data(), std::streamsize(h.bytes))) return {};
+  if (in.peek() != std::char_traits<char>::eof() || fnv1a(bin) != h.checksum) return {};
+  return bin;
 }
 
-void write_binary(const std::string& key, const std::string& binary) {
-  const fs::path p = entry(key);
-  if (p.empty() || binary.empty()) return;
+// Atomic: a reader sees the old entry, no entry, or the whole new one.
+void write_entry(const std::string& path, uint64_t hash, const std::string& bin) {
+  static std::atomic<int> counter{0};
   std::error_code ec;
-  fs::create_directories(p.parent_path(), ec);
-  const fs::path tmp = p.string() + ".tmp" + std::to_string(::getpid());
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  const std::string tmp =
+      path + ".tmp" + std::to_string(getpid()) + "-" + std::to_string(counter++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return;  // an unwritable cache only costs build time
     Header h{};
     std::memcpy(h.magic, kMagic, 8);
-    h.key_hash = fnv(key);
-    h.bytes = binary.size();
-    h.checksum = fnv(binary);
+    h.hash = hash;
+    h.bytes = bin.size();
+    h.checksum = fnv1a(bin);
     out.write(reinterpret_cast<const char*>(&h), sizeof h);
-    out.write(binary.data(), std::streamsize(binary.size()));
-    if (!out) {
+    out.write(bin.data(), std::streamsize(bin.size()));
+    if (!out.flush()) {
       out.close();
       fs::remove(tmp, ec);
       return;
     }
   }
-  fs::rename(tmp, p, ec);  // atomic: readers see the old entry or the whole new one
+  fs::rename(tmp, path, ec);
   if (ec) fs::remove(tmp, ec);
 }
 
-Program OpenCLBackend::build(const codegen::Kernel& k) {
-  const Functions& f = fn();
-  const std::string key = k.source + "\n" + k.build_options + "\n" + device_name_ + "\n" + driver_;
-  cl_int err = CL_SUCCESS;
-  Program p;
-  const std::string bin = read_binary(key);
-  if (!bin.empty()) {
-    const size_t n = bin.size();
-    const auto* data = reinterpret_cast<const unsigned char*>(bin.data());
-    cl_int status = CL_SUCCESS;
-    p.program = f.clCreateProgramWithBinary(context_, 1, &device_, &n, &data, &status, &err);
-    if (err != CL_SUCCESS || status != CL_SUCCESS ||
-        f.clBuildProgram(p.program, 1, &device_, k.build_options.c_str(), nullptr, nullptr) !=
-            CL_SUCCESS) {
-      if (p.program) f.clReleaseProgram(p.program);
-      p.program = nullptr;  // a binary this driver rejects: build from source
-    } else {
-      ++loaded_;
-    }
+std::string build_log(cl_program p, cl_device_id d) {
+  size_t n = 0;
+  if (fn().clGetProgramBuildInfo(p, d, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n) != CL_SUCCESS)
+    return "(no build log)";
+  std::string log(n, '\0');
+  fn().clGetProgramBuildInfo(p, d, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log.size() > 8000 ? log.substr(0, 8000) + "..." : log;
+}
+}  // namespace
+
+// A program from a cached binary, or nullptr when the driver rejects it.
+cl_program OpenCLBackend::build_binary(const std::string& path, uint64_t hash,
+                                       const std::string& opts) {
+  const std::string bin = read_entry(path, hash);
+  if (bin.empty()) return nullptr;
+  const size_t n = bin.size();
+  const auto* data = reinterpret_cast<const unsigned char*>(bin.data());
+  cl_int err = CL_SUCCESS, status = CL_SUCCESS;
+  cl_program p = fn().clCreateProgramWithBinary(ctx_, 1, &dev_, &n, &data, &status, &err);
+  if (err != CL_SUCCESS || status != CL_SUCCESS) {
+    if (p) fn().clReleaseProgram(p);
+    return nullptr;
   }
-  if (!p.program) {
-    const char* src = k.source.c_str();
-    const size_t len = k.source.size();
-    p.program = f.clCreateProgramWithSource(context_, 1, &src, &len, &err);
-    if (err != CL_SUCCESS) fail("clCreateProgramWithSource", err);
-    err = f.clBuildProgram(p.program, 1, &device_, k.build_options.c_str(), nullptr, nullptr);
-    if (err != CL_SUCCESS) {
-      size_t n = 0;
-      f.clGetProgramBuildInfo(p.program, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
-      std::string log(n, '\0');
-      f.clGetProgramBuildInfo(p.program, device_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-      f.clReleaseProgram(p.program);
-      EMBER_FAIL("opencl", "kernel ", k.name, " does not build on ", device_name_, " (",
-                 error_name(err), "):\n", log);
-    }
-    ++built_;
-    size_t n = 0;
-    if (f.clGetProgramInfo(p.program, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, nullptr) ==
-            CL_SUCCESS &&
-        n > 0) {
-      std::string out(n, '\0');
-      unsigned char* ptr = reinterpret_cast<unsigned char*>(out.data());
-      if (f.clGetProgramInfo(p.program, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) ==
-          CL_SUCCESS)
-        write_binary(key, out);
-    }
-  }
-  p.kernel = f.clCreateKernel(p.program, "ember_main", &err);
-  if (err != CL_SUCCESS) {
-    f.clReleaseProgram(p.program);
-    EMBER_FAIL("opencl", "kernel ", k.name, ": clCreateKernel failed: ", error_name(err));
+  if (fn().clBuildProgram(p, 1, &dev_, opts.c_str(), nullptr, nullptr) != CL_SUCCESS) {
+    fn().clReleaseProgram(p);
+    return nullptr;
   }
   return p;
+}
+
+void OpenCLBackend::store_binary(cl_program p, const std::string& path, uint64_t hash) {
+  size_t n = 0;
+  if (fn().clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, nullptr) != CL_SUCCESS ||
+      n == 0)
+    return;
+  std::string bin(n, '\0');
+  unsigned char* data = reinterpret_cast<unsigned char*>(bin.data());
+  if (fn().clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof data, &data, nullptr) != CL_SUCCESS)
+    return;
+  write_entry(path, hash, bin);
+}
+
+cl_program OpenCLBackend::build(const codegen::Kernel& k) {
+  // The renderer's options when it names some (Kernel::build_options), else the backend's.
+  const std::string& opts = k.build_options.empty() ? options_ : k.build_options;
+  const uint64_t hash = fnv1a(opts, fnv1a(driver_, fnv1a(dev_name_, fnv1a(k.source))));
+  const std::string path = cache_dir_.empty() ? "" : cache_dir_ + "/" + hex(hash) + ".clbin";
+  if (!path.empty())
+    if (cl_program p = build_binary(path, hash, opts)) {
+      stats_.loaded_from_disk++;
+      return p;
+    }
+  const char* src = k.source.c_str();
+  const size_t len = k.source.size();
+  cl_int err = CL_SUCCESS;
+  cl_program p = fn().clCreateProgramWithSource(ctx_, 1, &src, &len, &err);
+  if (err != CL_SUCCESS) fail("clCreateProgramWithSource", err);
+  err = fn().clBuildProgram(p, 1, &dev_, opts.c_str(), nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    const std::string log = build_log(p, dev_);
+    fn().clReleaseProgram(p);
+    EMBER_FAIL("opencl", "kernel ", k.name, " does not build on ", dev_name_, " (",
+               status_name(err), "):\n", log);
+  }
+  stats_.compiled++;
+  if (!path.empty()) store_binary(p, path, hash);
+  return p;
+}
+
+const void* OpenCLBackend::compile(const codegen::Kernel& k) {
+  const std::string key = k.key.empty() ? hex(fnv1a(k.source)) : k.key;
+  if (auto it = programs_.find(key); it != programs_.end()) {
+    stats_.memory_hits++;
+    return &it->second;
+  }
+  if (k.dialect != codegen::Dialect::opencl)
+    EMBER_FAIL("opencl", "kernel ", k.name, " is not OpenCL C");
+  if (const char* d = std::getenv("EMBER_DEBUG_KERNELS"); d && *d) {  // as Vulkan's
+    std::error_code ec;
+    fs::create_directories(d, ec);
+    std::ofstream(fs::path(d) / (k.name + "-" + key + ".cl")) << k.source;
+  }
+  Program prog;
+  prog.program = build(k);
+  cl_int err = CL_SUCCESS;
+  prog.kernel = fn().clCreateKernel(prog.program, "ember_main", &err);
+  if (err != CL_SUCCESS) {
+    fn().clReleaseProgram(prog.program);
+    EMBER_FAIL("opencl", "kernel ", k.name,
+               ": clCreateKernel(ember_main) failed: ", status_name(err));
+  }
+  return &programs_.emplace(key, prog).first->second;
 }
 
 }  // namespace ember::cl
