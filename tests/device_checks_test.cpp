@@ -52,12 +52,17 @@ std::vector<Case> cases() {
        }},
       {"embedding", "[embedding] index 9 is out of range for dim 0 of size 4",
        [=](const Device& d) {
-         return nn::functional::embedding(i64({1, 9}, {2}, d), f32(std::vector<float>(8, 1), {4, 2}, d));
+         return nn::functional::embedding(i64({1, 9}, {2}, d),
+                                          f32(std::vector<float>(8, 1), {4, 2}, d));
        }},
       {"bernoulli", "[bernoulli] probabilities must be in [0, 1], got 2",
-       [=](const Device& d) { return bernoulli(f32({0.5f, 2.0f}, {2}, d)); }},
+       [=](const Device& d) {
+         return bernoulli(f32({0.5f, 2.0f}, {2}, d));
+       }},
       {"one_hot", "[one_hot] class value 5 is out of range for num_classes=3",
-       [=](const Device& d) { return one_hot(i64({0, 5}, {2}, d), 3); }},
+       [=](const Device& d) {
+         return one_hot(i64({0, 5}, {2}, d), 3);
+       }},
   };
 }
 

@@ -334,6 +334,11 @@ void run_case(size_t index, const std::string& backend) {
             continue;
           }
           for (size_t k = 0; k < got.size(); ++k) {
+            // An output whose dtype the device lacks may be left out (undefined) by the case.
+            if (!got[k].defined() && want[k].defined() && !supports_dtype(dev, want[k].dtype())) {
+              ++skipped;
+              continue;
+            }
             if (got[k].defined() && got[k].device() != dev) {
               failures.push_back(where + ": output " + std::to_string(k) + " is on " +
                                  got[k].device().str());

@@ -205,7 +205,9 @@ EMBER_OP_CASE({"cast", all_dtypes(),
                },
                [](const Inputs& in) {
                  std::vector<Tensor> out;
-                 for (DType t : kAllDTypes) out.push_back(in[0].to(t));
+                 // A target dtype the device lacks is left out (undefined).
+                 for (DType t : kAllDTypes)
+                   out.push_back(supports_dtype(in[0].device(), t) ? in[0].to(t) : Tensor());
                  return out;
                }});
 EMBER_OP_CASE({"inplace_through_view", numeric_dtypes(),

@@ -198,11 +198,14 @@ std::string float_unary(UnaryOp op, DType t, const std::string& x, uint32_t pb, 
     case UnaryOp::gelu:
       return "(" + K(0.5) + " * " + x + " * (" + K(1) + " + " +
              F("erf", x + " * " + K(0.70710678118654752440)) + "))";
-    case UnaryOp::gelu_tanh:
-      return "(" + K(0.5) + " * " + x + " * (" + K(1) + " + " +
-             F("tanh", K(0.79788456080286535588) + " * (" + x + " + " + K(0.044715) + " * " + x +
-                           " * " + x + " * " + x + ")") +
-             "))";
+    case UnaryOp::gelu_tanh: {
+      // tanh is exactly +-1 past |20| in f32 and f64: written out so -inf gives NaN on drivers
+      // whose tanh stops short of -1 there (PoCL), as torch and ref.
+      const std::string a = "(" + K(0.79788456080286535588) + " * (" + x + " + " + K(0.044715) +
+                            " * " + x + " * " + x + " * " + x + "))";
+      return "(" + K(0.5) + " * " + x + " * (" + K(1) + " + (" + a + " >= " + K(20) + " ? " + K(1) +
+             " : " + a + " <= " + K(-20) + " ? " + K(-1) + " : " + F("tanh", a) + ")))";
+    }
     case UnaryOp::selu:  // -0 gives +0, as ref
       return "(" + x + " > " + K(0) + " ? " + K(1.0507009873554804934193349852946) + " * " + x +
              " : (" + x + " == " + K(0) + " ? " + K(0) + " : " +

@@ -163,9 +163,8 @@ void KernelBackend::run(const codegen::Lowering& l) {
                 launch.bindings.size(), " bindings");
     for (const auto& b : launch.bindings) {
       if (b.scratch >= 0) {
-        EMBER_CHECK(size_t(b.scratch) < l.scratch_bytes.size(), who, "kernel ",
-                    launch.kernel->name, " binds scratch ", b.scratch, " of ",
-                    l.scratch_bytes.size());
+        EMBER_CHECK(size_t(b.scratch) < l.scratch_bytes.size(), who, "kernel ", launch.kernel->name,
+                    " binds scratch ", b.scratch, " of ", l.scratch_bytes.size());
       } else {
         EMBER_CHECK(b.tensor.defined() && b.tensor.device() == device(), who, "kernel ",
                     launch.kernel->name, " binds a tensor that is not on ", device().str());

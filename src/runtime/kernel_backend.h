@@ -46,8 +46,8 @@ class KernelBackend : public Backend {
   using Buffer = void*;
   /// A host-writable block the params of a batch's launches are packed into.
   struct ArenaBlock {
-    Buffer handle = nullptr;   // what launch() binds
-    uint8_t* host = nullptr;   // where the base writes params
+    Buffer handle = nullptr;  // what launch() binds
+    uint8_t* host = nullptr;  // where the base writes params
     int64_t bytes = 0;
   };
   /// What the backend keeps per batch (command buffer, fence, descriptor pools, event...).

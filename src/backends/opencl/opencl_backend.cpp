@@ -92,8 +92,25 @@ OpenCLBackend& backend(int64_t index) {
   entry(index);
   if (made->size() < entries().size()) made->resize(entries().size());
   auto& b = (*made)[size_t(index)];
-  if (!b) b = make_backend(index);
+  if (!b) {
+    b = make_backend(index);
+    // At exit, no kernel may still run on the driver's threads while statics (LLVM's, shared
+    // with lavapipe in one process) are destroyed.
+    static const bool registered = std::atexit([] {
+                                     for (auto& e : *made)
+                                       if (e) e->quiesce();
+                                   }) == 0;
+    (void)registered;
+  }
   return *b;
+}
+
+void OpenCLBackend::quiesce() noexcept {
+  try {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    if (queue_) fn().clFinish(queue_);
+  } catch (...) {
+  }
 }
 
 std::vector<Device> devices() {
@@ -260,11 +277,25 @@ void OpenCLBackend::write(void* dst, int64_t dst_offset, const void* src, int64_
               dst_offset);
   start_use();
   if (nbytes == 0) return;
-  // Blocking on the in-order queue: after the work recorded so far, and `src` may go at return.
-  EMBER_CL(clEnqueueWriteBuffer, queue_, cl_mem(dst), CL_TRUE, size_t(dst_offset), size_t(nbytes),
-           src, 0, nullptr, nullptr);
   retire(false);
+  if (idle()) {
+    // Nothing queued: a blocking write waits for nothing, and `src` may go at return.
+    EMBER_CL(clEnqueueWriteBuffer, queue_, cl_mem(dst), CL_TRUE, size_t(dst_offset), size_t(nbytes),
+             src, 0, nullptr, nullptr);
+    return;
+  }
+  // Work is queued: a blocking write would wait for all of it (a sync per scalar operand). The
+  // write is queued after it from a host copy the batch keeps until it retires.
+  auto* copy = new uint8_t[size_t(nbytes)];
+  std::memcpy(copy, src, size_t(nbytes));
+  Batch& b = batch();
+  b.host_blocks.push_back(copy);
+  EMBER_CL(clEnqueueWriteBuffer, queue_, cl_mem(dst), CL_FALSE, size_t(dst_offset), size_t(nbytes),
+           copy, 0, nullptr, nullptr);
+  count_op();
 }
+
+void OpenCLBackend::free_host_block(Buffer b) { delete[] static_cast<uint8_t*>(b); }
 
 void OpenCLBackend::read(const void* src, int64_t src_offset, void* dst, int64_t nbytes) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);

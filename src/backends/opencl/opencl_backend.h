@@ -25,6 +25,8 @@ class OpenCLBackend : public runtime::KernelBackend {
   OpenCLBackend(int64_t index, cl_platform_id platform, cl_device_id device);
   ~OpenCLBackend() override;
 
+  /// At exit: waits for every queued kernel; never throws.
+  void quiesce() noexcept;
   std::string name() const override { return "opencl"; }
   Device device() const override { return Device(DeviceType::opencl, index_); }
   void* allocate(int64_t nbytes) override;
@@ -53,6 +55,7 @@ class OpenCLBackend : public runtime::KernelBackend {
   Buffer alloc_scratch(int64_t nbytes) override;
   void free_scratch(Buffer b) override;
   ArenaBlock alloc_arena(int64_t nbytes) override;
+  void free_host_block(Buffer b) override;
   void free_arena(const ArenaBlock& b) override;
   int64_t arena_alignment() const override { return 16; }
   void open_batch(Batch&) override {}

@@ -159,7 +159,8 @@ void VulkanBackend::free_arena(const ArenaBlock& b) {
 
 int64_t VulkanBackend::arena_alignment() const {
   const auto& lim = ctx_->props().limits;
-  return int64_t(std::max(lim.minStorageBufferOffsetAlignment, lim.minUniformBufferOffsetAlignment));
+  return int64_t(
+      std::max(lim.minStorageBufferOffsetAlignment, lim.minUniformBufferOffsetAlignment));
 }
 
 void VulkanBackend::free_host_block(Buffer b) { host_allocator().free(static_cast<Block*>(b)); }
@@ -378,8 +379,8 @@ void VulkanBackend::record(Batch& b, const LaunchArgs& a) {
   const VkDescriptorSet set = descriptor_set(s, p.set_layout);
   VkDescriptorBufferInfo infos[kMaxBindings];
   VkWriteDescriptorSet writes[kMaxBindings];
-  EMBER_CHECK(p.bindings <= kMaxBindings, "vulkan", "kernel ", a.kernel->name, " has ",
-              p.bindings, " bindings; at most ", kMaxBindings, " are supported");
+  EMBER_CHECK(p.bindings <= kMaxBindings, "vulkan", "kernel ", a.kernel->name, " has ", p.bindings,
+              " bindings; at most ", kMaxBindings, " are supported");
   for (size_t k = 0; k < a.buffers.size(); ++k) {
     const Block* blk = static_cast<const Block*>(a.buffers[k]);
     infos[k] = {blk->buffer, blk->offset, blk->size};
@@ -392,8 +393,8 @@ void VulkanBackend::record(Batch& b, const LaunchArgs& a) {
     writes[k].dstSet = set;
     writes[k].dstBinding = k;
     writes[k].descriptorCount = 1;
-    writes[k].descriptorType = k + 1 == p.bindings ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
-                                                   : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[k].descriptorType =
+        k + 1 == p.bindings ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[k].pBufferInfo = &infos[k];
   }
   fn.vkUpdateDescriptorSets(ctx_->device(), p.bindings, writes, 0, nullptr);
