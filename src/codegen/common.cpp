@@ -337,6 +337,13 @@ Iter make_iter(const std::vector<Tensor>& ts) {
   return it;
 }
 
+std::string Iter::access() const {
+  if (rank() != 1) return "";
+  std::string a;
+  for (const auto& s : strides) a += s[0] == 1 ? 'c' : s[0] == 0 ? 'b' : 's';
+  return a;
+}
+
 uint32_t add_iter(Params& p, const Iter& it, const char* op) {
   EMBER_CHECK(it.numel <= INT32_MAX, op, "tensor of ", it.numel,
               " elements is too large for the 32-bit indexing of GPU kernels");

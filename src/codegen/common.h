@@ -84,6 +84,10 @@ struct Iter {
   std::vector<std::vector<int64_t>> strides;  // per operand, per merged dim
   int64_t numel = 1;
   int rank() const { return int(sizes.size()); }
+  /// For rank 1, one letter per operand: 'c' (stride 1), 'b' (stride 0, broadcast) or 's'
+  /// (other strides); empty for other ranks. Kernels specialise on it (a runtime stride keeps
+  /// CPU OpenCL drivers from vectorising loads) and put it in their key.
+  std::string access() const;
 };
 /// The iteration over `ts` (all of ts[0]'s shape; strides may be 0, negative or permuted).
 Iter make_iter(const std::vector<Tensor>& ts);

@@ -17,10 +17,13 @@ namespace ember::codegen {
 
 namespace {
 
-std::string rank_tag(int rank) { return "_r" + std::to_string(rank); }
+// The key part of an iteration: its merged rank and, for rank 1, each operand's access.
+std::string rank_tag(const Iter& it) { return "_r" + std::to_string(it.rank()) + it.access(); }
 
-// A kernel over an Iter of `names` operands: body_fn gets the offset variable names.
-KernelDef iter_kernel(const std::string& name, std::vector<BufferDecl> bufs, int rank,
+// A kernel over an Iter with one operand per buffer, named o_<buffer> in `body`. A rank-1
+// iteration reads each operand's offset (and stride) once, before the loop, and walks idx
+// offsets: 64-bit where the dialect addresses so, which lets CPU OpenCL drivers vectorise.
+KernelDef iter_kernel(const std::string& name, std::vector<BufferDecl> bufs, const Iter& it,
                       const std::string& body, const Caps& caps) {
   KernelDef k;
   k.name = name;
@@ -28,7 +31,26 @@ KernelDef iter_kernel(const std::string& name, std::vector<BufferDecl> bufs, int
   k.local_size = ew_local_size(caps);
   std::vector<std::string> vars;
   for (const BufferDecl& b : k.buffers) vars.push_back("o_" + b.name);
-  k.body = grid_loop("i", "P_U(0)") + " {\n" + iter_code(vars, "i", rank, 0) + body + "}\n";
+  const std::string access = it.access();
+  if (access.size() != vars.size()) {
+    k.body = grid_loop("i", "P_U(0)") + " {\n" + iter_code(vars, "i", it.rank(), 0) + body + "}\n";
+    return k;
+  }
+  std::string head = "const uidx_t ember_n = uidx_t(P_U(0));\n", offsets;
+  for (size_t v = 0; v < vars.size(); ++v) {
+    const std::string w =
+        std::to_string(2 + 2 * v);  // add_iter's words: numel, size, (off, stride)*
+    head += "const idx_t " + vars[v] + "_base = idx_t(P_I(" + w + "));\n";
+    if (access[v] == 's')
+      head += "const idx_t " + vars[v] + "_step = idx_t(P_I(" + std::to_string(3 + 2 * v) + "));\n";
+    offsets += "idx_t " + vars[v] + " = " + vars[v] + "_base" +
+               (access[v] == 'c'   ? " + idx_t(i)"
+                : access[v] == 's' ? " + idx_t(i) * " + vars[v] + "_step"
+                                   : std::string()) +
+               ";\n";
+  }
+  k.body = head + "for (uidx_t i = GLOBAL_ID_IDX; i < ember_n; i += GLOBAL_SIZE_IDX) {\n" +
+           offsets + body + "}\n";
   return k;
 }
 
@@ -40,14 +62,13 @@ Launch copy_launch(const Tensor& src, const Tensor& dst, const Caps& caps, Diale
   Iter it = make_iter({dst, src});
   Params p;
   add_iter(p, it, "copy");
-  const std::string key =
-      std::string("copy_") + dtype_tag(sd) + "_" + dtype_tag(dd) + rank_tag(it.rank());
+  const std::string key = std::string("copy_") + dtype_tag(sd) + "_" + dtype_tag(dd) + rank_tag(it);
   auto k = cached_kernel(key, d, caps, [&] {
     const std::string body =
         sd == dd ? "dst[o_dst] = src[o_src];\n"
                  : std::string(compute_type(sd)) + " v = " + load(sd, "src[o_src]") + ";\n" +
                        "dst[o_dst] = " + store(dd, convert(sd, dd, "v")) + ";\n";
-    return iter_kernel(key, {{"dst", dd, true}, {"src", sd, false}}, it.rank(), body, caps);
+    return iter_kernel(key, {{"dst", dd, true}, {"src", sd, false}}, it, body, caps);
   });
   return launch_1d(k, {bind(dst), bind(src)}, p.take(), it.numel, caps);
 }
@@ -74,24 +95,18 @@ Lowering lower_copy(const ir::Copy& op, Dialect d, const Caps& caps) {
   // pass 1: scratch[k] = src[k-th element of dst's shape]
   {
     Iter it = make_iter({op.src});
-    Params p;
-    add_iter(p, it, "copy");
-    const std::string key = std::string("copy_gather_") + dtype_tag(sd) + rank_tag(it.rank());
+    // the kernel's second operand, tmp, is contiguous over the merged shape
+    it.offsets.push_back(0);
+    std::vector<int64_t> cs(it.sizes.size(), 1);
+    for (int64_t i = int64_t(cs.size()) - 2; i >= 0; --i) cs[i] = cs[i + 1] * it.sizes[i + 1];
+    it.strides.push_back(cs);
+    const std::string key = std::string("copy_gather_") + dtype_tag(sd) + rank_tag(it);
     auto k = cached_kernel(key, d, caps, [&] {
-      return iter_kernel(key, {{"src", sd, false}, {"tmp", sd, true}}, it.rank(),
-                         "tmp[i] = src[o_src];\n", caps);
+      return iter_kernel(key, {{"src", sd, false}, {"tmp", sd, true}}, it, "tmp[i] = src[o_src];\n",
+                         caps);
     });
-    // iter_code declares o_tmp too (unused, same layout): give it contiguous strides
-    Iter it2 = it;
-    it2.offsets.push_back(0);
-    it2.strides.push_back({});
-    {  // strides of a contiguous tensor over the merged shape
-      std::vector<int64_t> cs(it.sizes.size(), 1);
-      for (int64_t i = int64_t(cs.size()) - 2; i >= 0; --i) cs[i] = cs[i + 1] * it.sizes[i + 1];
-      it2.strides.back() = cs;
-    }
     Params p2;
-    add_iter(p2, it2, "copy");
+    add_iter(p2, it, "copy");
     Launch la = launch_1d(k, {bind(op.src), Binding{Tensor(), 0}}, p2.take(), n, caps);
     l.launches.push_back(std::move(la));
   }
@@ -100,7 +115,7 @@ Lowering lower_copy(const ir::Copy& op, Dialect d, const Caps& caps) {
     const DType dd = op.dst.dtype();
     Params p;
     const std::string key = std::string("copy_scatter_") + dtype_tag(sd) + "_" + dtype_tag(dd) +
-                            rank_tag(int(op.dst.dim()));
+                            "_r" + std::to_string(op.dst.dim());
     p.u32(uint32_t(n));
     p.tensor(op.dst, "copy");
     auto k = cached_kernel(key, d, caps, [&] {
@@ -167,9 +182,9 @@ Lowering lower_fill(const ir::Fill& op, Dialect d, const Caps& caps) {
       val = std::string(storage_type(dd)) + "(" + lo + ")";
       break;
   }
-  const std::string key = std::string("fill_") + dtype_tag(dd) + rank_tag(it.rank());
+  const std::string key = std::string("fill_") + dtype_tag(dd) + rank_tag(it);
   auto k = cached_kernel(key, d, caps, [&] {
-    return iter_kernel(key, {{"dst", dd, true}}, it.rank(), "dst[o_dst] = " + val + ";\n", caps);
+    return iter_kernel(key, {{"dst", dd, true}}, it, "dst[o_dst] = " + val + ";\n", caps);
   });
   l.launches.push_back(launch_1d(k, {bind(op.dst)}, p.take(), it.numel, caps));
   return l;
@@ -197,15 +212,15 @@ Lowering lower_unary(const ir::Unary& op, Dialect d, const Caps& caps) {
     p.f32(float(op.p1));
     p.f32(float(op.p2));
   }
-  const std::string key = std::string("unary_") + name + "_" + dtype_tag(sd) + "_" + dtype_tag(dd) +
-                          rank_tag(it.rank());
+  const std::string key =
+      std::string("unary_") + name + "_" + dtype_tag(sd) + "_" + dtype_tag(dd) + rank_tag(it);
   auto k = cached_kernel(key, d, caps, [&] {
     const std::string e = unary_expr(op.op, sd, "x", pbase, caps);
     const DType rt = is_predicate(op.op) ? DType::b8 : sd;
     const std::string body = std::string(compute_type(sd)) + " x = " + load(sd, "src[o_src]") +
                              ";\n" + compute_type(rt) + " y = " + e + ";\n" +
                              "dst[o_dst] = " + store(dd, convert(rt, dd, "y")) + ";\n";
-    return iter_kernel(key, {{"dst", dd, true}, {"src", sd, false}}, it.rank(), body, caps);
+    return iter_kernel(key, {{"dst", dd, true}, {"src", sd, false}}, it, body, caps);
   });
   l.launches.push_back(launch_1d(k, {bind(op.dst), bind(op.src)}, p.take(), it.numel, caps));
   return l;
@@ -224,8 +239,8 @@ Lowering lower_binary(const ir::Binary& op, Dialect d, const Caps& caps) {
   Iter it = make_iter({op.dst, op.a, op.b});
   Params p;
   add_iter(p, it, tag);
-  const std::string key = std::string("binary_") + name + "_" + dtype_tag(t) + "_" + dtype_tag(dd) +
-                          rank_tag(it.rank());
+  const std::string key =
+      std::string("binary_") + name + "_" + dtype_tag(t) + "_" + dtype_tag(dd) + rank_tag(it);
   auto k = cached_kernel(key, d, caps, [&] {
     const DType rt = is_compare(op.op) ? DType::b8 : t;
     const std::string T = compute_type(t);
@@ -233,8 +248,7 @@ Lowering lower_binary(const ir::Binary& op, Dialect d, const Caps& caps) {
                              " b = " + load(t, "b[o_b]") + ";\n" + compute_type(rt) +
                              " y = " + binary_expr(op.op, t, "a", "b", caps) + ";\n" +
                              "dst[o_dst] = " + store(dd, convert(rt, dd, "y")) + ";\n";
-    return iter_kernel(key, {{"dst", dd, true}, {"a", t, false}, {"b", t, false}}, it.rank(), body,
-                       caps);
+    return iter_kernel(key, {{"dst", dd, true}, {"a", t, false}, {"b", t, false}}, it, body, caps);
   });
   l.launches.push_back(
       launch_1d(k, {bind(op.dst), bind(op.a), bind(op.b)}, p.take(), it.numel, caps));
@@ -250,12 +264,11 @@ Lowering lower_where(const ir::Where& op, Dialect d, const Caps& caps) {
   Iter it = make_iter({op.dst, op.cond, op.a, op.b});
   Params p;
   add_iter(p, it, "where");
-  const std::string key = std::string("where_") + dtype_tag(t) + rank_tag(it.rank());
+  const std::string key = std::string("where_") + dtype_tag(t) + rank_tag(it);
   auto k = cached_kernel(key, d, caps, [&] {
     return iter_kernel(
-        key, {{"dst", t, true}, {"cond", DType::b8, false}, {"a", t, false}, {"b", t, false}},
-        it.rank(), "dst[o_dst] = " + load(DType::b8, "cond[o_cond]") + " ? a[o_a] : b[o_b];\n",
-        caps);
+        key, {{"dst", t, true}, {"cond", DType::b8, false}, {"a", t, false}, {"b", t, false}}, it,
+        "dst[o_dst] = " + load(DType::b8, "cond[o_cond]") + " ? a[o_a] : b[o_b];\n", caps);
   });
   l.launches.push_back(launch_1d(k, {bind(op.dst), bind(op.cond), bind(op.a), bind(op.b)}, p.take(),
                                  it.numel, caps));

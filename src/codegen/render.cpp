@@ -128,6 +128,9 @@ std::string render_glsl(const KernelDef& def, const Needs& n, const std::string&
        "#define LOCAL_SIZE gl_WorkGroupSize.x\n"
        "#define NUM_GROUPS gl_NumWorkGroups.x\n"
        "#define GLOBAL_SIZE (gl_WorkGroupSize.x * gl_NumWorkGroups.x)\n"
+       "#define GLOBAL_ID_IDX GLOBAL_ID\n"
+       "#define GLOBAL_SIZE_IDX GLOBAL_SIZE\n"
+       "#define idx_t int\n#define uidx_t uint\n"
        "#define BARRIER() barrier()\n";
   for (size_t i = 0; i < def.buffers.size(); ++i) {
     const BufferDecl& b = def.buffers[i];

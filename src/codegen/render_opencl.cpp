@@ -42,7 +42,8 @@ const std::map<std::string, std::string>& type_map() {
       {"int64_t", "long"},  {"uint64_t", "ulong"},  {"float16_t", "half"}, {"vec2", "float2"},
       {"vec4", "float4"},   {"uvec2", "uint2"},     {"uvec4", "uint4"},    {"ivec2", "int2"},
       {"ivec4", "int4"},    {"dvec2", "double2"},   {"dvec4", "double4"},  {"u64vec2", "ulong2"},
-      {"i64vec2", "long2"}, {"f16vec2", "half2"},   {"f16vec4", "half4"}};
+      {"i64vec2", "long2"}, {"f16vec2", "half2"},   {"f16vec4", "half4"},  {"idx_t", "long"},
+      {"uidx_t", "size_t"}};
   return m;
 }
 
@@ -402,6 +403,8 @@ std::string render_opencl(const KernelDef& def, const Needs& n, const std::strin
        "u\n"
        "#define NUM_GROUPS ((uint)get_num_groups(0))\n"
        "#define GLOBAL_SIZE ((uint)get_global_size(0))\n"
+       "#define GLOBAL_ID_IDX get_global_id(0)\n"
+       "#define GLOBAL_SIZE_IDX get_global_size(0)\n"
        "#define BARRIER() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)\n"
        "#define P_U(k) ember_params[ember_params_off + (k)]\n"
        "#define P_I(k) ((int)P_U(k))\n"

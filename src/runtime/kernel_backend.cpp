@@ -75,6 +75,10 @@ void KernelBackend::release(Batch& b) {
   keep.clear();
 }
 
+void KernelBackend::keep_alive(Batch& b, const Tensor& t) {
+  if (!stream_ordered()) b.keep.push_back(t);
+}
+
 void KernelBackend::flush() {
   if (!current_) return;
   std::unique_ptr<Batch> b = std::move(current_);
@@ -194,7 +198,7 @@ void KernelBackend::run(const codegen::Lowering& l) {
       } else {
         a.buffers.push_back(bd.tensor.impl()->storage->data);
         a.buffer_bytes.push_back(bd.tensor.impl()->storage->nbytes);
-        b.keep.push_back(bd.tensor);
+        keep_alive(b, bd.tensor);
       }
     }
     std::tie(a.params, a.params_offset) = params(b, launch.params);

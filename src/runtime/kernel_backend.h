@@ -121,10 +121,19 @@ class KernelBackend : public Backend {
   virtual void profile_op(const ir::Op&, const codegen::Lowering&, double, double) {}
   /// Called after a batch retired (Vulkan registers its exit handler here).
   virtual void after_retire() {}
+  /// Whether device work runs in recording order, each command finished before the next starts,
+  /// and freeing a buffer that queued work still uses is safe (OpenCL's in-order queue and
+  /// clReleaseMemObject). Then a tensor's buffer returns to the allocator as soon as its last
+  /// handle drops, and later work reuses it at once (stream-ordered reuse, as PyTorch's CUDA
+  /// caching allocator): a loop making a new tensor per op needs no fresh memory per op.
+  /// Otherwise recorded work keeps the tensors it binds until its batch retires.
+  virtual bool stream_ordered() const { return false; }
 
   // ---- for the backend's own copies and reads ----
   /// The open batch (opened now when none is).
   Batch& batch();
+  /// Keeps `t` until batch `b` retires, unless the device is stream_ordered().
+  void keep_alive(Batch& b, const Tensor& t);
   bool has_open_batch() const { return bool(current_); }
   /// Whether no work is open or in flight.
   bool idle() const { return !current_ && in_flight_.empty(); }

@@ -91,7 +91,7 @@ bool OpenCLBackend::execute_native(const ir::Op& op) {
   if (s != CLBlastSuccess)
     EMBER_FAIL("matmul", "CLBlast GEMM on ", device().str(), " failed with status ", int(s), " (m ",
                m, ", n ", n, ", k ", k, "); EMBER_OPENCL_CLBLAST=0 uses the generated kernel");
-  bt.keep.insert(bt.keep.end(), {a, b, c});
+  for (const Tensor* t : {&a, &b, &c}) keep_alive(bt, *t);
   clblast_calls_++;
   count_op();
   return true;

@@ -58,6 +58,7 @@ class OpenCLBackend : public runtime::KernelBackend {
   void free_host_block(Buffer b) override;
   void free_arena(const ArenaBlock& b) override;
   int64_t arena_alignment() const override { return 16; }
+  bool stream_ordered() const override { return true; }  // one in-order queue
   void open_batch(Batch&) override {}
   void record(Batch& b, const LaunchArgs& a) override;
   void submit_batch(Batch& b) override;
