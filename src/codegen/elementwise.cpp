@@ -4,9 +4,9 @@
 // every operand is contiguous), so contiguous tensors run a rank-1 (or rank-0) kernel.
 #include <cstring>
 
-#include "backends/ref/dispatch.h"
 #include "codegen/elementwise_internal.h"
 #include "codegen/lower.h"
+#include "core/dispatch.h"
 #include "ember/error.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -131,10 +131,10 @@ Lowering lower_fill(const ir::Fill& op, Dialect d, const Caps& caps) {
   add_iter(p, it, "fill");
   // the value cast on the host exactly as the ref backend's fill, passed as raw bits
   uint64_t bits = 0;
-  ref::dispatch_dtype(dd, [&](auto tag) {
+  dispatch_dtype(dd, [&](auto tag) {
     using D = decltype(tag);
-    const D v =
-        op.value.is_float() ? ref::cast<D>(op.value.to_double()) : ref::cast<D>(op.value.to_int());
+    const D v = op.value.is_float() ? scalar_cast<D>(op.value.to_double())
+                                    : scalar_cast<D>(op.value.to_int());
     std::memcpy(&bits, &v, sizeof(D));
   });
   const uint32_t w = p.u64(bits);

@@ -113,7 +113,7 @@ struct Neg {
     if constexpr (std::is_floating_point_v<T>)
       return -x;
     else
-      return ref::wrap_sub(T(0), x);
+      return wrap_sub(T(0), x);
   }
 };
 struct Abs {
@@ -131,7 +131,7 @@ struct Square {
     if constexpr (std::is_floating_point_v<T>)
       return x * x;
     else
-      return ref::wrap_mul(x, x);
+      return wrap_mul(x, x);
   }
 };
 struct BitwiseNot {
@@ -260,7 +260,7 @@ struct Add {
     if constexpr (std::is_floating_point_v<T>)
       return a + b;
     else
-      return ref::wrap_add(a, b);
+      return wrap_add(a, b);
   }
 };
 struct Sub {
@@ -269,7 +269,7 @@ struct Sub {
     if constexpr (std::is_floating_point_v<T>)
       return a - b;
     else
-      return ref::wrap_sub(a, b);
+      return wrap_sub(a, b);
   }
 };
 struct Mul {
@@ -278,7 +278,7 @@ struct Mul {
     if constexpr (std::is_floating_point_v<T>)
       return a * b;
     else
-      return ref::wrap_mul(a, b);
+      return wrap_mul(a, b);
   }
 };
 struct Div {

@@ -34,11 +34,11 @@ void random(const ir::Random& op) {
           const uint64_t range = uint64_t(int64_t(op.p1) - int64_t(op.p0));
           const uint64_t bits = (uint64_t(r[0]) << 32) | r[1];
           const int64_t k = int64_t(op.p0) + int64_t(range ? bits % range : 0);
-          p[i] = cast<T>(k);
+          p[i] = scalar_cast<T>(k);
           continue;
         }
       }
-      p[i] = cast<T>(v);
+      p[i] = scalar_cast<T>(v);
     }
   });
 }
