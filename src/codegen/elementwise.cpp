@@ -201,7 +201,7 @@ Lowering lower_unary(const ir::Unary& op, Dialect d, const Caps& caps) {
                           rank_tag(it.rank());
   auto k = cached_kernel(key, d, caps, [&] {
     const std::string e = unary_expr(op.op, sd, "x", pbase, caps);
-    const DType rt = is_predicate(op.op) ? DType::b8 : sd;
+    const DType rt = ir::traits(op.op).predicate ? DType::b8 : sd;
     const std::string body = std::string(compute_type(sd)) + " x = " + load(sd, "src[o_src]") +
                              ";\n" + compute_type(rt) + " y = " + e + ";\n" +
                              "dst[o_dst] = " + store(dd, convert(rt, dd, "y")) + ";\n";
@@ -227,7 +227,7 @@ Lowering lower_binary(const ir::Binary& op, Dialect d, const Caps& caps) {
   const std::string key = std::string("binary_") + name + "_" + dtype_tag(t) + "_" + dtype_tag(dd) +
                           rank_tag(it.rank());
   auto k = cached_kernel(key, d, caps, [&] {
-    const DType rt = is_compare(op.op) ? DType::b8 : t;
+    const DType rt = ir::traits(op.op).predicate ? DType::b8 : t;
     const std::string T = compute_type(t);
     const std::string body = T + " a = " + load(t, "a[o_a]") + ";\n" + T +
                              " b = " + load(t, "b[o_b]") + ";\n" + compute_type(rt) +
