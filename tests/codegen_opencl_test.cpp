@@ -13,6 +13,7 @@
 #include "codegen/common.h"
 #include "codegen/kernel.h"
 #include "ember/ember.h"
+#include "ir/op_traits.h"
 
 namespace ember {
 namespace {
@@ -54,16 +55,15 @@ void elementwise_ops(DType dt, std::vector<ir::Op>& ops) {
     for (DType to : opencl_dtypes()) ops.push_back(ir::Copy{src, t(src.shape(), to)});
   }
   ops.push_back(ir::Fill{t({3, 4}, dt), Scalar(1.5)});
-  for (int op = 0; op <= int(ir::UnaryOp::softplus); ++op) {
+  for (size_t op = 0; op < ir::kUnaryOpCount; ++op) {
     const auto u = ir::UnaryOp(op);
-    const bool pred = u == ir::UnaryOp::isnan || u == ir::UnaryOp::isinf ||
-                      u == ir::UnaryOp::isfinite || u == ir::UnaryOp::logical_not;
+    const bool pred = ir::traits(u).predicate;
     ops.push_back(ir::Unary{u, t({3, 4}, dt).t(), pred ? t({4, 3}, DType::b8) : t({4, 3}, dt), 0.5,
                             2.0, 1.0});
   }
-  for (int op = 0; op <= int(ir::BinaryOp::logical_xor); ++op) {
+  for (size_t op = 0; op < ir::kBinaryOpCount; ++op) {
     const auto b = ir::BinaryOp(op);
-    const Tensor out = b >= ir::BinaryOp::eq ? t({3, 4}, DType::b8) : t({3, 4}, dt);
+    const Tensor out = ir::traits(b).predicate ? t({3, 4}, DType::b8) : t({3, 4}, dt);
     ops.push_back(ir::Binary{b, t({3, 4}, dt), t({4}, dt).expand({3, 4}), out});
     ops.push_back(ir::Binary{b, t({2, 3, 4, 5}, dt).transpose(0, 2), t({4, 3, 2, 5}, dt),
                              t({4, 3, 2, 5}, out.dtype())});

@@ -14,6 +14,7 @@
 #include "codegen/common.h"
 #include "codegen/kernel.h"
 #include "ember/ember.h"
+#include "ir/op_traits.h"
 
 namespace ember {
 namespace {
@@ -45,17 +46,16 @@ std::map<std::string, std::string> all_elementwise_kernels() {
       collect(codegen::lower(ir::Copy{make({4, 3}, s).t(), dst}, Dialect::glsl, caps), ks);
     }
     collect(codegen::lower(ir::Fill{dst, Scalar(1.5)}, Dialect::glsl, caps), ks);
-    for (int op = 0; op <= int(ir::UnaryOp::softplus); ++op) {
+    for (size_t op = 0; op < ir::kUnaryOpCount; ++op) {
       const auto u = ir::UnaryOp(op);
-      const bool pred = u == ir::UnaryOp::isnan || u == ir::UnaryOp::isinf ||
-                        u == ir::UnaryOp::isfinite || u == ir::UnaryOp::logical_not;
+      const bool pred = ir::traits(u).predicate;
       collect(codegen::lower(ir::Unary{u, make({3, 4}, t), pred ? make({3, 4}, DType::b8) : dst},
                              Dialect::glsl, caps),
               ks);
     }
-    for (int op = 0; op <= int(ir::BinaryOp::logical_xor); ++op) {
+    for (size_t op = 0; op < ir::kBinaryOpCount; ++op) {
       const auto b = ir::BinaryOp(op);
-      Tensor out = b >= ir::BinaryOp::eq ? make({3, 4}, DType::b8) : dst;
+      Tensor out = ir::traits(b).predicate ? make({3, 4}, DType::b8) : dst;
       collect(codegen::lower(ir::Binary{b, make({3, 4}, t), make({4}, t).expand({3, 4}), out},
                              Dialect::glsl, caps),
               ks);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ember/ember.h"
+#include "ir/op_traits.h"
 #include "runtime/backend.h"
 
 namespace ember {
@@ -382,7 +383,7 @@ TEST(CpuElementwiseTest, HalfBinaryComputedInF32MatchesReference) {
         {"stepped", {a.slice(1, 0, 300, 2), b.slice(1, 1, 301, 2)}},
         {"col bcast", {a, b.slice(1, 0, 1).expand(shape)}}};
     for (BinaryOp op : ops) {
-      const bool cmp = op >= BinaryOp::eq;
+      const bool cmp = ir::traits(op).predicate;
       for (const auto& [name, p] : pairs) {
         const std::string what = std::string(ir::name(op)) + " " + dtype_name(t) + " " + name;
         const Tensor want = run_binary(op, p.first, p.second, kRef, cmp ? DType::b8 : t);
@@ -514,7 +515,7 @@ TEST(CpuElementwiseTest, IntegerBinaryMatchesReference) {
         {"stepped", {a.slice(1, 0, 306, 2), b.slice(1, 1, 307, 2)}}};
     for (BinaryOp op : ops) {
       if (t == DType::i64 && op >= BinaryOp::div_floor && op <= BinaryOp::remainder) continue;
-      const DType out = op >= BinaryOp::eq ? DType::b8 : t;
+      const DType out = ir::traits(op).predicate ? DType::b8 : t;
       for (const auto& [name, p] : pairs)
         EXPECT_EQ(bytes_of(run_binary(op, p.first, p.second, kRef, out)),
                   bytes_of(run_binary(op, p.first, p.second, kCpu, out)))

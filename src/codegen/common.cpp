@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "codegen/math_f64.h"
+#include "core/merge_dims.h"
 #include "ember/error.h"
 
 namespace ember::codegen {
@@ -313,28 +314,33 @@ std::string offset_code(const std::string& var, const std::string& lin, int rank
   return s + "}\n";
 }
 
-Iter make_iter(const std::vector<Tensor>& ts) {
+Iter merged_iter(const Shape& shape, std::vector<int64_t> offsets,
+                 const std::vector<Strides>& strides) {
   Iter it;
-  const size_t n = ts.size();
-  it.offsets.resize(n);
+  it.offsets = std::move(offsets);
+  it.numel = numel_of(shape);
+  const size_t n = strides.size();
+  std::vector<const Strides*> in(n);
+  for (size_t k = 0; k < n; ++k) in[k] = &strides[k];
+  int64_t sizes[kMaxMergedDims];
+  std::vector<int64_t> st(n * kMaxMergedDims);
+  const size_t r = merge_dims(shape, in.data(), n, sizes, st.data());
+  it.sizes.assign(sizes, sizes + r);
   it.strides.resize(n);
-  for (size_t k = 0; k < n; ++k) it.offsets[k] = ts[k].offset();
-  const Shape& shape = ts[0].shape();
-  for (int64_t s : shape) it.numel *= s;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    bool merge = !it.sizes.empty();
-    for (size_t k = 0; k < n && merge; ++k)
-      merge = it.strides[k].back() == ts[k].strides()[d] * shape[d];
-    if (merge) {
-      it.sizes.back() *= shape[d];
-      for (size_t k = 0; k < n; ++k) it.strides[k].back() = ts[k].strides()[d];
-    } else {
-      it.sizes.push_back(shape[d]);
-      for (size_t k = 0; k < n; ++k) it.strides[k].push_back(ts[k].strides()[d]);
-    }
-  }
+  for (size_t k = 0; k < n; ++k)
+    it.strides[k].assign(st.begin() + ptrdiff_t(k * kMaxMergedDims),
+                         st.begin() + ptrdiff_t(k * kMaxMergedDims + r));
   return it;
+}
+
+Iter make_iter(const std::vector<Tensor>& ts) {
+  std::vector<int64_t> offsets;
+  std::vector<Strides> strides;
+  for (const Tensor& t : ts) {
+    offsets.push_back(t.offset());
+    strides.push_back(t.strides());
+  }
+  return merged_iter(ts[0].shape(), std::move(offsets), strides);
 }
 
 std::string Iter::access() const {

@@ -91,6 +91,10 @@ struct Iter {
 };
 /// The iteration over `ts` (all of ts[0]'s shape; strides may be 0, negative or permuted).
 Iter make_iter(const std::vector<Tensor>& ts);
+/// The iteration over `shape` for operands at `offsets` with strides strides[k], dims merged by
+/// core/merge_dims.h (an empty shape: no dims, numel 0).
+Iter merged_iter(const Shape& shape, std::vector<int64_t> offsets,
+                 const std::vector<Strides>& strides);
 /// Appends an Iter: numel, sizes[rank], then per operand offset, strides[rank]. Returns the base.
 /// Throws ember::Error naming `op` when an offset needs more than 31 bits.
 uint32_t add_iter(Params& p, const Iter& it, const char* op);

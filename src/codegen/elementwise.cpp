@@ -4,9 +4,9 @@
 // every operand is contiguous), so contiguous tensors run a rank-1 (or rank-0) kernel.
 #include <cstring>
 
-#include "backends/ref/dispatch.h"
 #include "codegen/elementwise_internal.h"
 #include "codegen/lower.h"
+#include "core/dispatch.h"
 #include "ember/error.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -146,10 +146,10 @@ Lowering lower_fill(const ir::Fill& op, Dialect d, const Caps& caps) {
   add_iter(p, it, "fill");
   // the value cast on the host exactly as the ref backend's fill, passed as raw bits
   uint64_t bits = 0;
-  ref::dispatch_dtype(dd, [&](auto tag) {
+  dispatch_dtype(dd, [&](auto tag) {
     using D = decltype(tag);
-    const D v =
-        op.value.is_float() ? ref::cast<D>(op.value.to_double()) : ref::cast<D>(op.value.to_int());
+    const D v = op.value.is_float() ? scalar_cast<D>(op.value.to_double())
+                                    : scalar_cast<D>(op.value.to_int());
     std::memcpy(&bits, &v, sizeof(D));
   });
   const uint32_t w = p.u64(bits);
@@ -216,7 +216,7 @@ Lowering lower_unary(const ir::Unary& op, Dialect d, const Caps& caps) {
       std::string("unary_") + name + "_" + dtype_tag(sd) + "_" + dtype_tag(dd) + rank_tag(it);
   auto k = cached_kernel(key, d, caps, [&] {
     const std::string e = unary_expr(op.op, sd, "x", pbase, caps);
-    const DType rt = is_predicate(op.op) ? DType::b8 : sd;
+    const DType rt = ir::traits(op.op).predicate ? DType::b8 : sd;
     const std::string body = std::string(compute_type(sd)) + " x = " + load(sd, "src[o_src]") +
                              ";\n" + compute_type(rt) + " y = " + e + ";\n" +
                              "dst[o_dst] = " + store(dd, convert(rt, dd, "y")) + ";\n";
@@ -242,7 +242,7 @@ Lowering lower_binary(const ir::Binary& op, Dialect d, const Caps& caps) {
   const std::string key =
       std::string("binary_") + name + "_" + dtype_tag(t) + "_" + dtype_tag(dd) + rank_tag(it);
   auto k = cached_kernel(key, d, caps, [&] {
-    const DType rt = is_compare(op.op) ? DType::b8 : t;
+    const DType rt = ir::traits(op.op).predicate ? DType::b8 : t;
     const std::string T = compute_type(t);
     const std::string body = T + " a = " + load(t, "a[o_a]") + ";\n" + T +
                              " b = " + load(t, "b[o_b]") + ";\n" + compute_type(rt) +

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "codegen/common.h"
-#include "ir/ops.h"
+#include "ir/op_traits.h"
 
 namespace ember::codegen {
 
@@ -21,7 +21,5 @@ std::string unary_expr(ir::UnaryOp op, DType t, const std::string& x, uint32_t p
 /// comparisons and logical ops.
 std::string binary_expr(ir::BinaryOp op, DType t, const std::string& a, const std::string& b,
                         const Caps& caps);
-bool is_predicate(ir::UnaryOp op);
-bool is_compare(ir::BinaryOp op);
 
 }  // namespace ember::codegen

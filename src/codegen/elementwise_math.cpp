@@ -47,12 +47,6 @@ uint32_t ew_local_size(const Caps& caps) {
   return caps.max_workgroup_size < 256 ? caps.max_workgroup_size : 256;
 }
 
-bool is_predicate(UnaryOp op) {
-  return op == UnaryOp::isnan || op == UnaryOp::isinf || op == UnaryOp::isfinite ||
-         op == UnaryOp::logical_not;
-}
-bool is_compare(BinaryOp op) { return op >= BinaryOp::eq; }
-
 namespace {
 
 bool is_signed_int(DType t) {
@@ -460,7 +454,7 @@ std::string bool_binary(BinaryOp op, const std::string& a, const std::string& b)
 
 std::string binary_expr(BinaryOp op, DType t, const std::string& a, const std::string& b,
                         const Caps& caps) {
-  if (is_compare(op)) return compare_expr(op, t, a, b);
+  if (ir::traits(op).predicate) return compare_expr(op, t, a, b);
   if (t == DType::b8) return bool_binary(op, a, b);
   if (is_floating(t)) return float_binary(op, t, a, b, caps);
   return int_binary(op, t, a, b);

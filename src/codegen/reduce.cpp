@@ -317,8 +317,8 @@ Lowering lower_reduce(const ir::Reduce& op, Dialect d, const Caps& caps) {
   }
   std::vector<int64_t> offs = {src.offset(), dst.offset()};
   if (p.with_idx) offs.push_back(op.indices.offset());
-  const Iter outer = red::merged_iter(osz, offs, ost);
-  const Iter inner = red::merged_iter(isz, {0}, ist);
+  const Iter outer = merged_iter(osz, offs, ost);
+  const Iter inner = merged_iter(isz, {0}, ist);
   p.ro = outer.rank();
   p.ri = inner.rank();
   const int64_t R = inner.numel;

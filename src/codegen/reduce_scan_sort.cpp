@@ -55,7 +55,7 @@ Iter lines_iter(const std::vector<Tensor>& ts, int64_t dim) {
     offs.push_back(t.offset());
     st.emplace_back(t.strides().begin(), t.strides().end());
   }
-  return red::merged_iter(sizes, offs, st);
+  return merged_iter(sizes, offs, st);
 }
 
 uint32_t pow2_at_least(int64_t v) {

@@ -33,34 +33,6 @@ inline std::string lt_function(const std::string& prefix, DType t) {
   return s;
 }
 
-/// Dims of `sizes` merged (outer to inner) where every operand is contiguous across them, size-1
-/// dims dropped: the same row-major enumeration in fewer dims.
-inline Iter merged_iter(const std::vector<int64_t>& sizes, const std::vector<int64_t>& offsets,
-                        const std::vector<std::vector<int64_t>>& strides) {
-  Iter it;
-  it.offsets = offsets;
-  it.strides.resize(strides.size());
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    it.numel *= sizes[d];
-    if (sizes[d] == 1) continue;
-    bool merge = !it.sizes.empty();
-    for (size_t k = 0; k < strides.size() && merge; ++k)
-      merge = it.strides[k].back() == strides[k][d] * sizes[d];
-    if (merge) {
-      it.sizes.back() *= sizes[d];
-      for (size_t k = 0; k < strides.size(); ++k) it.strides[k].back() = strides[k][d];
-    } else {
-      it.sizes.push_back(sizes[d]);
-      for (size_t k = 0; k < strides.size(); ++k) it.strides[k].push_back(strides[k][d]);
-    }
-  }
-  if (it.numel == 0) {  // nothing to iterate: keep the layout trivial
-    it.sizes.clear();
-    for (auto& s : it.strides) s.clear();
-  }
-  return it;
-}
-
 /// Throws ember::Error naming `op` and the dtype when the device lacks it.
 inline void check_dtypes(const char* op, const std::vector<DType>& ts, const Caps& caps) {
   for (DType t : ts) check_dtype(op, t, caps);

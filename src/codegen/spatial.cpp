@@ -24,7 +24,7 @@ std::string sum_type(DType t, const Caps& caps) {
   return "int";
 }
 
-// The ref's cast<T>(acc): floats go through float (f64 stays), integers keep the low bits.
+// The ref's scalar_cast<T>(acc): floats go through float (f64 stays), integers keep the low bits.
 std::string store_sum(DType t, const std::string& e) {
   if (t == DType::f64) return st(t, "f64(" + e + ")");
   if (is_float_dtype(t)) return st(t, "float(" + e + ")");

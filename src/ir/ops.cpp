@@ -2,63 +2,6 @@
 
 namespace ember::ir {
 
-const char* name(UnaryOp op) {
-  static const char* const kNames[] = {
-      "neg",   "abs",        "sign",     "exp",        "exp2",  "expm1",       "log",
-      "log2",  "log10",      "log1p",    "sqrt",       "rsqrt", "square",      "reciprocal",
-      "sin",   "cos",        "tan",      "asin",       "acos",  "atan",        "sinh",
-      "cosh",  "tanh",       "asinh",    "acosh",      "atanh", "erf",         "erfinv",
-      "floor", "ceil",       "round",    "trunc",      "frac",  "bitwise_not", "logical_not",
-      "isnan", "isinf",      "isfinite", "nan_to_num", "relu",  "sigmoid",     "log_sigmoid",
-      "silu",  "mish",       "gelu",     "gelu_tanh",  "selu",  "hardsigmoid", "hardswish",
-      "elu",   "leaky_relu", "softplus"};
-  return kNames[int(op)];
-}
-
-const char* name(BinaryOp op) {
-  static const char* const kNames[] = {"add",
-                                       "sub",
-                                       "mul",
-                                       "div",
-                                       "div_floor",
-                                       "div_trunc",
-                                       "remainder",
-                                       "fmod",
-                                       "pow",
-                                       "atan2",
-                                       "hypot",
-                                       "minimum",
-                                       "maximum",
-                                       "copysign",
-                                       "bitwise_and",
-                                       "bitwise_or",
-                                       "bitwise_xor",
-                                       "bitwise_left_shift",
-                                       "bitwise_right_shift",
-                                       "eq",
-                                       "ne",
-                                       "lt",
-                                       "le",
-                                       "gt",
-                                       "ge",
-                                       "logical_and",
-                                       "logical_or",
-                                       "logical_xor"};
-  return kNames[int(op)];
-}
-
-const char* user_name(UnaryOp op) { return op == UnaryOp::gelu_tanh ? "gelu" : name(op); }
-
-const char* user_name(BinaryOp op) {
-  return op == BinaryOp::div_floor || op == BinaryOp::div_trunc ? "div" : name(op);
-}
-
-const char* user_variant(BinaryOp op) {
-  if (op == BinaryOp::div_floor) return "rounding_mode='floor'";
-  if (op == BinaryOp::div_trunc) return "rounding_mode='trunc'";
-  return "";
-}
-
 namespace {
 struct Namer {
   const char* operator()(const Copy&) const { return "copy"; }

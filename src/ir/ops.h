@@ -12,7 +12,7 @@
 
 namespace ember::ir {
 
-enum class UnaryOp : uint8_t {
+enum class UnaryOp : uint8_t {  // each op: one row in ir/op_traits.cpp
   neg,
   abs,
   sign,
@@ -67,7 +67,7 @@ enum class UnaryOp : uint8_t {
   softplus,    // p0 = beta, p1 = threshold
 };
 
-enum class BinaryOp : uint8_t {
+enum class BinaryOp : uint8_t {  // each op: one row in ir/op_traits.cpp
   add,
   sub,
   mul,

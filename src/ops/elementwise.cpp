@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "autodiff/rules.h"
+#include "ir/op_traits.h"
 #include "tensor/internal.h"
 #include "tensor/overlap.h"
 
@@ -19,38 +20,6 @@ namespace detail {
 
 namespace {
 
-bool float_only(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::neg:
-    case UnaryOp::abs:
-    case UnaryOp::sign:
-    case UnaryOp::square:
-    case UnaryOp::floor:
-    case UnaryOp::ceil:
-    case UnaryOp::round:
-    case UnaryOp::trunc:
-    case UnaryOp::frac:
-    case UnaryOp::relu:
-    case UnaryOp::leaky_relu:
-    case UnaryOp::bitwise_not:
-    case UnaryOp::logical_not:
-    case UnaryOp::isnan:
-    case UnaryOp::isinf:
-    case UnaryOp::isfinite:
-    case UnaryOp::nan_to_num:
-      return false;
-    default:
-      return true;
-  }
-}
-
-bool is_predicate(UnaryOp op) {
-  return op == UnaryOp::isnan || op == UnaryOp::isinf || op == UnaryOp::isfinite ||
-         op == UnaryOp::logical_not;
-}
-
-bool is_compare(BinaryOp op) { return op >= BinaryOp::eq; }
-
 // The op as the user called it, for errors: its public name and what tells it apart among the
 // ops of that name ("rounding_mode='floor'" for div(a, b, "floor"); floor_divide has none).
 struct Called {
@@ -64,48 +33,20 @@ std::string with_variant(const Called& c) {
   return *c.variant ? std::string("with ") + c.variant + " " : std::string();
 }
 
-// The dtype `op` computes in for inputs promoting to `rt`, or an error.
+// The dtype `op` computes in for inputs promoting to `rt` (its traits' rule), or an error.
 DType binary_compute_dtype(BinaryOp op, DType rt, const Tensor& a, const Tensor& b,
                            const Called& c) {
-  auto reject = [&](const char* what) {
-    EMBER_FAIL(c.name, with_variant(c), what, " (", describe(a), " and ", describe(b), ")");
-  };
-  switch (op) {
-    case BinaryOp::div:
-      return is_floating(rt) ? rt : kDefaultFloat;
-    case BinaryOp::atan2:
-    case BinaryOp::hypot:
-    case BinaryOp::copysign:
-      return is_floating(rt) ? rt : kDefaultFloat;
-    case BinaryOp::sub:
-      if (is_bool(rt)) reject("subtraction of bool tensors is not supported; use logical_xor");
-      return rt;
-    case BinaryOp::div_floor:
-    case BinaryOp::div_trunc:
-    case BinaryOp::remainder:
-    case BinaryOp::fmod:
-    case BinaryOp::pow:
-      if (is_bool(rt)) reject("is not supported for bool tensors");
-      return rt;
-    case BinaryOp::bitwise_and:
-    case BinaryOp::bitwise_or:
-    case BinaryOp::bitwise_xor:
-      if (is_floating(rt)) reject("is only supported for integer and bool tensors");
-      return rt;
-    case BinaryOp::shift_left:
-    case BinaryOp::shift_right:
-      if (!is_integral(rt)) reject("is only supported for integer tensors");
-      return rt;
-    default:
-      return rt;
-  }
+  const ir::BinaryTraits& tr = ir::traits(op);
+  if (const char* why = ir::rejects(tr.rule, rt))
+    EMBER_FAIL(c.name, with_variant(c), why, tr.hint, " (", describe(a), " and ", describe(b), ")");
+  return ir::compute_dtype(tr.rule, rt);
 }
 
 Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, DType rt, const Called& c) {
   check_same_device(a, b, c.name);
   const DType compute = binary_compute_dtype(op, rt, a, b, c);
   const Shape s = broadcast_shapes(a.shape(), b.shape(), c.name);
-  Tensor out = make_tensor(s, is_compare(op) ? DType::b8 : compute, a.device(),
+  Tensor out = make_tensor(s, ir::traits(op).predicate ? DType::b8 : compute, a.device(),
                            detail::format_for(s, {&a, &b}));
   const Tensor ac = cast(a, compute), bc = cast(b, compute);
   try {
@@ -138,24 +79,13 @@ Tensor binary(const Called& c, BinaryOp op, const Scalar& a, const Tensor& b) {
 }  // namespace
 
 Tensor unary(UnaryOp op, const Tensor& x, double p0, double p1, double p2) {
-  const char* n = ir::user_name(op);
+  const ir::UnaryTraits& tr = ir::traits(op);
+  const char* n = tr.user_name;
   check_defined(x, n);
-  DType dt = x.dtype();
-  if (float_only(op)) {
-    if (!is_floating(dt)) dt = kDefaultFloat;
-  } else if (op == UnaryOp::bitwise_not) {
-    if (is_floating(dt))
-      EMBER_FAIL(n, "is only supported for integer and bool tensors, got ", describe(x));
-  } else if (op == UnaryOp::frac || op == UnaryOp::leaky_relu) {
-    if (!is_floating(dt)) EMBER_FAIL(n, "expects a floating-point tensor, got ", describe(x));
-  } else if (op == UnaryOp::neg || op == UnaryOp::abs || op == UnaryOp::relu) {
-    if (is_bool(dt)) EMBER_FAIL(n, "is not supported for bool tensors, got ", describe(x));
-  } else if (op == UnaryOp::square || op == UnaryOp::sign) {
-    if (is_bool(dt) && op == UnaryOp::square) dt = DType::i64;
-  }
-  Tensor src = cast(x, dt);
+  if (const char* why = ir::rejects(tr.rule, x.dtype())) EMBER_FAIL(n, why, ", got ", describe(x));
+  Tensor src = cast(x, ir::compute_dtype(tr.rule, x.dtype()));
   Tensor out =
-      make_tensor(x.shape(), is_predicate(op) ? DType::b8 : dt, x.device(), x.memory_format());
+      make_tensor(x.shape(), tr.predicate ? DType::b8 : src.dtype(), x.device(), x.memory_format());
   run(ir::Unary{op, src, out, p0, p1, p2});
   autograd::rules::unary(op, src, out, p0, p1, p2);
   return out;

@@ -1,7 +1,7 @@
 // Factories: empty/zeros/ones/full, arange, linspace, eye, host data, and random tensors.
 #include <cmath>
 
-#include "backends/ref/dispatch.h"
+#include "core/dispatch.h"
 #include "tensor/internal.h"
 #include "tensor/suggest_format.h"
 
@@ -86,12 +86,12 @@ Tensor arange_typed(const Scalar& start, const Scalar& end, const Scalar& step, 
     n = int64_t(std::ceil((e - s) / st));
   }
   Tensor host = make_tensor({std::max<int64_t>(n, 0)}, dtype, Device::ref());
-  ref::dispatch_dtype(dtype, [&](auto tag) {
+  dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* p = static_cast<T*>(host.raw_data());
     for (int64_t i = 0; i < n; ++i)
-      p[i] = ints ? ref::cast<T>(start.to_int() + i * step.to_int())
-                  : ref::cast<T>(s + double(i) * st);
+      p[i] = ints ? scalar_cast<T>(start.to_int() + i * step.to_int())
+                  : scalar_cast<T>(s + double(i) * st);
   });
   return host.to(device);
 }
@@ -109,14 +109,14 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions o) {
   if (steps < 0) EMBER_FAIL("linspace", "number of steps must be non-negative, got ", steps);
   Tensor host = make_tensor({steps}, o.dtype_, Device::ref());
   const double step = steps > 1 ? (end - start) / double(steps - 1) : 0.0;
-  ref::dispatch_dtype(o.dtype_, [&](auto tag) {
+  dispatch_dtype(o.dtype_, [&](auto tag) {
     using T = decltype(tag);
     T* p = static_cast<T*>(host.raw_data());
     // Symmetric evaluation as torch: the second half counts back from `end`.
     for (int64_t i = 0; i < steps; ++i)
-      p[i] = ref::cast<T>(steps == 1      ? start
-                          : i < steps / 2 ? start + step * double(i)
-                                          : end - step * double(steps - 1 - i));
+      p[i] = scalar_cast<T>(steps == 1      ? start
+                            : i < steps / 2 ? start + step * double(i)
+                                            : end - step * double(steps - 1 - i));
   });
   return host.to(o.device_);
 }

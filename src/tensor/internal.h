@@ -56,8 +56,8 @@ Shape reduced_shape(const Shape& s, const std::vector<int64_t>& dims, bool keepd
 Tensor check_index(const Tensor& index, int64_t size, const char* op, bool allow_negative = true,
                    int64_t dim = -1);
 
-/// One unary primitive. Float-only ops (`float_only`) promote integer/bool input to f32; the
-/// result has the input's dtype (bool for predicates). Checks the dtype is accepted.
+/// One unary primitive, with the dtype rule of ir::traits(op) (ir/op_traits.h): to_float ops
+/// promote integer/bool input to f32; bool result for predicates. Checks the dtype is accepted.
 Tensor unary(ir::UnaryOp op, const Tensor& x, double p0 = 0, double p1 = 0, double p2 = 0);
 /// One binary primitive with broadcasting and promotion to `compute` (or result_type(a, b) when
 /// compute is not given). Comparisons and logical ops return bool.

@@ -5,7 +5,7 @@
 
 #include "autodiff/graph.h"
 #include "autodiff/rules.h"
-#include "backends/ref/dispatch.h"
+#include "core/dispatch.h"
 #include "tensor/internal.h"
 #include "tensor/overlap.h"
 #include "tensor/suggest_format.h"
@@ -323,9 +323,9 @@ T Tensor::item() const {
   sync(device());
   Tensor h = host_copy(*this);
   T out{};
-  ref::dispatch_dtype(h.dtype(), [&](auto tag) {
+  dispatch_dtype(h.dtype(), [&](auto tag) {
     using S = decltype(tag);
-    out = ref::cast<T>(*static_cast<const S*>(h.raw_data()));
+    out = scalar_cast<T>(*static_cast<const S*>(h.raw_data()));
   });
   return out;
 }
@@ -336,10 +336,10 @@ std::vector<T> Tensor::to_vector() const {
   sync(device());
   Tensor h = host_copy(*this);
   std::vector<T> out(size_t(h.numel()));
-  ref::dispatch_dtype(h.dtype(), [&](auto tag) {
+  dispatch_dtype(h.dtype(), [&](auto tag) {
     using S = decltype(tag);
     const S* p = static_cast<const S*>(h.raw_data());
-    for (size_t i = 0; i < out.size(); ++i) out[i] = ref::cast<T>(p[i]);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = scalar_cast<T>(p[i]);
   });
   return out;
 }

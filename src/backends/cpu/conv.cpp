@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/cpu/dense.h"
 #include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/kernels.h"
 #include "backends/ref/dispatch.h"
@@ -215,8 +216,8 @@ bool plain_strides(const Tensor& t) {
 // Inputs: as they are when oneDNN can read them, else a contiguous copy.
 Tensor readable(const Tensor& t) {
   if (!t.defined()) return t;
-  if (t.dim() == 1) return t.stride(0) == 1 ? t : t.contiguous();  // bias: format x
-  return plain_strides(t) ? t : t.contiguous();
+  if (t.dim() == 1) return t.stride(0) == 1 ? t : dense_copy(t);  // bias: format x
+  return plain_strides(t) ? t : dense_copy(t);
 }
 bool usable(const Tensor& t) { return t.dtype() == DType::f32 && t.numel() > 0; }
 

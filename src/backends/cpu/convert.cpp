@@ -34,9 +34,9 @@ bool has_f16c() {
 }
 #endif
 
-/// ref::cast<To>(x) for non-16-bit-float types (bit-identical), branch-free for float -> integer so
-/// that it vectorises: NaN -> 0, x <= lowest -> lowest, x >= max -> max (the bounds are powers of
-/// two or exact in From, so the comparisons equal the reference's long double ones), else
+/// scalar_cast<To>(x) for non-16-bit-float types (bit-identical), branch-free for float -> integer
+/// so that it vectorises: NaN -> 0, x <= lowest -> lowest, x >= max -> max (the bounds are powers
+/// of two or exact in From, so the comparisons equal the reference's long double ones), else
 /// truncation.
 template <typename To, typename From>
 inline To cvt(From x) {
@@ -143,7 +143,7 @@ EMBER_CPU_AVX2 void f32_to_bf16_avx2(uint16_t* d, const float* s, int64_t n) {
 
 // ---- casts ----
 template <typename T>
-inline constexpr bool is_h = ref::is_half_v<T>;
+inline constexpr bool is_h = is_half_v<T>;
 // The element type a run of T is handled as: uint16_t bits for f16/bf16, T otherwise.
 template <typename T>
 using bits_t = std::conditional_t<is_h<T>, uint16_t, T>;
@@ -308,7 +308,7 @@ bool cast_dtype(DType t, F&& f) {
     case DType::i64:
     case DType::u8:
     case DType::b8:
-      ref::dispatch_dtype(t, [&](auto tag) {
+      dispatch_dtype(t, [&](auto tag) {
         using T = decltype(tag);
         if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || is_h<T> ||
                       std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||

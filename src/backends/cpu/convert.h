@@ -31,7 +31,7 @@ bool binary_half(const ir::Binary& op);
 /// comparisons, else float).
 bool unary_f32_supported(ir::UnaryOp op);
 void unary_f32_run(ir::UnaryOp op, double p0, float* d, const float* s, int64_t n);
-bool binary_f32_supported(ir::BinaryOp op, bool& is_compare);
+bool binary_f32_supported(ir::BinaryOp op);
 void binary_f32_run(ir::BinaryOp op, void* d, const float* a, const float* b, int64_t n, int64_t sa,
                     int64_t sb);
 

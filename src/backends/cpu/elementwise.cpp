@@ -113,7 +113,7 @@ struct Neg {
     if constexpr (std::is_floating_point_v<T>)
       return -x;
     else
-      return ref::wrap_sub(T(0), x);
+      return wrap_sub(T(0), x);
   }
 };
 struct Abs {
@@ -131,7 +131,7 @@ struct Square {
     if constexpr (std::is_floating_point_v<T>)
       return x * x;
     else
-      return ref::wrap_mul(x, x);
+      return wrap_mul(x, x);
   }
 };
 struct BitwiseNot {
@@ -260,7 +260,7 @@ struct Add {
     if constexpr (std::is_floating_point_v<T>)
       return a + b;
     else
-      return ref::wrap_add(a, b);
+      return wrap_add(a, b);
   }
 };
 struct Sub {
@@ -269,7 +269,7 @@ struct Sub {
     if constexpr (std::is_floating_point_v<T>)
       return a - b;
     else
-      return ref::wrap_sub(a, b);
+      return wrap_sub(a, b);
   }
 };
 struct Mul {
@@ -278,7 +278,7 @@ struct Mul {
     if constexpr (std::is_floating_point_v<T>)
       return a * b;
     else
-      return ref::wrap_mul(a, b);
+      return wrap_mul(a, b);
   }
 };
 struct Div {
@@ -660,8 +660,8 @@ void unary_f32_run(UnaryOp op, double p0, float* d, const float* s, int64_t n) {
   });
 }
 
-bool binary_f32_supported(BinaryOp op, bool& is_compare) {
-  return with_binary_functor<float>(op, [&](auto, auto cmp) { is_compare = decltype(cmp)::value; });
+bool binary_f32_supported(BinaryOp op) {
+  return with_binary_functor<float>(op, [](auto, auto) {});
 }
 
 void binary_f32_run(BinaryOp op, void* d, const float* a, const float* b, int64_t n, int64_t sa,

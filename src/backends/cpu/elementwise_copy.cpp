@@ -119,10 +119,10 @@ bool fill(const ir::Fill& op) {
   const Tensor& d = op.dst;
   if (d.numel() <= kGrainElementwise) return false;
   bool done = false;
-  ref::dispatch_dtype(d.dtype(), [&](auto tag) {
+  dispatch_dtype(d.dtype(), [&](auto tag) {
     using D = decltype(tag);
-    const D v =
-        op.value.is_float() ? ref::cast<D>(op.value.to_double()) : ref::cast<D>(op.value.to_int());
+    const D v = op.value.is_float() ? scalar_cast<D>(op.value.to_double())
+                                    : scalar_cast<D>(op.value.to_int());
     auto go = [&](auto bits_tag) {
       using U = decltype(bits_tag);
       U u;

@@ -9,6 +9,7 @@
 #include "backends/cpu/convert.h"
 #include "backends/cpu/parallel.h"
 #include "backends/ref/dispatch.h"
+#include "ir/op_traits.h"
 
 namespace ember::cpu {
 
@@ -69,8 +70,8 @@ bool unary_half(const ir::Unary& op) {
 bool binary_half(const ir::Binary& op) {
   const DType t = op.a.dtype();
   if ((t != DType::f16 && t != DType::bf16) || op.b.dtype() != t) return false;
-  bool cmp = false;
-  if (!binary_f32_supported(op.op, cmp)) return false;
+  if (!binary_f32_supported(op.op)) return false;
+  const bool cmp = ir::traits(op.op).predicate;
   if (op.dst.dtype() != (cmp ? DType::b8 : t)) return false;
   void* d = op.dst.impl()->storage->data;
   const int64_t doff = op.dst.offset();

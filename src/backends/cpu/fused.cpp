@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backends/cpu/dense.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/simd_math.h"
@@ -175,10 +176,7 @@ bool norm_t(const ir::Norm& op) {
   if (n <= 0 || op.src.numel() % n != 0) return false;
   const int64_t rows = op.src.numel() / n;
   // Rows of contiguous tensors are contiguous; other layouts are packed once.
-  const Tensor x = op.src.is_contiguous() ? op.src : op.src.contiguous();
-  const Tensor w =
-      !op.weight.defined() || op.weight.is_contiguous() ? op.weight : op.weight.contiguous();
-  const Tensor b = !op.bias.defined() || op.bias.is_contiguous() ? op.bias : op.bias.contiguous();
+  const Tensor x = dense(op.src), w = dense(op.weight), b = dense(op.bias);
   Tensor y = op.dst.is_contiguous() ? op.dst
                                     : ember::detail::make_tensor(x.shape(), x.dtype(), x.device());
   const T* px = ref::ptr<T>(x);

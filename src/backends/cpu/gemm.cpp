@@ -11,11 +11,13 @@
 // Integer and bool matmuls fall back to the reference kernel.
 #include <algorithm>
 
+#include "backends/cpu/dense.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/ref/dispatch.h"
 #include "backends/ref/kernels.h"
+#include "tensor/internal.h"
 
 namespace ember::cpu {
 
@@ -52,7 +54,7 @@ bool gemm_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, char& trans
 Tensor gemm_operand(const Tensor& t, char& trans, int64_t& ld) {
   const int64_t rows = t.size(1), cols = t.size(2);
   if (gemm_layout(rows, cols, t.stride(1), t.stride(2), trans, ld)) return t;
-  Tensor c = t.stride(0) == 0 ? t.narrow(0, 0, 1).contiguous().expand(t.shape()) : t.contiguous();
+  const Tensor c = dense_batch_copy(t, t.dtype());
   gemm_layout(rows, cols, c.stride(1), c.stride(2), trans, ld);
   return c;
 }
@@ -63,7 +65,7 @@ void blas_matmul(const Tensor& a, const Tensor& b, const Tensor& d) {
   const int64_t B = d.size(0), M = d.size(1), N = d.size(2), K = a.size(2);
   Tensor out = d;
   if (!(d.stride(2) == 1 && d.stride(1) >= std::max<int64_t>(N, 1)))
-    out = empty({B, M, N}, {d.dtype(), d.device()});
+    out = detail::make_tensor({B, M, N}, d.dtype(), d.device());
   char ta = 'N', tb = 'N';
   int64_t lda = 0, ldb = 0;
   const Tensor ac = gemm_operand(a, ta, lda);
@@ -96,10 +98,7 @@ void blas_matmul(const Tensor& a, const Tensor& b, const Tensor& d) {
 }
 
 // An f16/bf16 operand converted to f32 (exact); a batch stride of 0 converts one matrix.
-Tensor to_f32(const Tensor& t) {
-  if (t.size(0) > 1 && t.stride(0) == 0) return t.narrow(0, 0, 1).to(DType::f32).expand(t.shape());
-  return t.to(DType::f32);
-}
+Tensor to_f32(const Tensor& t) { return dense_batch_copy(t, DType::f32); }
 
 }  // namespace
 
@@ -130,7 +129,7 @@ bool sgemm_matmul(const ir::Matmul& op) {
     blas_matmul<double>(a, b, d);
   } else {
     // f16/bf16: f32 operands, an f32 product, one rounding into dst (as the reference kernel).
-    const Tensor out = empty({d.size(0), M, N}, {DType::f32, d.device()});
+    const Tensor out = detail::make_tensor({d.size(0), M, N}, DType::f32, d.device());
     blas_matmul<float>(to_f32(a), to_f32(b), out);
     const ir::Copy c{out, d};
     if (!copy(c)) ref::copy(c);

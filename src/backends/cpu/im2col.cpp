@@ -135,11 +135,11 @@ bool im2col(const ir::Im2col& op) {
   if (!geometry(s, op.kernel, op.stride, op.pad_begin, op.dilation, op.out_size, g)) return false;
   if (d.numel() == 0) return true;
   if (d.stride(2) != 1 && g.oh * g.ow > 1) return false;
-  ref::dispatch_dtype(t, [&](auto tag) {
+  dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
-      const T pad = op.pad_value.is_float() ? ref::cast<T>(op.pad_value.to_double())
-                                            : ref::cast<T>(op.pad_value.to_int());
+      const T pad = op.pad_value.is_float() ? scalar_cast<T>(op.pad_value.to_double())
+                                            : scalar_cast<T>(op.pad_value.to_int());
       const T* sp = ptr<T>(s);
       T* dp = ptr<T>(d);
       const int64_t k = g.kh * g.kw, ds0 = d.stride(0), ds1 = d.stride(1);
@@ -162,7 +162,7 @@ bool col2im(const ir::Col2im& op) {
   Geo g;
   if (!geometry(d, op.kernel, op.stride, op.pad_begin, op.dilation, op.out_size, g)) return false;
   if (d.numel() == 0) return true;
-  ref::dispatch_dtype(t, [&](auto tag) {
+  dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
       const T* sp = ptr<T>(s);

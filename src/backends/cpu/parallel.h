@@ -1,5 +1,5 @@
 // Parallel strided iteration for the cpu kernels: the N-d index space of a shape is flattened
-// (dims taken in operand 0's memory order; dims contiguous for every operand merged), split into
+// (dims taken in operand 0's memory order, then merged by core/merge_dims.h), split into
 // chunks of at least `grain` elements over the thread pool, and handed to a row function one
 // contiguous run of the innermost dim at a time. Internal.
 #pragma once
@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "backends/cpu/thread_pool.h"
+#include "core/merge_dims.h"
 #include "ember/tensor.h"
 
 namespace ember::cpu {
@@ -19,35 +20,25 @@ void parallel_rows(const Shape& shape, const std::array<const Strides*, N>& stri
                    Row&& row) {
   // Walk the dims in operand 0's memory order (outermost first), so a channels-last or other
   // permuted-dense operand 0 is read and written in runs of its innermost dim. Rows are
-  // independent, so the order of the walk changes no result.
-  const size_t rank = shape.size();
-  size_t order[64];
-  for (size_t d = 0; d < rank; ++d) order[d] = d;
-  bool by_memory = true;
-  for (size_t d = 0; d < rank; ++d)
-    by_memory = by_memory && (shape[d] == 1 || (*strides[0])[d] > 0);
-  if (by_memory)
-    std::stable_sort(order, order + rank,
-                     [&](size_t a, size_t b) { return (*strides[0])[a] > (*strides[0])[b]; });
-  int64_t sz[64];
-  int64_t st[N][64];
-  int64_t r = 0, total = 1;
-  for (size_t i = 0; i < rank; ++i) {
-    const size_t d = order[i];
-    total *= shape[d];
-    if (shape[d] == 1) continue;
-    bool merge = r > 0;
-    for (size_t k = 0; k < N && merge; ++k) merge = st[k][r - 1] == (*strides[k])[d] * shape[d];
-    if (merge) {
-      sz[r - 1] *= shape[d];
-      for (size_t k = 0; k < N; ++k) st[k][r - 1] = (*strides[k])[d];
-    } else {
-      sz[r] = shape[d];
-      for (size_t k = 0; k < N; ++k) st[k][r] = (*strides[k])[d];
-      ++r;
-    }
-  }
+  // independent, so the order of the walk changes no result. Size-1 dims are left out of the
+  // order (merge_dims drops them), which keeps it within kMaxMergedDims entries.
+  const int64_t total = numel_of(shape);
   if (total == 0) return;
+  size_t order[kMaxMergedDims];
+  size_t len = 0;
+  bool by_memory = true;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    order[len++] = d;
+    by_memory = by_memory && (*strides[0])[d] > 0;
+  }
+  if (by_memory)
+    std::stable_sort(order, order + len,
+                     [&](size_t a, size_t b) { return (*strides[0])[a] > (*strides[0])[b]; });
+  MergedDims<N> m = merge_dims<N>(shape, strides, order, len);
+  int64_t r = int64_t(m.rank);
+  int64_t* sz = m.size;
+  auto& st = m.stride;
   if (r == 0) {
     sz[0] = 1;
     for (size_t k = 0; k < N; ++k) st[k][0] = 0;
@@ -56,7 +47,7 @@ void parallel_rows(const Shape& shape, const std::array<const Strides*, N>& stri
   std::array<int64_t, N> inner;
   for (size_t k = 0; k < N; ++k) inner[k] = st[k][r - 1];
   parallel_for(0, total, grain, [&](int64_t b, int64_t e) {
-    int64_t idx[64];
+    int64_t idx[kMaxMergedDims];
     std::array<int64_t, N> off{};
     for (int64_t d = r - 1, rem = b; d >= 0; --d) {
       idx[d] = rem % sz[d];

@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/cpu/dense.h"
 #include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/thread_pool.h"
@@ -39,9 +40,6 @@ using Dims = memory::dims;
 
 std::atomic<int64_t> g_runs{0};
 std::atomic<bool> g_enabled{true};
-
-// The tensor dense in `f` (its own memory format unless given): as it is, or a copy.
-Tensor dense(const Tensor& t, MemoryFormat f) { return t.is_contiguous(f) ? t : t.contiguous(f); }
 
 template <typename Op>
 struct Geo {

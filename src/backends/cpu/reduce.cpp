@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "backends/cpu/dense.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
 #include "backends/ref/dispatch.h"
 #include "backends/ref/kernels.h"
-#include "tensor/internal.h"
 
 // Compiled without -ftrapping-math so the max/min selects vectorise (see elementwise.cpp).
 #pragma GCC push_options
@@ -232,11 +232,7 @@ bool reduce(const ir::Reduce& op) {
     (d < d0 ? outer : d <= d1 ? R : inner) *= s[size_t(d)];
   if (R == 0) return false;
   // A strided source is packed first (a threaded copy), then reduced contiguously.
-  Tensor src = op.src;
-  if (!src.is_contiguous()) {
-    src = detail::make_tensor(s, t, op.src.device());
-    if (!copy(ir::Copy{op.src, src})) ref::copy(ir::Copy{op.src, src});
-  }
+  const Tensor src = dense(op.src);
   if (t == DType::f32)
     reduce_typed<float>(op, src, outer, R, inner);
   else

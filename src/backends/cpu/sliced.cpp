@@ -71,11 +71,11 @@ std::vector<int64_t> spatial_dims(const Tensor& t) {
 // Non-zero elements of `src` (any dtype, strided), as ref::nonzero decides them.
 int64_t count_nonzero(const Tensor& src) {
   int64_t n = 0;
-  ref::dispatch_dtype(src.dtype(), [&](auto tag) {
+  dispatch_dtype(src.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* p = ref::ptr<T>(src);
     ref::strided_loop<1>(src.shape(), {&src.strides()}, [&](const std::array<int64_t, 1>& o) {
-      n += ref::cast<bool>(p[o[0]]) ? 1 : 0;
+      n += scalar_cast<bool>(p[o[0]]) ? 1 : 0;
     });
   });
   return n;

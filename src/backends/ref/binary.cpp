@@ -4,14 +4,13 @@
 
 #include "backends/ref/dispatch.h"
 #include "backends/ref/kernels.h"
+#include "ir/op_traits.h"
 
 namespace ember::ref {
 
 namespace {
 
 using ir::BinaryOp;
-
-bool is_compare(BinaryOp op) { return op >= BinaryOp::eq; }
 
 template <typename C>
 C float_floor_div(C a, C b) {
@@ -206,7 +205,7 @@ void binary(const ir::Binary& op) {
     const T* ap = ptr<T>(op.a);
     const T* bp = ptr<T>(op.b);
     const std::array<const Strides*, 3> st = {&d.strides(), &op.a.strides(), &op.b.strides()};
-    if (is_compare(op.op)) {
+    if (ir::traits(op.op).predicate) {
       bool* dp = ptr<bool>(d);
       strided_loop<3>(d.shape(), st, [&](const std::array<int64_t, 3>& o) {
         dp[o[0]] = compare<C>(op.op, C(ap[o[1]]), C(bp[o[2]]));

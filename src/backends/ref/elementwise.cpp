@@ -19,8 +19,9 @@ void copy(const ir::Copy& op) {
       using D = decltype(dt);
       const S* sp = ptr<S>(s);
       D* dp = ptr<D>(d);
-      strided_loop<2>(d.shape(), {&d.strides(), &s.strides()},
-                      [&](const std::array<int64_t, 2>& o) { dp[o[0]] = cast<D>(sp[o[1]]); });
+      strided_loop<2>(
+          d.shape(), {&d.strides(), &s.strides()},
+          [&](const std::array<int64_t, 2>& o) { dp[o[0]] = scalar_cast<D>(sp[o[1]]); });
     });
   });
 }
@@ -29,7 +30,8 @@ void fill(const ir::Fill& op) {
   const Tensor& d = op.dst;
   dispatch_dtype(d.dtype(), [&](auto dt) {
     using D = decltype(dt);
-    const D v = op.value.is_float() ? cast<D>(op.value.to_double()) : cast<D>(op.value.to_int());
+    const D v = op.value.is_float() ? scalar_cast<D>(op.value.to_double())
+                                    : scalar_cast<D>(op.value.to_int());
     D* dp = ptr<D>(d);
     strided_loop<1>(d.shape(), {&d.strides()},
                     [&](const std::array<int64_t, 1>& o) { dp[o[0]] = v; });

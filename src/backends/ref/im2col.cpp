@@ -70,8 +70,8 @@ void im2col(const ir::Im2col& op) {
   Geometry g = geometry(s, op.kernel, op.stride, op.pad_begin, op.dilation, op.out_size);
   dispatch_dtype(s.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T pad = op.pad_value.is_float() ? cast<T>(op.pad_value.to_double())
-                                          : cast<T>(op.pad_value.to_int());
+    const T pad = op.pad_value.is_float() ? scalar_cast<T>(op.pad_value.to_double())
+                                          : scalar_cast<T>(op.pad_value.to_int());
     const T* sp = ptr<T>(s);
     T* dp = ptr<T>(d);
     const int64_t ds0 = d.stride(0), ds1 = d.stride(1), ds2 = d.stride(2);
@@ -112,7 +112,7 @@ void col2im(const ir::Col2im& op) {
         T* plane = dp + n * d.stride(0) + c * d.stride(1);
         for (size_t i = 0; i < acc.size(); ++i) {
           T& v = plane[g.plane[i]];
-          v = cast<T>(A(compute_t<T>(v)) + acc[i]);
+          v = scalar_cast<T>(A(compute_t<T>(v)) + acc[i]);
         }
       }
   });

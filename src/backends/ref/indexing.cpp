@@ -41,19 +41,19 @@ T identity(ir::ScatterReduce r) {
   using C = compute_t<T>;
   switch (r) {
     case ir::ScatterReduce::prod:
-      return cast<T>(C(1));
+      return scalar_cast<T>(C(1));
     case ir::ScatterReduce::amax:
       if constexpr (is_float_v<T>)
-        return cast<T>(-std::numeric_limits<float>::infinity());
+        return scalar_cast<T>(-std::numeric_limits<float>::infinity());
       else
         return std::numeric_limits<T>::lowest();
     case ir::ScatterReduce::amin:
       if constexpr (is_float_v<T>)
-        return cast<T>(std::numeric_limits<float>::infinity());
+        return scalar_cast<T>(std::numeric_limits<float>::infinity());
       else
         return std::numeric_limits<T>::max();
     default:
-      return cast<T>(C(0));
+      return scalar_cast<T>(C(0));
   }
 }
 
@@ -66,9 +66,9 @@ T combine(ir::ScatterReduce r, T a, T b) {
       return b;
     case ir::ScatterReduce::sum:
     case ir::ScatterReduce::mean:
-      return cast<T>(x + y);
+      return scalar_cast<T>(x + y);
     case ir::ScatterReduce::prod:
-      return cast<T>(x * y);
+      return scalar_cast<T>(x * y);
     case ir::ScatterReduce::amax:
       if (is_nan(a) || is_nan(b)) return is_nan(a) ? a : b;
       return y > x ? b : a;
@@ -82,7 +82,7 @@ T combine(ir::ScatterReduce r, T a, T b) {
 template <typename T>
 T divide(T sum, int64_t count) {
   if constexpr (is_float_v<T>) {
-    return cast<T>(compute_t<T>(sum) / compute_t<T>(count));
+    return scalar_cast<T>(compute_t<T>(sum) / compute_t<T>(count));
   } else if constexpr (std::is_same_v<T, bool>) {
     return sum;
   } else if constexpr (std::is_unsigned_v<T>) {
@@ -167,13 +167,13 @@ void index_add(const ir::IndexAdd& op) {
   dispatch_dtype(d.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
-    const C alpha =
-        op.alpha.is_float() ? cast<C>(op.alpha.to_double()) : cast<C>(op.alpha.to_int());
+    const C alpha = op.alpha.is_float() ? scalar_cast<C>(op.alpha.to_double())
+                                        : scalar_cast<C>(op.alpha.to_int());
     const T* sp = ptr<T>(s);
     T* dp = ptr<T>(d);
     strided_loop<3>(s.shape(), {&ds, &is, &s.strides()}, [&](const std::array<int64_t, 3>& o) {
       T& t = dp[o[0] + ip[o[1]] * ddim];
-      t = cast<T>(C(t) + alpha * C(sp[o[2]]));
+      t = scalar_cast<T>(C(t) + alpha * C(sp[o[2]]));
     });
   });
 }
@@ -191,7 +191,7 @@ void nonzero(const ir::Nonzero& op) {
     std::vector<int64_t> coord(size_t(rank), 0);
     int64_t row = 0, off = 0;
     for (int64_t i = 0; i < n && row < rows; ++i) {
-      if (cast<bool>(sp[off])) {
+      if (scalar_cast<bool>(sp[off])) {
         for (int64_t k = 0; k < rank; ++k) out[row * r0 + k * r1] = coord[size_t(k)];
         ++row;
       }

@@ -135,7 +135,7 @@ void interpolate(const ir::Interpolate& op) {
             doff += o[size_t(k)] * d.stride(2 + k);
           }
           if (weighted) {
-            dp[doff] = cast<T>(compute_t<T>(eval(eval, base, 0)));
+            dp[doff] = scalar_cast<T>(compute_t<T>(eval(eval, base, 0)));
           } else {
             int64_t off = 0;  // nearest: copy the element exactly (integers too)
             for (int64_t k = 0; k < nd; ++k)

@@ -32,9 +32,9 @@ const C* pack(const T* base, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
     const T* src = base + r * rs;
     C* out = buf.data() + r * cols;
     if (cs == 1) {
-      for (int64_t c = 0; c < cols; ++c) out[c] = cast<C>(src[c]);
+      for (int64_t c = 0; c < cols; ++c) out[c] = scalar_cast<C>(src[c]);
     } else {
-      for (int64_t c = 0; c < cols; ++c) out[c] = cast<C>(src[c * cs]);
+      for (int64_t c = 0; c < cols; ++c) out[c] = scalar_cast<C>(src[c * cs]);
     }
   }
   return buf.data();
@@ -123,7 +123,8 @@ void matmul(const ir::Matmul& op) {
       gemm(A, B, out, M, K, N);
       if (!direct) {
         for (int64_t r = 0; r < M; ++r)
-          for (int64_t c = 0; c < N; ++c) dst[r * ds[1] + c * ds[2]] = cast<T>(out[r * N + c]);
+          for (int64_t c = 0; c < N; ++c)
+            dst[r * ds[1] + c * ds[2]] = scalar_cast<T>(out[r * N + c]);
       }
     }
   });

@@ -78,14 +78,14 @@ void adaptive_pool(const ir::AdaptivePool& op) {
           int64_t doff = n * d.stride(0) + c * d.stride(1);
           for (int64_t k = 0; k < nd; ++k) doff += o[size_t(k)] * d.stride(2 + k);
           if (op.max) {
-            dp[doff] = cast<T>(best);
+            dp[doff] = scalar_cast<T>(best);
             if (ip) {
               int64_t ioff = n * op.indices.stride(0) + c * op.indices.stride(1);
               for (int64_t k = 0; k < nd; ++k) ioff += o[size_t(k)] * op.indices.stride(2 + k);
               ip[ioff] = best_idx;
             }
           } else {
-            dp[doff] = cast<T>(sum / acc_t<T>(count));
+            dp[doff] = scalar_cast<T>(sum / acc_t<T>(count));
           }
         }
   });

@@ -1,3 +1,5 @@
+#include <vector>
+
 #include "backends/ref/dispatch.h"
 #include "backends/ref/kernels.h"
 #include "core/philox.h"
@@ -8,7 +10,16 @@ void random(const ir::Random& op) {
   const int64_t n = op.dst.numel();
   const bool wide = op.dst.dtype() == DType::f64;
   std::vector<double> probs;
-  if (op.prob.defined()) probs = op.prob.contiguous().to_vector<double>();
+  if (op.prob.defined()) {  // read in row-major order here: a backend issues no frontend ops
+    probs.reserve(size_t(n));
+    dispatch_dtype(op.prob.dtype(), [&](auto tag) {
+      using S = decltype(tag);
+      const S* sp = ptr<S>(op.prob);
+      strided_loop<1>(op.prob.shape(), {&op.prob.strides()}, [&](const std::array<int64_t, 1>& o) {
+        probs.push_back(scalar_cast<double>(sp[o[0]]));
+      });
+    });
+  }
   dispatch_dtype(op.dst.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* p = ptr<T>(op.dst);
@@ -34,11 +45,11 @@ void random(const ir::Random& op) {
           const uint64_t range = uint64_t(int64_t(op.p1) - int64_t(op.p0));
           const uint64_t bits = (uint64_t(r[0]) << 32) | r[1];
           const int64_t k = int64_t(op.p0) + int64_t(range ? bits % range : 0);
-          p[i] = cast<T>(k);
+          p[i] = scalar_cast<T>(k);
           continue;
         }
       }
-      p[i] = cast<T>(v);
+      p[i] = scalar_cast<T>(v);
     }
   });
 }

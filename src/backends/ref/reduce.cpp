@@ -19,7 +19,7 @@ template <typename V>
 void store(const Tensor& dst, int64_t off, V v) {
   dispatch_dtype(dst.dtype(), [&](auto dt) {
     using D = decltype(dt);
-    ptr<D>(dst)[off] = cast<D>(v);
+    ptr<D>(dst)[off] = scalar_cast<D>(v);
   });
 }
 
@@ -79,13 +79,13 @@ void reduce_typed(const ir::Reduce& op) {
                       }
                       case ReduceOp::any: {
                         bool r = false;
-                        each(base, [&](T v, int64_t) { r = r || cast<bool>(v); });
+                        each(base, [&](T v, int64_t) { r = r || scalar_cast<bool>(v); });
                         store(dst, o[1], r);
                         break;
                       }
                       case ReduceOp::all: {
                         bool r = true;
-                        each(base, [&](T v, int64_t) { r = r && cast<bool>(v); });
+                        each(base, [&](T v, int64_t) { r = r && scalar_cast<bool>(v); });
                         store(dst, o[1], r);
                         break;
                       }

@@ -46,7 +46,7 @@ void scan_typed(const ir::Scan& op) {
               for (int64_t k = 0; k < n; ++k) {
                 const A v = A(C(s[k * ss]));
                 acc = sum ? A(acc + v) : A(acc * v);
-                d[k * ds] = cast<D>(acc);
+                d[k * ds] = scalar_cast<D>(acc);
               }
               break;
             }
@@ -67,7 +67,7 @@ void scan_typed(const ir::Scan& op) {
                   best = c;
                   best_k = k;
                 }
-                d[k * ds] = cast<D>(s[best_k * ss]);
+                d[k * ds] = scalar_cast<D>(s[best_k * ss]);
                 if (ip) ip[o[2] + k * is] = best_k;
               }
               break;

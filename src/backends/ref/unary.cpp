@@ -6,6 +6,7 @@
 #include "backends/ref/dispatch.h"
 #include "backends/ref/kernels.h"
 #include "core/math.h"
+#include "ir/op_traits.h"
 
 namespace ember::ref {
 
@@ -196,8 +197,7 @@ bool predicate(UnaryOp op, double x) {
 void unary(const ir::Unary& op) {
   const Tensor& s = op.src;
   const Tensor& d = op.dst;
-  const bool pred = op.op == UnaryOp::isnan || op.op == UnaryOp::isinf ||
-                    op.op == UnaryOp::isfinite || op.op == UnaryOp::logical_not;
+  const bool pred = ir::traits(op.op).predicate;
   dispatch_dtype(s.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
