@@ -16,7 +16,7 @@
 #include "ember/ops/elementwise.h"
 #include "ember/ops/indexing.h"
 #include "ember/ops/linalg.h"
-#include "runtime/backend.h"
+#include "ops/spatial.h"
 #include "tensor/internal.h"
 
 namespace ember::autograd::rules {
@@ -37,48 +37,29 @@ Tensor apply_transposed(Tensor g, const std::vector<Tensor>& mats) {
 
 }  // namespace
 
-namespace {
-
-// The adjoints, run as primitives and recorded through the rules below, so the backward of
-// im2col (a col2im) is itself differentiable (its gradient is an im2col, and so on).
-Tensor col2im_of(const Tensor& cols, const Shape& img_shape, const ir::Col2im& geo) {
-  ir::Col2im o = geo;
-  o.dst = zeros(img_shape, {cols.dtype(), cols.device()});
-  o.src = cols.contiguous();
-  if (o.dst.numel() > 0 && o.src.numel() > 0) run(o);
-  col2im(o);
-  return o.dst;
-}
-
-Tensor im2col_of(const Tensor& img, const Shape& cols_shape, const ir::Im2col& geo) {
-  ir::Im2col o = geo;
-  o.src = img.contiguous();
-  o.dst = detail::make_tensor(cols_shape, img.dtype(), img.device());
-  if (o.dst.numel() > 0) run(o);
-  im2col(o);
-  return o.dst;
-}
-
-}  // namespace
-
 void im2col(const ir::Im2col& op) {
   if (!needs_grad({&op.src}) || !is_floating(op.dst.dtype())) return;
-  ir::Col2im adj{Tensor(), Tensor(), op.kernel, op.stride, op.pad_begin, op.dilation, op.out_size};
+  const ir::Col2im adj{Tensor(),     Tensor(),    op.kernel,  op.stride,
+                       op.pad_begin, op.dilation, op.out_size};
   const Shape xs = op.src.shape();
   record1("Im2colBackward", {op.src}, op.dst, [adj, xs](const Tensor& g) {
-    // Each tap's gradient goes back to the pixel it read; padding taps read no pixel.
-    return std::vector<Tensor>{col2im_of(g, xs, adj)};
+    // Each tap's gradient goes back to the pixel it read; padding taps read no pixel. The
+    // col2im records its own rule (an im2col), so this gradient is differentiable again.
+    const std::vector<int64_t> size(xs.begin() + 2, xs.end());
+    return std::vector<Tensor>{ops::col2im(g.contiguous(), xs[1], size, adj.kernel, adj.stride,
+                                           adj.pad_begin, adj.dilation, adj.out_size)};
   });
 }
 
 void col2im(const ir::Col2im& op) {
   if (!needs_grad({&op.src}) || !is_floating(op.dst.dtype())) return;
   // Padding taps are constants (their gradient is dropped), so the adjoint pads with 0.
-  ir::Im2col adj{Tensor(),     Tensor(),    op.kernel, op.stride,
-                 op.pad_begin, op.dilation, Scalar(0), op.out_size};
-  const Shape cs = op.src.shape();
-  record1("Col2imBackward", {op.src}, op.dst,
-          [adj, cs](const Tensor& g) { return std::vector<Tensor>{im2col_of(g, cs, adj)}; });
+  const ir::Im2col adj{Tensor(),     Tensor(),    op.kernel, op.stride,
+                       op.pad_begin, op.dilation, Scalar(0), op.out_size};
+  record1("Col2imBackward", {op.src}, op.dst, [adj](const Tensor& g) {
+    return std::vector<Tensor>{ops::im2col(g.contiguous(), adj.kernel, adj.stride, adj.pad_begin,
+                                           adj.dilation, adj.out_size, adj.pad_value)};
+  });
 }
 
 void adaptive_pool(const ir::AdaptivePool& op) {
@@ -130,8 +111,7 @@ void interpolate(const ir::Interpolate& op) {
       const int64_t I = xs[k], O = ys[k];
       const double sc = k - 2 < scales.size() ? scales[k - 2] : 0.0;
       Tensor probe = eye(I, -1, {ct, g.device()}).reshape({I, 1, I});
-      Tensor wt = detail::make_tensor({I, 1, O}, ct, g.device());
-      run(ir::Interpolate{mode, align, {sc}, probe, wt});
+      Tensor wt = ops::interpolate(probe, {O}, mode, align, {sc});  // constant: records nothing
       mats.push_back(wt.reshape({I, O}).t());
     }
     return std::vector<Tensor>{apply_transposed(g.to(ct), mats).to(g.dtype())};

@@ -1,19 +1,18 @@
-// Activations and softmax: element-wise ones lower to ir::Unary primitives, the rest are
-// composites of public tensor ops (so autodiff and every backend get them for free).
+// Activations and softmax: element-wise ones are the activation primitives (src/ops/activation.h),
+// the rest are composites of public tensor ops (so autodiff and every backend get them for free);
+// softmax and log_softmax first try the fused softmax (src/ops/fast.h).
 #include "ember/nn/functional/activation.h"
 
 #include <cmath>
 #include <limits>
 
-#include "autodiff/graph.h"
 #include "nn/functional/common.h"
-#include "runtime/backend.h"
+#include "ops/activation.h"
+#include "ops/fast.h"
 
 namespace ember::nn::functional {
 
 using ember::detail::describe;
-using ember::detail::unary;
-using ir::UnaryOp;
 
 namespace {
 
@@ -37,32 +36,13 @@ Tensor softmax_input(const Tensor& input, int64_t& dim, std::optional<DType> dty
   return detail::upcast(x);
 }
 
-// Offers ir::Softmax to x's backend (ir/fused.h); undefined when the backend does not take it
-// (the caller then runs the composite). With grad, records the backward from the saved output:
-// softmax: dx = y (g - sum(g y)); log_softmax: dx = g - exp(y) sum(g).
-Tensor fused_softmax(const Tensor& x, int64_t dim, bool log) {
-  Tensor y = ember::detail::make_tensor(x.shape(), x.dtype(), x.device());
-  if (!backend_for(x.device()).execute_fused(ir::Softmax{x, y, dim, log})) return Tensor();
-  if (autograd::needs_grad({&x})) {
-    autograd::SavedTensor sy(y);
-    autograd::record1(
-        log ? "LogSoftmaxBackward" : "SoftmaxBackward", {x}, y, [sy, dim, log](const Tensor& g) {
-          const Tensor out = sy.get(log ? "log_softmax" : "softmax");
-          Tensor dx =
-              log ? g - exp(out) * sum(g, {dim}, true) : out * (g - sum(g * out, {dim}, true));
-          return std::vector<Tensor>{dx};
-        });
-  }
-  return y;
-}
-
 }  // namespace
 
 Tensor softmax(const Tensor& input, int64_t dim, std::optional<DType> dtype) {
   Tensor x = softmax_input(input, dim, dtype, "softmax");
   const DType out = dtype ? *dtype : input.dtype();
   if (x.numel() == 0) return zeros(input.shape(), {out, input.device()});
-  if (Tensor y = fused_softmax(x, dim, false); y.defined())
+  if (Tensor y = ops::fast::softmax(x, dim, false); y.defined())
     return ember::detail::cast(y, out).reshape(input.shape());
   Tensor e = exp(x - amax(x, {dim}, true));
   return ember::detail::cast(e / sum(e, {dim}, true), out).reshape(input.shape());
@@ -72,7 +52,7 @@ Tensor log_softmax(const Tensor& input, int64_t dim, std::optional<DType> dtype)
   Tensor x = softmax_input(input, dim, dtype, "log_softmax");
   const DType out = dtype ? *dtype : input.dtype();
   if (x.numel() == 0) return zeros(input.shape(), {out, input.device()});
-  if (Tensor y = fused_softmax(x, dim, true); y.defined())
+  if (Tensor y = ops::fast::softmax(x, dim, true); y.defined())
     return ember::detail::cast(y, out).reshape(input.shape());
   Tensor shifted = x - amax(x, {dim}, true);
   Tensor r = shifted - log(sum(exp(shifted), {dim}, true));
@@ -88,7 +68,7 @@ Tensor softmin(const Tensor& input, int64_t dim, std::optional<DType> dtype) {
   return softmax(-x, dim);
 }
 
-Tensor relu(const Tensor& input) { return unary(UnaryOp::relu, input); }
+Tensor relu(const Tensor& input) { return ops::relu(input); }
 
 Tensor hardtanh(const Tensor& input, double min_val, double max_val) {
   ember::detail::check_defined(input, "hardtanh");
@@ -104,12 +84,12 @@ Tensor hardtanh(const Tensor& input, double min_val, double max_val) {
 Tensor relu6(const Tensor& input) { return hardtanh(input, 0.0, 6.0); }
 
 Tensor leaky_relu(const Tensor& input, double negative_slope) {
-  return unary(UnaryOp::leaky_relu, input, negative_slope);
+  return ops::leaky_relu(input, negative_slope);
 }
 
-Tensor elu(const Tensor& input, double alpha) { return unary(UnaryOp::elu, input, alpha); }
+Tensor elu(const Tensor& input, double alpha) { return ops::elu(input, alpha); }
 
-Tensor selu(const Tensor& input) { return unary(UnaryOp::selu, input); }
+Tensor selu(const Tensor& input) { return ops::selu(input); }
 
 Tensor celu(const Tensor& input, double alpha) {
   Tensor x = to_float(input, "celu");
@@ -119,22 +99,22 @@ Tensor celu(const Tensor& input, double alpha) {
 }
 
 Tensor gelu(const Tensor& input, const std::string& approximate) {
-  if (approximate == "none") return unary(UnaryOp::gelu, input);
-  if (approximate == "tanh") return unary(UnaryOp::gelu_tanh, input);
+  if (approximate == "none") return ops::gelu(input);
+  if (approximate == "tanh") return ops::gelu_tanh(input);
   EMBER_FAIL("gelu", "approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
 }
 
-Tensor silu(const Tensor& input) { return unary(UnaryOp::silu, input); }
-Tensor mish(const Tensor& input) { return unary(UnaryOp::mish, input); }
+Tensor silu(const Tensor& input) { return ops::silu(input); }
+Tensor mish(const Tensor& input) { return ops::mish(input); }
 
 Tensor softplus(const Tensor& input, double beta, double threshold) {
-  return unary(UnaryOp::softplus, input, beta, threshold);
+  return ops::softplus(input, beta, threshold);
 }
 
-Tensor hardsigmoid(const Tensor& input) { return unary(UnaryOp::hardsigmoid, input); }
-Tensor hardswish(const Tensor& input) { return unary(UnaryOp::hardswish, input); }
-Tensor sigmoid(const Tensor& input) { return unary(UnaryOp::sigmoid, input); }
-Tensor log_sigmoid(const Tensor& input) { return unary(UnaryOp::log_sigmoid, input); }
+Tensor hardsigmoid(const Tensor& input) { return ops::hardsigmoid(input); }
+Tensor hardswish(const Tensor& input) { return ops::hardswish(input); }
+Tensor sigmoid(const Tensor& input) { return ops::sigmoid(input); }
+Tensor log_sigmoid(const Tensor& input) { return ops::log_sigmoid(input); }
 Tensor logsigmoid(const Tensor& input) { return log_sigmoid(input); }
 Tensor tanh(const Tensor& input) { return ember::tanh(input); }
 

@@ -1,17 +1,17 @@
 // Convolutions as im2col + matmul (per group), transposed convolutions as matmul + col2im, and
-// unfold/fold. Composite: only ir::Im2col / ir::Col2im are primitives (src/ir/ops.h).
+// unfold/fold: composites of tensor ops and the im2col / col2im ops (src/ops/spatial.h), after
+// the fused convolutions of src/ops/fast.h where the backend takes them.
 #include "ember/nn/functional/conv.h"
 
 #include <algorithm>
 #include <sstream>
 #include <string>
 
-#include "autodiff/rules.h"
 #include "ember/ops/layout.h"
 #include "ember/ops/linalg.h"
-#include "ember/ops/reduce.h"
 #include "nn/functional/spatial.h"
-#include "runtime/backend.h"
+#include "ops/fast.h"
+#include "ops/spatial.h"
 
 namespace ember::nn::functional {
 
@@ -50,35 +50,6 @@ Tensor batched(const Tensor& input, int64_t nd, const char* op, bool& unbatched,
 
 std::vector<int64_t> spatial(const Tensor& x) {
   return std::vector<int64_t>(x.shape().begin() + 2, x.shape().end());
-}
-
-Tensor im2col(const Tensor& x, const std::vector<int64_t>& kernel,
-              const std::vector<int64_t>& stride, const std::vector<int64_t>& pad_begin,
-              const std::vector<int64_t>& dilation, const std::vector<int64_t>& out,
-              const Scalar& pad_value) {
-  int64_t k = 1, l = 1;
-  for (size_t d = 0; d < kernel.size(); ++d) {
-    k *= kernel[d];
-    l *= out[d];
-  }
-  Tensor cols = ember::detail::make_tensor({x.size(0), x.size(1) * k, l}, x.dtype(), x.device());
-  const ir::Im2col op{x, cols, kernel, stride, pad_begin, dilation, pad_value, out};
-  if (cols.numel() > 0) run(op);
-  autograd::rules::im2col(op);
-  return cols;
-}
-
-Tensor col2im(const Tensor& cols, int64_t channels, const std::vector<int64_t>& size,
-              const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
-              const std::vector<int64_t>& pad_begin, const std::vector<int64_t>& dilation,
-              const std::vector<int64_t>& out) {
-  Shape s{cols.size(0), channels};
-  s.insert(s.end(), size.begin(), size.end());
-  Tensor img = zeros(s, TensorOptions(cols.dtype(), cols.device()));
-  const ir::Col2im op{cols, img, kernel, stride, pad_begin, dilation, out};
-  if (img.numel() > 0 && cols.numel() > 0) run(op);
-  autograd::rules::col2im(op);
-  return img;
 }
 
 }  // namespace detail
@@ -147,90 +118,6 @@ Tensor add_bias(Tensor out, const Tensor& bias, int64_t nd) {
   return out + bias.reshape(s);
 }
 
-// Composite gradients of a convolution (geometry `op`, kernel and output sizes) written with
-// tensor ops: the adjoints of the im2col + matmul forward below. g: [N, C_out, *O].
-Tensor conv_grad_input(const Tensor& g, const Tensor& w, const Shape& xs, const ir::Conv& op,
-                       const std::vector<int64_t>& kernel, const std::vector<int64_t>& out) {
-  const int64_t n = xs[0], c_in = xs[1], grp = op.groups, cog = w.size(0) / grp;
-  int64_t k = 1, l = 1;
-  for (size_t d = 0; d < kernel.size(); ++d) {
-    k *= kernel[d];
-    l *= out[d];
-  }
-  Tensor wt = w.reshape({1, grp, cog, (c_in / grp) * k}).transpose(-1, -2);
-  Tensor cols = matmul(wt, g.reshape({n, grp, cog, l}));  // [N, g, Ci/g*K, L]
-  return detail::col2im(cols.reshape({n, c_in * k, l}), c_in,
-                        std::vector<int64_t>(xs.begin() + 2, xs.end()), kernel, op.stride,
-                        op.pad_begin, op.dilation, out);
-}
-
-Tensor conv_grad_weight(const Tensor& g, const Tensor& x, const Shape& ws, const ir::Conv& op,
-                        const std::vector<int64_t>& kernel, const std::vector<int64_t>& out) {
-  const int64_t n = x.size(0), grp = op.groups, cog = ws[0] / grp;
-  Tensor cols = detail::im2col(x, kernel, op.stride, op.pad_begin, op.dilation, out, 0);
-  const int64_t l = cols.size(2);
-  Tensor gw = matmul(g.reshape({n, grp, cog, l}),
-                     cols.view({n, grp, cols.size(1) / grp, l}).transpose(-1, -2));
-  return sum(gw, {0}).reshape(ws);
-}
-
-Tensor conv_grad_bias(const Tensor& g) {
-  std::vector<int64_t> dims{0};
-  for (int64_t d = 2; d < g.dim(); ++d) dims.push_back(d);
-  return sum(g, dims);
-}
-
-// The backward of a fused convolution: offered to the backend as ir::ConvBackwardData /
-// ir::ConvBackwardWeights (oneDNN on cpu), else the composite gradients above. In a
-// create_graph backward (grad mode on) a gradient whose operands carry history is computed with
-// the composite, whose ops record, so it can be differentiated again.
-void record_conv_backward(const ir::Conv& fop, const std::vector<int64_t>& kernel,
-                          const std::vector<int64_t>& out) {
-  const bool need_x = autograd::needs_grad({&fop.src});
-  const bool need_w = autograd::needs_grad({&fop.weight});
-  const bool need_b = autograd::needs_grad({&fop.bias});
-  const autograd::SavedTensor sx =
-      need_w ? autograd::SavedTensor(fop.src) : autograd::SavedTensor();
-  const autograd::SavedTensor sw =
-      need_x ? autograd::SavedTensor(fop.weight) : autograd::SavedTensor();
-  const Shape xs = fop.src.shape(), ws = fop.weight.shape();
-  const MemoryFormat xf = fop.src.memory_format(), wf = fop.weight.memory_format();
-  ir::Conv geo = fop;
-  geo.src = geo.weight = geo.bias = geo.dst = Tensor();
-  autograd::record1(
-      "ConvolutionBackward", {fop.src, fop.weight, fop.bias}, fop.dst, [=](const Tensor& g) {
-        Backend& be = backend_for(g.device());
-        std::vector<Tensor> r(3);
-        if (need_x) {
-          const Tensor w = sw.get("conv");
-          Tensor dx;
-          if (!autograd::needs_grad({&g, &w})) {
-            dx = ember::detail::make_tensor(xs, g.dtype(), g.device(), xf);
-            if (!be.execute_fused(ir::ConvBackwardData{g, w, dx, geo.stride, geo.pad_begin,
-                                                       geo.pad_end, geo.dilation, geo.groups}))
-              dx = Tensor();
-          }
-          r[0] = dx.defined() ? dx : conv_grad_input(g, w, xs, geo, kernel, out);
-        }
-        if (need_w) {
-          const Tensor x = sx.get("conv");
-          Tensor dw = ember::detail::make_tensor(ws, g.dtype(), g.device(), wf);
-          Tensor db =
-              need_b ? ember::detail::make_tensor({ws[0]}, g.dtype(), g.device()) : Tensor();
-          if (!autograd::needs_grad({&g, &x}) &&
-              be.execute_fused(ir::ConvBackwardWeights{x, g, dw, db, geo.stride, geo.pad_begin,
-                                                       geo.pad_end, geo.dilation, geo.groups})) {
-            r[1] = dw;
-            r[2] = db;
-          } else {
-            r[1] = conv_grad_weight(g, x, ws, geo, kernel, out);
-          }
-        }
-        if (need_b && !r[2].defined()) r[2] = conv_grad_bias(g);
-        return r;
-      });
-}
-
 // pad_begin and out per dim are decided by the caller (symmetric or "same").
 Tensor conv_impl(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t nd,
                  std::vector<int64_t> stride, std::vector<int64_t> pad_begin,
@@ -261,18 +148,12 @@ Tensor conv_impl(const Tensor& input, const Tensor& weight, const Tensor& bias, 
     if (fmt != MemoryFormat::contiguous) y = y.contiguous(fmt);
     return unbatched ? y.squeeze(0) : y;
   };
-  {
-    // The backend's fused convolution when it takes it (ir/fused.h); with grad, it records its
-    // own backward (record_conv_backward). Else the composite below.
-    Shape ds{n, c_out};
-    ds.insert(ds.end(), out.begin(), out.end());
-    Tensor y = ember::detail::make_tensor(ds, x.dtype(), x.device(), fmt);
-    const ir::Conv fop{x, weight, bias, y, stride, pad_begin, pad_end, dilation, groups};
-    if (backend_for(x.device()).execute_fused(fop)) {
-      if (autograd::needs_grad({&x, &weight, &bias})) record_conv_backward(fop, kernel, out);
-      return unbatched ? y.squeeze(0) : y;
-    }
-  }
+  // The backend's fused convolution when it takes it; with grad, it records its own backward.
+  // Else the composite below.
+  if (Tensor y =
+          ops::fast::conv(x, weight, bias, stride, pad_begin, pad_end, dilation, groups, fmt);
+      y.defined())
+    return unbatched ? y.squeeze(0) : y;
   // Bound the im2col buffer: a batch whose columns pass 64 MiB runs in chunks (a GPU buffer is
   // limited to maxStorageBufferRange, 128 MiB on lavapipe; host memory is spared too).
   const int64_t chunk = std::max<int64_t>(
@@ -284,7 +165,7 @@ Tensor conv_impl(const Tensor& input, const Tensor& weight, const Tensor& bias, 
                                 pad_begin, pad_end, dilation, groups));
     return finish(cat(parts, 0));
   }
-  Tensor cols = detail::im2col(x, kernel, stride, pad_begin, dilation, out, 0);
+  Tensor cols = ops::im2col(x, kernel, stride, pad_begin, dilation, out, 0);
   Tensor w = weight.reshape({1, groups, c_out / groups, (c_in / groups) * k});
   Tensor y = matmul(w, cols.view({n, groups, (c_in / groups) * k, l}));  // [N, g, Co/g, L]
   Shape os{n, c_out};
@@ -367,30 +248,12 @@ Tensor conv_transpose_impl(const Tensor& input, const Tensor& weight, const Tens
   }
   const int64_t n = x.size(0), c_in = x.size(1), c_out = weight.size(1) * groups;
   const int64_t cog = weight.size(1), cig = c_in / groups;
-  if (!autograd::needs_grad({&x, &weight, &bias})) {
-    // A transposed convolution is the input gradient of the convolution it transposes (weight
-    // [C_in, C_out / g, *K] is that convolution's [C_out', C_in' / g, *K]; its padding at the end
-    // is padding - output_padding): offered as ir::ConvBackwardData when that is >= 0.
-    std::vector<int64_t> pe(static_cast<size_t>(nd));
-    bool ok = true;
-    for (size_t i = 0; i < size_t(nd); ++i) {
-      pe[i] = p[i] - op_[i];
-      ok = ok && pe[i] >= 0;
-    }
-    if (ok) {
-      Shape ys{n, c_out};
-      ys.insert(ys.end(), out.begin(), out.end());
-      Tensor y = ember::detail::make_tensor(ys, x.dtype(), x.device());
-      if (backend_for(x.device())
-              .execute_fused(ir::ConvBackwardData{x, weight, y, s, p, pe, d, groups})) {
-        y = add_bias(y, bias, nd);
-        return unbatched ? y.squeeze(0) : y;
-      }
-    }
-  }
+  // The backend's fused transposed convolution (without grad) when it takes it.
+  if (Tensor y = ops::fast::conv_transpose(x, weight, bias, s, p, op_, d, groups); y.defined())
+    return unbatched ? y.squeeze(0) : y;
   Tensor wt = weight.reshape({1, groups, cig, cog * k}).transpose(-1, -2);  // [1, g, Co/g*K, Ci/g]
   Tensor cols = matmul(wt, x.reshape({n, groups, cig, l}));                 // [N, g, Co/g*K, L]
-  Tensor y = detail::col2im(cols.reshape({n, c_out * k, l}), c_out, out, kernel, s, p, d, in);
+  Tensor y = ops::col2im(cols.reshape({n, c_out * k, l}), c_out, out, kernel, s, p, d, in);
   y = add_bias(y, bias, nd);
   return unbatched ? y.squeeze(0) : y;
 }
@@ -473,7 +336,7 @@ Tensor unfold(const Tensor& input, std::vector<int64_t> kernel_size, std::vector
                 shape_str(input.shape()), ")");
     out[i] = (padded - eff) / s[i] + 1;
   }
-  Tensor cols = detail::im2col(x, k, s, p, d, out, 0);
+  Tensor cols = ops::im2col(x, k, s, p, d, out, 0);
   return unbatched ? cols.squeeze(0) : cols;
 }
 
@@ -512,7 +375,7 @@ Tensor fold(const Tensor& input, std::vector<int64_t> output_size, std::vector<i
   EMBER_CHECK(x.size(2) == blocks[0] * blocks[1], op, "input has ", x.size(2),
               " blocks, but output_size ", list_str(o), " with these options gives ",
               blocks[0] * blocks[1], " (input ", shape_str(input.shape()), ")");
-  Tensor y = detail::col2im(x, x.size(1) / kk, o, k, s, p, d, blocks);
+  Tensor y = ops::col2im(x, x.size(1) / kk, o, k, s, p, d, blocks);
   return unbatched ? y.squeeze(0) : y;
 }
 

@@ -1,14 +1,13 @@
-// interpolate: argument handling of torch.nn.functional.interpolate (torch 1.13), lowered to
-// ir::Interpolate ("area" to adaptive_avg_pool).
+// interpolate: argument handling of torch.nn.functional.interpolate (torch 1.13), then the
+// interpolate op (src/ops/spatial.h; "area" is adaptive_avg_pool).
 #include "ember/nn/functional/interpolate.h"
 
 #include <cmath>
 #include <string>
 
-#include "autodiff/rules.h"
 #include "ember/nn/functional/pool.h"
 #include "nn/functional/spatial.h"
-#include "tensor/suggest_format.h"
+#include "ops/spatial.h"
 
 namespace ember::nn::functional {
 
@@ -81,21 +80,11 @@ Tensor interpolate(const Tensor& input, std::vector<int64_t> size, std::vector<d
            : nd == 2 ? adaptive_avg_pool2d(input, out)
                      : adaptive_avg_pool3d(input, out).contiguous();
   }
-  Shape s{input.size(0), input.size(1)};
-  s.insert(s.end(), out.begin(), out.end());
-  // As torch's upsample kernels, a channels-last input gives a channels-last result, except
-  // with bicubic.
-  Tensor y = ember::detail::make_tensor(
-      s, input.dtype(), input.device(),
-      m == "bicubic" ? MemoryFormat::contiguous : ember::detail::suggest_format(input));
-  const ir::InterpMode im = m == "nearest"         ? ir::InterpMode::nearest
-                            : m == "nearest-exact" ? ir::InterpMode::nearest_exact
-                            : m == "bicubic"       ? ir::InterpMode::cubic
-                                                   : ir::InterpMode::linear;
-  const ir::Interpolate interp_op{im, align_corners.value_or(false), scales, input, y};
-  if (y.numel() > 0) run(interp_op);
-  autograd::rules::interpolate(interp_op);
-  return y;
+  const ops::InterpMode im = m == "nearest"         ? ops::InterpMode::nearest
+                             : m == "nearest-exact" ? ops::InterpMode::nearest_exact
+                             : m == "bicubic"       ? ops::InterpMode::cubic
+                                                    : ops::InterpMode::linear;
+  return ops::interpolate(input, out, im, align_corners.value_or(false), scales);
 }
 
 }  // namespace ember::nn::functional

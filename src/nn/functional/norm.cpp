@@ -1,12 +1,12 @@
-// Normalization layers as composites of public tensor ops (mean, rsqrt...). f16/bf16 inputs are
-// normalized in f32 and rounded back once.
+// Normalization layers as composites of public tensor ops (mean, rsqrt...), layer_norm and
+// rms_norm after the fused norms of src/ops/fast.h where the backend takes them. f16/bf16 inputs
+// are normalized in f32 and rounded back once.
 #include "ember/nn/functional/norm.h"
 
 #include <limits>
 
-#include "autodiff/graph.h"
 #include "nn/functional/common.h"
-#include "runtime/backend.h"
+#include "ops/fast.h"
 #include "tensor/suggest_format.h"
 
 namespace ember::nn::functional {
@@ -70,58 +70,6 @@ void update_running(const Tensor& stat, const Tensor& value, double momentum) {
   s.copy_(upd);
 }
 
-// The backward of the fused norm (ir::Norm over the trailing dims of x), with tensor ops from
-// the saved inputs: xhat = (x - mean) * rstd (rms: x * rstd), gx = g * w;
-// dx = rstd (gx - mean(gx) - xhat mean(gx xhat)) (rms: no mean(gx) term), dw = sum g xhat,
-// db = sum g over the leading dims.
-void record_norm_backward(ir::NormKind kind, const Tensor& x, const Tensor& w, const Tensor& b,
-                          const Tensor& y, int64_t k, double eps) {
-  const bool rms = kind == ir::NormKind::rms;
-  const autograd::SavedTensor sx(x), sw(w);
-  const Shape ws = w.defined() ? w.shape() : Shape{}, bs = b.defined() ? b.shape() : Shape{};
-  const bool has_b = b.defined();
-  autograd::record1(rms ? "RmsNormBackward" : "LayerNormBackward", {x, w, b}, y,
-                    [=](const Tensor& g) {
-                      const char* op = rms ? "rms_norm" : "layer_norm";
-                      const Tensor xv = sx.get(op);
-                      std::vector<int64_t> norm_dims, lead;
-                      for (int64_t d = 0; d < xv.dim(); ++d)
-                        (d >= xv.dim() - k ? norm_dims : lead).push_back(d);
-                      const Tensor c = rms ? xv : xv - mean(xv, norm_dims, true);
-                      const Tensor rstd = rsqrt(mean(c * c, norm_dims, true) + eps);
-                      const Tensor xhat = c * rstd;
-                      const Tensor gx = sw.defined() ? g * sw.get(op) : g;
-                      Tensor inner = gx - xhat * mean(gx * xhat, norm_dims, true);
-                      if (!rms) inner = inner - mean(gx, norm_dims, true);
-                      const Tensor dx = rstd * inner;
-                      auto lead_sum = [&](const Tensor& t, const Shape& to) {
-                        return (lead.empty() ? t : sum(t, lead)).reshape(to);
-                      };
-                      const Tensor dw = sw.defined() ? lead_sum(g * xhat, ws) : Tensor();
-                      const Tensor db = has_b ? lead_sum(g, bs) : Tensor();
-                      return std::vector<Tensor>{dx, dw, db};
-                    });
-}
-
-// Offers ir::Norm to x's backend (ir/fused.h) when the affine parameters are already in x's
-// dtype (after upcasting); undefined when not taken (the caller runs the composite). With grad,
-// records the backward above.
-Tensor fused_norm(ir::NormKind kind, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                  const Shape& normalized_shape, double eps) {
-  Tensor w = weight.defined() ? detail::upcast(weight) : weight;
-  Tensor b = bias.defined() ? detail::upcast(bias) : bias;
-  if ((w.defined() && w.dtype() != x.dtype()) || (b.defined() && b.dtype() != x.dtype()))
-    return Tensor();
-  int64_t inner = 1;
-  for (int64_t s : normalized_shape) inner *= s;
-  Tensor y = ember::detail::make_tensor(x.shape(), x.dtype(), x.device());
-  if (!backend_for(x.device()).execute_fused(ir::Norm{kind, x, w, b, y, inner, eps}))
-    return Tensor();
-  if (autograd::needs_grad({&x, &w, &b}))
-    record_norm_backward(kind, x, w, b, y, int64_t(normalized_shape.size()), eps);
-  return y;
-}
-
 }  // namespace
 
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
@@ -131,8 +79,10 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
   check_affine(weight, input, normalized_shape, "weight", "layer_norm");
   check_affine(bias, input, normalized_shape, "bias", "layer_norm");
   Tensor x = detail::upcast(input);
-  if (Tensor y = fused_norm(ir::NormKind::layer, x, weight, bias, normalized_shape, eps);
-      y.defined())
+  // The fused norm (src/ops/fast.h) takes the affine parameters in x's (compute) dtype.
+  const Tensor w = weight.defined() ? detail::upcast(weight) : weight;
+  const Tensor b = bias.defined() ? detail::upcast(bias) : bias;
+  if (Tensor y = ops::fast::layer_norm(x, w, b, normalized_shape, eps); y.defined())
     return cast(y, input.dtype());
   Tensor d = x - mean(x, dims, true);
   Tensor y = d * rsqrt(mean(d * d, dims, true) + eps);
@@ -259,8 +209,8 @@ Tensor rms_norm(const Tensor& input, const Shape& normalized_shape, const Tensor
                                          : double(std::numeric_limits<float>::epsilon()));
   Tensor x = detail::upcast(input);
   DType out = input.dtype();
-  if (Tensor y = fused_norm(ir::NormKind::rms, x, weight, Tensor(), normalized_shape, e);
-      y.defined())
+  const Tensor w = weight.defined() ? detail::upcast(weight) : weight;
+  if (Tensor y = ops::fast::rms_norm(x, w, normalized_shape, e); y.defined())
     return cast(y, weight.defined() ? ember::detail::result_type(input, weight) : out);
   Tensor y = x * rsqrt(mean(x * x, dims, true) + e);
   if (weight.defined()) {

@@ -1,17 +1,18 @@
-// Pooling: max/avg as im2col + a reduction over the kernel axis; adaptive pools lower to
-// ir::AdaptivePool. Composite except for the ir primitives (src/ir/ops.h) and the optional fused
-// ir::Pool / ir::PoolBackward (src/ir/fused.h), offered first where its semantics are torch's.
+// Pooling: max/avg as im2col + a reduction over the kernel axis, after the fused pooling of
+// src/ops/fast.h where the backend takes it; adaptive pools are the adaptive_pool op
+// (src/ops/spatial.h).
 #include "ember/nn/functional/pool.h"
 
 #include <algorithm>
 #include <limits>
 
-#include "autodiff/rules.h"
+#include "ember/autograd.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/indexing.h"
 #include "ember/ops/reduce.h"
 #include "nn/functional/spatial.h"
-#include "runtime/backend.h"
+#include "ops/fast.h"
+#include "ops/spatial.h"
 
 namespace ember::nn::functional {
 
@@ -197,8 +198,8 @@ Tensor pool_grad(bool is_max, const Window& w, bool count_include_pad, const Ten
   Tensor cols;
   if (is_max) {
     // Only the argmax taps are read: no history (max's gradient is piecewise constant in x).
-    Tensor xc = detail::im2col(x.detach(), w.kernel, w.stride, w.pad, w.dilation, w.out,
-                               -std::numeric_limits<double>::infinity());
+    Tensor xc = ops::im2col(x.detach(), w.kernel, w.stride, w.pad, w.dilation, w.out,
+                            -std::numeric_limits<double>::infinity());
     Tensor taps = max_taps(xc.view({n, c, w.k, w.l}), w);
     cols = scatter(zeros({n, c, w.k, w.l}, TensorOptions(g.dtype(), g.device())), 2,
                    taps.unsqueeze(2), gl);
@@ -207,64 +208,21 @@ Tensor pool_grad(bool is_max, const Window& w, bool count_include_pad, const Ten
         from_vector<double>(avg_divisors(w, count_include_pad, std::nullopt), {w.l}, g.device());
     cols = (gl / ember::detail::cast(div, g.dtype())).expand({n, c, w.k, w.l});
   }
-  return detail::col2im(cols.reshape({n, c * w.k, w.l}), c, w.in, w.kernel, w.stride, w.pad,
-                        w.dilation, w.out);
+  return ops::col2im(cols.reshape({n, c * w.k, w.l}), c, w.in, w.kernel, w.stride, w.pad,
+                     w.dilation, w.out);
 }
 
-// The backward of a fused pooling: offered to the backend as ir::PoolBackward, else the
-// composite gradient above. In a create_graph backward a gradient with history goes through the
-// composite, whose ops record (the gradient is linear in g; max's taps do not depend on x
-// differentiably).
-void record_pool_backward(const ir::Pool& fop, const Window& w) {
-  const autograd::SavedTensor sx =
-      fop.is_max ? autograd::SavedTensor(fop.src) : autograd::SavedTensor();
-  const Shape xs = fop.src.shape();
-  const MemoryFormat xf = fop.src.memory_format();
-  ir::Pool geo = fop;
-  geo.src = geo.dst = Tensor();
-  autograd::record1(
-      fop.is_max ? "MaxPoolBackward" : "AvgPoolBackward", {fop.src}, fop.dst, [=](const Tensor& g) {
-        const Tensor x = geo.is_max ? sx.get("pool") : Tensor();
-        Tensor dx = ember::detail::make_tensor(xs, g.dtype(), g.device(), xf);
-        if (autograd::needs_grad({&g}) ||
-            !backend_for(g.device())
-                 .execute_fused(ir::PoolBackward{geo.is_max, x, g, dx, geo.kernel, geo.stride,
-                                                 geo.pad_begin, geo.pad_end, geo.dilation,
-                                                 geo.count_include_pad}))
-          dx = pool_grad(geo.is_max, w, geo.count_include_pad, x, g, xs);
-        return std::vector<Tensor>{dx};
-      });
-}
-
-// The backend's fused pooling (ir::Pool) when its semantics are torch's here and the backend
-// takes it, with its backward recorded; else an undefined tensor (the caller runs the
+// The backend's fused pooling (src/ops/fast.h) when it takes it, with pool_grad as the
+// composite its backward falls back to; else an undefined tensor (the caller runs the
 // composite). x is batched; the result [N, C, *out] is laid out in `fmt`.
 Tensor fused_pool(const Tensor& x, const Window& w, bool is_max, bool count_include_pad,
                   MemoryFormat fmt) {
-  const size_t nd = w.kernel.size();
-  std::vector<int64_t> pad_end(nd);
-  for (size_t d = 0; d < nd; ++d) {
-    const int64_t s = w.stride[d], p = w.pad[d], k = w.kernel[d], dil = w.dilation[d];
-    // The padding after the input that the last window reaches (ceil_mode may add one window).
-    const int64_t reach = (w.out[d] - 1) * s + dil * (k - 1) + 1 - w.in[d] - p;
-    pad_end[d] = std::max<int64_t>(reach, 0);
-    // torch clips an avg window's divisor to the padded input; ir::Pool counts the whole kernel.
-    if (!is_max && count_include_pad && reach > p) return Tensor();
-    // A max window of padding only gives -inf in torch; ir::Pool needs an in-bounds tap.
-    if (is_max)
-      for (int64_t o = 0; o < w.out[d]; ++o) {
-        const int64_t start = o * s - p, k0 = start >= 0 ? 0 : (-start + dil - 1) / dil;
-        if (k0 >= k || start + k0 * dil >= w.in[d]) return Tensor();
-      }
-  }
-  Shape ds{x.size(0), x.size(1)};
-  ds.insert(ds.end(), w.out.begin(), w.out.end());
-  Tensor y = ember::detail::make_tensor(ds, x.dtype(), x.device(), fmt);
-  const ir::Pool fop{is_max, x,       y,          w.kernel,         w.stride,
-                     w.pad,  pad_end, w.dilation, count_include_pad};
-  if (!backend_for(x.device()).execute_fused(fop)) return Tensor();
-  if (autograd::needs_grad({&x})) record_pool_backward(fop, w);
-  return y;
+  const Shape xs = x.shape();
+  return ops::fast::pool(x, is_max, w.kernel, w.stride, w.pad, w.dilation, w.out, count_include_pad,
+                         fmt,
+                         [w, is_max, count_include_pad, xs](const Tensor& xv, const Tensor& g) {
+                           return pool_grad(is_max, w, count_include_pad, xv, g, xs);
+                         });
 }
 
 std::tuple<Tensor, Tensor> max_pool(const Tensor& input, int64_t nd,
@@ -285,8 +243,8 @@ std::tuple<Tensor, Tensor> max_pool(const Tensor& input, int64_t nd,
     if (y.defined()) return {unbatched ? y.squeeze(0) : y, Tensor()};
   }
   // -inf (cast to the dtype's lowest for integers) never beats an in-bounds value.
-  Tensor cols = detail::im2col(x, w.kernel, w.stride, w.pad, w.dilation, w.out,
-                               -std::numeric_limits<double>::infinity());
+  Tensor cols = ops::im2col(x, w.kernel, w.stride, w.pad, w.dilation, w.out,
+                            -std::numeric_limits<double>::infinity());
   // The values are gathered at torch's taps, so the gradient goes where torch sends it.
   const Tensor c4 = cols.view({n, c, w.k, w.l});
   const Tensor taps = max_taps(c4, w);
@@ -346,7 +304,7 @@ Tensor avg_pool(const Tensor& input, int64_t nd, const std::vector<int64_t>& ker
   const std::vector<double> div = avg_divisors(w, count_include_pad, divisor_override);
   // Sum and divide in f32 for f16/bf16 so the result is rounded once, as torch.
   const DType ct = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
-  Tensor cols = detail::im2col(x, w.kernel, w.stride, w.pad, w.dilation, w.out, 0);
+  Tensor cols = ops::im2col(x, w.kernel, w.stride, w.pad, w.dilation, w.out, 0);
   Tensor s = sum(ember::detail::cast(cols.view({n, c, w.k, w.l}), ct), {2});
   Tensor y = s / from_vector<double>(div, {w.l}, x.device()).to(ct);
   return keep_format(ember::detail::cast(y, x.dtype()).reshape(os), x);
@@ -370,8 +328,6 @@ std::tuple<Tensor, Tensor> adaptive(const Tensor& input, int64_t nd, bool is_max
                 shape_str(input.shape()));
   auto o = expand_param(output_size, nd, op, "output_size");
   detail::check_min(o, 0, op, "output_size");
-  Shape s{x.size(0), x.size(1)};
-  s.insert(s.end(), o.begin(), o.end());
   if (!is_max && std::all_of(o.begin(), o.end(), [](int64_t v) { return v == 1; })) {
     // Global average pooling is a mean over the spatial dims (the backend's fast reduction).
     std::vector<int64_t> dims;
@@ -379,13 +335,7 @@ std::tuple<Tensor, Tensor> adaptive(const Tensor& input, int64_t nd, bool is_max
     Tensor y = keep_format(mean(x, dims, true), x);
     return {unbatched ? y.squeeze(0) : y, Tensor()};
   }
-  Tensor y = ember::detail::make_tensor(s, x.dtype(), x.device());
-  // Max's backward scatters to the argmax, so the indices are also computed when x needs grad.
-  const bool want_idx = is_max && (with_indices || autograd::needs_grad({&x}));
-  Tensor idx = want_idx ? ember::detail::make_tensor(s, DType::i64, x.device()) : Tensor();
-  const ir::AdaptivePool pool_op{is_max, x, y, idx};
-  if (y.numel() > 0) run(pool_op);
-  autograd::rules::adaptive_pool(pool_op);
+  auto [y, idx] = ops::adaptive_pool(x, o, is_max, with_indices);
   y = keep_format(y, x);
   if (idx.defined()) idx = keep_format(idx, x);
   if (unbatched) {

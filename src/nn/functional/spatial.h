@@ -1,4 +1,5 @@
-// Helpers shared by the convolution, pooling and resampling frontends. Internal.
+// Argument helpers shared by the convolution, pooling and resampling frontends (the im2col /
+// col2im / adaptive pooling / interpolation ops they build on are in src/ops/spatial.h). Internal.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -18,16 +19,6 @@ void check_min(const std::vector<int64_t>& v, int64_t lo, const char* op, const 
 /// says whether a batch dim was added. Throws for an undefined input or a wrong rank.
 Tensor batched(const Tensor& input, int64_t nd, const char* op, bool& unbatched,
                bool allow_unbatched = true);
-/// im2col of x [N, C, *S] into [N, C * prod(kernel), prod(out)] (ir::Im2col).
-Tensor im2col(const Tensor& x, const std::vector<int64_t>& kernel,
-              const std::vector<int64_t>& stride, const std::vector<int64_t>& pad_begin,
-              const std::vector<int64_t>& dilation, const std::vector<int64_t>& out,
-              const Scalar& pad_value);
-/// col2im of cols [N, C * prod(kernel), prod(out)] into a zeroed [N, C, *size] (ir::Col2im).
-Tensor col2im(const Tensor& cols, int64_t channels, const std::vector<int64_t>& size,
-              const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
-              const std::vector<int64_t>& pad_begin, const std::vector<int64_t>& dilation,
-              const std::vector<int64_t>& out);
 /// [N, C, *S] spatial sizes.
 std::vector<int64_t> spatial(const Tensor& x);
 /// "[1, 2]" for messages.
