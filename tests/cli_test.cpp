@@ -591,6 +591,12 @@ TEST(CliTest, TrainNeverWritesIntoTheDataFolder) {
   EXPECT_EQ(m.status, 1) << m.output;
   EXPECT_NE(m.output.find("holds other files"), std::string::npos) << m.output;
   EXPECT_FALSE(fs::exists(dir.path / "shapes/train-images-idx3-ubyte"));
+  // Nor into a --data folder that does not exist (a mistyped path made a new folder and fetched).
+  const Result t = run_ember("train mnist --data " + (dir / "typo/mnist") + " --epochs 1");
+  EXPECT_EQ(t.status, 1) << t.output;
+  EXPECT_NE(t.output.find("does not exist"), std::string::npos) << t.output;
+  EXPECT_EQ(t.output.find("fetching"), std::string::npos) << t.output;
+  EXPECT_FALSE(fs::exists(dir.path / "typo"));
 }
 
 TEST(CliTest, ImageFolderWithTestFolderGrayscaleResumes) {

@@ -14,6 +14,10 @@
 namespace ember::testing {
 
 namespace {
+// Every GPU kernel a test lowers is rebuilt on each cache hit and compared with the cached one
+// (src/codegen/common.cpp): a kernel key that misses something the source bakes in fails loudly.
+const bool g_check_kernel_keys = setenv("EMBER_CHECK_KERNEL_KEYS", "1", 0) == 0;
+
 std::vector<OpCase>& registry() {
   static std::vector<OpCase> r;
   return r;

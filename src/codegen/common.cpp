@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -423,11 +424,27 @@ std::shared_ptr<const Kernel> cached_kernel(const std::string& key, Dialect d, c
   std::string full = key + "|" + std::to_string(int(d)) + "|" + std::to_string(caps.f16) +
                      std::to_string(caps.f64) + std::to_string(caps.i64) + std::to_string(caps.i8) +
                      std::to_string(caps.i16) + "|" + std::to_string(caps.max_workgroup_size) +
-                     "|" + std::to_string(caps.subgroup_size);
+                     "|" + std::to_string(caps.subgroup_size) + "|" +
+                     std::to_string(caps.max_shared_bytes) + std::to_string(caps.cpu) +
+                     std::to_string(caps.cooperative_matrix);
+  std::shared_ptr<const Kernel> hit;
   {
     std::lock_guard<std::mutex> lock(g_kmu);
     auto it = kernel_cache().find(full);
-    if (it != kernel_cache().end()) return it->second;
+    if (it != kernel_cache().end()) hit = it->second;
+  }
+  if (hit) {
+    // EMBER_CHECK_KERNEL_KEYS=1 (the tests set it): a key must name one kernel, so a lowering
+    // that bakes something into the source but not into the key fails here, not with wrong data.
+    static const bool check = [] {
+      const char* e = std::getenv("EMBER_CHECK_KERNEL_KEYS");
+      return e && *e && std::string(e) != "0";
+    }();
+    if (check && render(make(), d, caps)->source != hit->source)
+      EMBER_FAIL("codegen", "kernel key '", key,
+                 "' names two different kernels: the lowering must put what it bakes into the "
+                 "source into the key");
+    return hit;
   }
   auto k = render(make(), d, caps);
   std::lock_guard<std::mutex> lock(g_kmu);

@@ -500,9 +500,10 @@ Lowering lower_nonzero(const ir::Nonzero& op, Dialect d, const Caps& caps) {
         return def;
       });
   // One workgroup: each thread scans a slice of the counts, the slices' sums scanned in shared.
-  auto scan = cached_kernel("nonzero_scan", d, caps, [&] {
+  // head reads params words that follow the source's view, so the scan depends on the rank too
+  auto scan = cached_kernel("nonzero_scan_r" + rk, d, caps, [&] {
     KernelDef def;
-    def.name = "nonzero_scan";
+    def.name = "nonzero_scan_r" + rk;
     def.buffers = {{"counts", DType::u32, true}};
     def.local_size = 64;
     def.shared = {{"uint", "s_sum", 64}};
