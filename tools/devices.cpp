@@ -39,7 +39,8 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& value) {
           }
         }
         return "unknown device '" + s +
-               "' (expected cpu, ref, vulkan, vulkan:N, vulkan:KIND, opencl, opencl:N or cuda:N; see `ember "
+               "' (expected cpu, ref, vulkan, vulkan:N, vulkan:KIND, opencl, opencl:N or cuda:N; "
+               "see `ember "
                "devices`)";
       },
       "", ""));

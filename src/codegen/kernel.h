@@ -11,8 +11,8 @@
 // - Thread ids (uint, x only): GLOBAL_ID, LOCAL_ID, GROUP_ID, LOCAL_SIZE, NUM_GROUPS,
 //   GLOBAL_SIZE (= LOCAL_SIZE * NUM_GROUPS). Launches are 1-d and kernels use grid-stride loops
 //   `for (uint i = GLOBAL_ID; i < n; i += GLOBAL_SIZE)` so any size fits Caps::max_groups_x;
-//   Index types idx_t / uidx_t (signed / unsigned) with GLOBAL_ID_IDX and GLOBAL_SIZE_IDX: 32-bit in
-//   GLSL, the address width in OpenCL C (long, size_t), where loops and offsets in them let CPU
+//   Index types idx_t / uidx_t (signed / unsigned) with GLOBAL_ID_IDX and GLOBAL_SIZE_IDX: 32-bit
+//   in GLSL, the address width in OpenCL C (long, size_t), where loops and offsets in them let CPU
 //   drivers vectorise (a uint index may wrap, so consecutive lanes are not provably adjacent).
 //   BARRIER() is a workgroup barrier with shared-memory visibility; shared arrays are declared
 //   through KernelDef::shared.

@@ -9,21 +9,37 @@
 
 namespace ember::cl {
 
-#define EMBER_CL_FNS(X)                                                                      \
-  X(clGetPlatformIDs)                                                                        \
-  X(clGetPlatformInfo)                                                                       \
-  X(clGetDeviceIDs)                                                                          \
-  X(clGetDeviceInfo)                                                                         \
-  X(clCreateContext)                                                                         \
-  X(clReleaseContext)                                                                        \
-  X(clCreateCommandQueue)                                                                    \
-  X(clReleaseCommandQueue)                                                                   \
-  X(clCreateBuffer) X(clReleaseMemObject) X(clEnqueueWriteBuffer) X(clEnqueueReadBuffer)     \
-      X(clCreateProgramWithSource) X(clCreateProgramWithBinary) X(clBuildProgram)            \
-          X(clGetProgramInfo) X(clGetProgramBuildInfo) X(clReleaseProgram) X(clCreateKernel) \
-              X(clReleaseKernel) X(clSetKernelArg) X(clEnqueueNDRangeKernel)                 \
-                  X(clEnqueueMarkerWithWaitList) X(clFlush) X(clFinish) X(clGetEventInfo)    \
-                      X(clWaitForEvents) X(clReleaseEvent)
+// clang-format off
+#define EMBER_CL_FNS(X) \
+  X(clGetPlatformIDs) \
+  X(clGetPlatformInfo) \
+  X(clGetDeviceIDs) \
+  X(clGetDeviceInfo) \
+  X(clCreateContext) \
+  X(clReleaseContext) \
+  X(clCreateCommandQueue) \
+  X(clReleaseCommandQueue) \
+  X(clCreateBuffer) \
+  X(clReleaseMemObject) \
+  X(clEnqueueWriteBuffer) \
+  X(clEnqueueReadBuffer) \
+  X(clCreateProgramWithSource) \
+  X(clCreateProgramWithBinary) \
+  X(clBuildProgram) \
+  X(clGetProgramInfo) \
+  X(clGetProgramBuildInfo) \
+  X(clReleaseProgram) \
+  X(clCreateKernel) \
+  X(clReleaseKernel) \
+  X(clSetKernelArg) \
+  X(clEnqueueNDRangeKernel) \
+  X(clEnqueueMarkerWithWaitList) \
+  X(clFlush) \
+  X(clFinish) \
+  X(clGetEventInfo) \
+  X(clWaitForEvents) \
+  X(clReleaseEvent)
+// clang-format on
 
 struct Fns {
 #define EMBER_CL_MEMBER(name) decltype(&::name) name = nullptr;
