@@ -1,16 +1,14 @@
-// File helpers: whole-file reads, gzip through zlib, atomic writes.
+// File helpers: whole-file reads and gzip through zlib (atomic writes: core/atomic_file.h).
 #include "data/file_util.h"
 
 #include <zlib.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "ember/error.h"
 
@@ -119,29 +117,6 @@ std::vector<unsigned char> gzip(const unsigned char* data, size_t n, const char*
   if (rc != Z_STREAM_END) EMBER_FAIL(op, "gzip error: deflate returned ", rc);
   out.resize(produced);
   return out;
-}
-
-void write_file_atomic(const std::string& path, const unsigned char* data, size_t n,
-                       const char* op) {
-  static std::atomic<uint64_t> counter{0};
-  const std::string tmp = path + ".tmp" +
-                          std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id())) +
-                          "." + std::to_string(counter++);
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) EMBER_FAIL(op, path, ": cannot create ", tmp, " (", std::strerror(errno), ")");
-  const bool ok_write = n == 0 || std::fwrite(data, 1, n, f) == n;
-  const bool ok_close = std::fclose(f) == 0;
-  if (!ok_write || !ok_close) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    EMBER_FAIL(op, path, ": write error (", why, ")");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    EMBER_FAIL(op, path, ": cannot rename ", tmp, " over it (", ec.message(), ")");
-  }
 }
 
 }  // namespace ember::data::detail

@@ -17,9 +17,5 @@ std::vector<unsigned char> gunzip(const std::vector<unsigned char>& bytes, const
                                   const char* op);
 /// gzip-compresses bytes (level 6).
 std::vector<unsigned char> gzip(const unsigned char* data, size_t n, const char* op);
-/// Writes bytes to path + a unique temporary suffix, then renames it over path (atomic on POSIX).
-/// Throws "[op] <path>: ..." on failure (the temporary file is removed).
-void write_file_atomic(const std::string& path, const unsigned char* data, size_t n,
-                       const char* op);
 
 }  // namespace ember::data::detail

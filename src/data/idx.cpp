@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/atomic_file.h"
 #include "data/file_util.h"
 #include "ember/data/io.h"
 
@@ -162,9 +163,9 @@ void write_idx(const std::string& path, const Tensor& t) {
   const bool gz = path.size() >= 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
   if (gz) {
     const std::vector<unsigned char> z = detail::gzip(bytes.data(), bytes.size(), op);
-    detail::write_file_atomic(path, z.data(), z.size(), op);
+    ember::write_file_atomic(path, z.data(), z.size(), op);
   } else {
-    detail::write_file_atomic(path, bytes.data(), bytes.size(), op);
+    ember::write_file_atomic(path, bytes.data(), bytes.size(), op);
   }
 }
 

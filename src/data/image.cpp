@@ -15,6 +15,7 @@
 // jerror.h after jpeglib.h: the warning codes.
 #include <jerror.h>
 
+#include "core/atomic_file.h"
 #include "data/file_util.h"
 #include "ember/data/io.h"
 
@@ -333,7 +334,7 @@ void save_png(const std::string& path, const Tensor& image) {
   std::vector<unsigned char> buf(size);
   if (!png_image_write_to_memory(&img, buf.data(), &size, 0, p.hwc.data(), 0, nullptr))
     EMBER_FAIL("save_png", path, ": libpng error (", img.message, ")");
-  detail::write_file_atomic(path, buf.data(), size, "save_png");
+  ember::write_file_atomic(path, buf.data(), size, "save_png");
 }
 
 void save_jpeg(const std::string& path, const Tensor& image, int quality) {
@@ -351,7 +352,7 @@ void save_jpeg(const std::string& path, const Tensor& image, int quality) {
     EMBER_FAIL("save_jpeg", path, ": libjpeg error (", err.message, ")");
   }
   try {
-    detail::write_file_atomic(path, buf, size, "save_jpeg");
+    ember::write_file_atomic(path, buf, size, "save_jpeg");
   } catch (...) {
     std::free(buf);
     throw;

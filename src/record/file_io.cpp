@@ -1,4 +1,4 @@
-// Atomic file writes and whole-file reads for ember::record (POSIX: open, fsync, rename).
+// Whole-file reads and folder helpers for ember::record; atomic writes are core/atomic_file.h.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,66 +10,15 @@
 #include <fstream>
 #include <string>
 
+#include "core/atomic_file.h"
 #include "ember/error.h"
 #include "ember/record/safetensors.h"
 #include "record/file_io.h"
 
 namespace ember::record {
 
-namespace {
-std::string dir_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-std::string base_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-}  // namespace
-
 void write_file_atomic(const std::string& path, const std::string& bytes, const char* op) {
-  if (path.empty()) EMBER_FAIL(op, "empty file name");
-  static std::atomic<uint64_t> counter{0};
-  const std::string dir = dir_of(path);
-  // A hidden name in the same directory, so rename() stays on one file system.
-  const std::string tmp = dir + "/." + base_of(path) + ".tmp." + std::to_string(::getpid()) + "." +
-                          std::to_string(counter++);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) EMBER_FAIL(op, path, ": cannot create a temporary file (", std::strerror(errno), ")");
-  auto fail = [&](const char* what) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    EMBER_FAIL(op, path, ": ", what, " (", std::strerror(err), ")");
-  };
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("write failed");
-    }
-    done += size_t(n);
-  }
-  if (::fsync(fd) != 0) fail("fsync failed");
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    EMBER_FAIL(op, path, ": close failed (", std::strerror(err), ")");
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    EMBER_FAIL(op, path, ": rename failed (", std::strerror(err), ")");
-  }
-  // Make the rename itself durable.
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  ember::write_file_atomic(path, bytes.data(), bytes.size(), op);
 }
 
 namespace detail {

@@ -1,9 +1,7 @@
 // compile(): a rendered kernel's OpenCL C built into a cl_program, cached in memory by
 // Kernel::key and on disk (CL_PROGRAM_BINARIES) by a hash of the source, the device, the driver
 // and the build options, in the folder the Vulkan pipeline cache uses (EMBER_KERNEL_CACHE_DIR).
-#include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +10,7 @@
 #include <iterator>
 
 #include "backends/opencl/opencl_backend.h"
+#include "core/atomic_file.h"
 #include "ember/error.h"
 
 namespace ember::cl {
@@ -56,29 +55,14 @@ std::string read_entry(const std::string& path, uint64_t hash) {
 
 // Atomic: a reader sees the old entry, no entry, or the whole new one.
 void write_entry(const std::string& path, uint64_t hash, const std::string& bin) {
-  static std::atomic<int> counter{0};
-  std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  const std::string tmp =
-      path + ".tmp" + std::to_string(getpid()) + "-" + std::to_string(counter++);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return;  // an unwritable cache only costs build time
-    Header h{};
-    std::memcpy(h.magic, kMagic, 8);
-    h.hash = hash;
-    h.bytes = bin.size();
-    h.checksum = fnv1a(bin);
-    out.write(reinterpret_cast<const char*>(&h), sizeof h);
-    out.write(bin.data(), std::streamsize(bin.size()));
-    if (!out.flush()) {
-      out.close();
-      fs::remove(tmp, ec);
-      return;
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) fs::remove(tmp, ec);
+  Header h{};
+  std::memcpy(h.magic, kMagic, 8);
+  h.hash = hash;
+  h.bytes = bin.size();
+  h.checksum = fnv1a(bin);
+  std::string out(reinterpret_cast<const char*>(&h), sizeof h);
+  out += bin;
+  try_write_file_atomic(path, out.data(), out.size());  // an unwritable cache only costs build time
 }
 
 std::string build_log(cl_program p, cl_device_id d) {

@@ -1,9 +1,7 @@
 #include "backends/vulkan/pipeline_cache.h"
 
 #include <shaderc/shaderc.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "ember/error.h"
 
 namespace ember::vk {
@@ -69,30 +68,16 @@ std::vector<uint32_t> read_entry(const fs::path& path, uint64_t source_hash, uin
 // Atomic: a reader sees the old entry, no entry, or the whole new one.
 void write_entry(const fs::path& path, uint64_t source_hash, uint64_t bytes,
                  const std::vector<uint32_t>& words) {
-  static std::atomic<int> counter{0};
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  const fs::path tmp =
-      path.string() + ".tmp" + std::to_string(getpid()) + "-" + std::to_string(counter++);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return;  // an unwritable cache is not an error: it only costs compile time
-    Header h{};
-    std::memcpy(h.magic, kMagic, 8);
-    h.source_hash = source_hash;
-    h.source_bytes = bytes;
-    h.words = words.size();
-    h.checksum = fnv1a(words.data(), words.size() * 4);
-    out.write(reinterpret_cast<const char*>(&h), sizeof h);
-    out.write(reinterpret_cast<const char*>(words.data()), std::streamsize(words.size() * 4));
-    if (!out.flush()) {
-      out.close();
-      fs::remove(tmp, ec);
-      return;
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) fs::remove(tmp, ec);
+  Header h{};
+  std::memcpy(h.magic, kMagic, 8);
+  h.source_hash = source_hash;
+  h.source_bytes = bytes;
+  h.words = words.size();
+  h.checksum = fnv1a(words.data(), words.size() * 4);
+  std::string out(reinterpret_cast<const char*>(&h), sizeof h);
+  out.append(reinterpret_cast<const char*>(words.data()), words.size() * 4);
+  // an unwritable cache is not an error: it only costs compile time
+  try_write_file_atomic(path.string(), out.data(), out.size());
 }
 
 std::string numbered(const std::string& src) {
