@@ -419,8 +419,9 @@ std::unordered_map<std::string, std::shared_ptr<const Kernel>>& kernel_cache() {
 }
 }  // namespace
 
-std::shared_ptr<const Kernel> cached_kernel(const std::string& key, Dialect d, const Caps& caps,
-                                            const std::function<KernelDef()>& make) {
+namespace {
+std::shared_ptr<const Kernel> cached(const std::string& key, Dialect d, const Caps& caps,
+                                     const std::function<std::shared_ptr<const Kernel>()>& make) {
   std::string full = key + "|" + std::to_string(int(d)) + "|" + std::to_string(caps.f16) +
                      std::to_string(caps.f64) + std::to_string(caps.i64) + std::to_string(caps.i8) +
                      std::to_string(caps.i16) + "|" + std::to_string(caps.max_workgroup_size) +
@@ -440,16 +441,27 @@ std::shared_ptr<const Kernel> cached_kernel(const std::string& key, Dialect d, c
       const char* e = std::getenv("EMBER_CHECK_KERNEL_KEYS");
       return e && *e && std::string(e) != "0";
     }();
-    if (check && render(make(), d, caps)->source != hit->source)
+    if (check && make()->source != hit->source)
       EMBER_FAIL("codegen", "kernel key '", key,
                  "' names two different kernels: the lowering must put what it bakes into the "
                  "source into the key");
     return hit;
   }
-  auto k = render(make(), d, caps);
+  auto k = make();
   std::lock_guard<std::mutex> lock(g_kmu);
   kernel_cache()[full] = k;
   return k;
+}
+}  // namespace
+
+std::shared_ptr<const Kernel> cached_kernel(const std::string& key, Dialect d, const Caps& caps,
+                                            const std::function<KernelDef()>& make) {
+  return cached(key, d, caps, [&] { return render(make(), d, caps); });
+}
+
+std::shared_ptr<const Kernel> cached_kernel(const std::string& key, Dialect d, const Caps& caps,
+                                            const std::function<kir::Kernel()>& make) {
+  return cached(key, d, caps, [&] { return kir::render(make(), d, caps); });
 }
 
 size_t cached_kernel_count() {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codegen/kernel.h"
+#include "codegen/kir.h"
 
 namespace ember::codegen {
 
@@ -118,8 +119,25 @@ Launch launch_1d(std::shared_ptr<const Kernel> k, std::vector<Binding> bindings,
 /// first use only, so a lowering skips string building for kernels it has seen.
 std::shared_ptr<const Kernel> cached_kernel(const std::string& key, Dialect d, const Caps& caps,
                                             const std::function<KernelDef()>& make);
+/// The same for a kir kernel.
+std::shared_ptr<const Kernel> cached_kernel(const std::string& key, Dialect d, const Caps& caps,
+                                            const std::function<kir::Kernel()>& make);
 /// The number of distinct kernels cached_kernel has built (for reports and tests).
 size_t cached_kernel_count();
+
+// ---- kir helpers ----
+
+/// v (kir::compute_of(from)) as kir::compute_of(to) with the ref backend's cast semantics (as
+/// convert above): float -> integer truncates, saturates and maps NaN to 0 (a helper function
+/// ember_sat_<to>_<from> in k); integers wrap; anything -> bool is != 0; bool -> 0/1.
+kir::Expr convert(kir::Kernel& k, DType from, DType to, kir::Expr v);
+/// Declares i32 local `var` = the element offset of row-major index `lin` (u32) in a
+/// rank-`rank` view whose params start at word `base` (Params::tensor's layout); returns it.
+kir::Expr offset_of(kir::Kernel& k, const std::string& var, kir::Expr lin, int rank, uint32_t base);
+/// Declares i32 locals vars[k] = operand k's element offset at linear index `lin` (u32) of an
+/// Iter of rank `rank` added at params word `base` (add_iter's layout); returns them.
+std::vector<kir::Expr> iter_offsets(kir::Kernel& k, const std::vector<std::string>& vars,
+                                    kir::Expr lin, int rank, uint32_t base);
 
 // ---- the kernel library (used by render) ----
 
