@@ -408,6 +408,7 @@ Kernel::Kernel(std::string name, uint32_t local_size)
 void Kernel::fail(const std::string& what) const { EMBER_FAIL(name_.c_str(), "kir: ", what); }
 
 Buf Kernel::buffer(const std::string& name, DType t, bool writable) {
+  used_names_.push_back(name);  // locals get other names (kernel-wide in OpenCL C)
   buffers_.push_back(BufferDecl{name, t, writable});
   return Buf{int(buffers_.size()) - 1};
 }
@@ -415,6 +416,7 @@ Buf Kernel::buffer(const std::string& name, DType t, bool writable) {
 Shared Kernel::shared(const std::string& name, Type t, uint32_t count) {
   if (t == Type::bf16 || t == Type::void_ || t == Type::boolean)
     fail(std::string("shared array of ") + type_name(t));
+  used_names_.push_back(name);
   shared_.push_back(SharedDecl{name, t, count});
   return Shared{int(shared_.size()) - 1};
 }
