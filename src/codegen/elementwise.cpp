@@ -3,60 +3,68 @@
 // new shapes reuse compiled kernels. Operands are walked with common.h's Iter (dims merged where
 // every operand is contiguous), so contiguous tensors run a rank-1 (or rank-0) kernel.
 #include <cstring>
+#include <functional>
 
 #include "codegen/elementwise_internal.h"
 #include "codegen/lower.h"
 #include "core/dispatch.h"
 #include "ember/error.h"
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wrestrict"  // GCC bug 105329 on string concatenation
-#endif
-
 namespace ember::codegen {
+
+using kir::Expr;
+using kir::Type;
 
 namespace {
 
 // The key part of an iteration: its merged rank and, for rank 1, each operand's access.
 std::string rank_tag(const Iter& it) { return "_r" + std::to_string(it.rank()) + it.access(); }
 
-// A kernel over an Iter with one operand per buffer, named o_<buffer> in `body`. A rank-1
-// iteration reads each operand's offset (and stride) once, before the loop, and walks idx
-// offsets: 64-bit where the dialect addresses so, which lets CPU OpenCL drivers vectorise.
-KernelDef iter_kernel(const std::string& name, std::vector<BufferDecl> bufs, const Iter& it,
-                      const std::string& body, const Caps& caps) {
-  KernelDef k;
-  k.name = name;
-  k.buffers = std::move(bufs);
-  k.local_size = ew_local_size(caps);
+// A kernel over an Iter with one operand per buffer; body(k, buffers, offsets, i) writes
+// element i, whose offset in operand v is offsets[v]. A rank-1 iteration reads each operand's
+// offset (and stride) once, before the loop, and walks idx offsets: 64-bit where the dialect
+// addresses so, which lets CPU OpenCL drivers vectorise.
+using IterBody =
+    std::function<void(kir::Kernel&, const std::vector<kir::Buf>&, const std::vector<Expr>&, Expr)>;
+kir::Kernel iter_kernel(const std::string& name, const std::vector<BufferDecl>& decls,
+                        const Iter& it, const Caps& caps, const IterBody& body) {
+  kir::Kernel k(name, ew_local_size(caps));
+  std::vector<kir::Buf> bufs;
   std::vector<std::string> vars;
-  for (const BufferDecl& b : k.buffers) vars.push_back("o_" + b.name);
+  for (const BufferDecl& b : decls) {
+    bufs.push_back(k.buffer(b.name, b.dtype, b.writable));
+    vars.push_back("o_" + b.name);
+  }
   const std::string access = it.access();
   if (access.size() != vars.size()) {
-    k.body = grid_loop("i", "P_U(0)") + " {\n" + iter_code(vars, "i", it.rank(), 0) + body + "}\n";
+    k.grid_loop("i", kir::param_u32(0),
+                [&](Expr i) { body(k, bufs, iter_offsets(k, vars, i, it.rank(), 0), i); });
     return k;
   }
-  std::string head = "const uidx_t ember_n = uidx_t(P_U(0));\n", offsets;
-  for (size_t v = 0; v < vars.size(); ++v) {
-    const std::string w =
-        std::to_string(2 + 2 * v);  // add_iter's words: numel, size, (off, stride)*
-    head += "const idx_t " + vars[v] + "_base = idx_t(P_I(" + w + "));\n";
-    if (access[v] == 's')
-      head += "const idx_t " + vars[v] + "_step = idx_t(P_I(" + std::to_string(3 + 2 * v) + "));\n";
-    offsets += "idx_t " + vars[v] + " = " + vars[v] + "_base" +
-               (access[v] == 'c'   ? " + idx_t(i)"
-                : access[v] == 's' ? " + idx_t(i) * " + vars[v] + "_step"
-                                   : std::string()) +
-               ";\n";
+  const Expr n = k.let("ember_n", cast(Type::uidx, kir::param_u32(0)));
+  std::vector<Expr> base, step;
+  for (size_t v = 0; v < vars.size(); ++v) {  // add_iter's words: numel, size, (off, stride)*
+    base.push_back(k.let(vars[v] + "_base", cast(Type::idx, kir::param_i32(uint32_t(2 + 2 * v)))));
+    step.push_back(access[v] == 's' ? k.let(vars[v] + "_step",
+                                            cast(Type::idx, kir::param_i32(uint32_t(3 + 2 * v))))
+                                    : Expr());
   }
-  k.body = head + "for (uidx_t i = GLOBAL_ID_IDX; i < ember_n; i += GLOBAL_SIZE_IDX) {\n" +
-           offsets + body + "}\n";
+  k.grid_loop("i", n, [&](Expr i) {
+    std::vector<Expr> offs;
+    for (size_t v = 0; v < vars.size(); ++v) {
+      const Expr ii = cast(Type::idx, i);
+      offs.push_back(k.let(vars[v], access[v] == 'c'   ? base[v] + ii
+                                    : access[v] == 's' ? base[v] + ii * step[v]
+                                                       : base[v]));
+    }
+    body(k, bufs, offs, i);
+  });
   return k;
 }
 
 Binding bind(const Tensor& t) { return Binding{t, -1}; }
 
-// dst = convert(src) over dst's shape; src_scratch >= 0 reads scratch buffer instead of src.
+// dst = convert(src) over dst's shape.
 Launch copy_launch(const Tensor& src, const Tensor& dst, const Caps& caps, Dialect d) {
   const DType sd = src.dtype(), dd = dst.dtype();
   Iter it = make_iter({dst, src});
@@ -64,11 +72,12 @@ Launch copy_launch(const Tensor& src, const Tensor& dst, const Caps& caps, Diale
   add_iter(p, it, "copy");
   const std::string key = std::string("copy_") + dtype_tag(sd) + "_" + dtype_tag(dd) + rank_tag(it);
   auto k = cached_kernel(key, d, caps, [&] {
-    const std::string body =
-        sd == dd ? "dst[o_dst] = src[o_src];\n"
-                 : std::string(compute_type(sd)) + " v = " + load(sd, "src[o_src]") + ";\n" +
-                       "dst[o_dst] = " + store(dd, convert(sd, dd, "v")) + ";\n";
-    return iter_kernel(key, {{"dst", dd, true}, {"src", sd, false}}, it, body, caps);
+    return iter_kernel(
+        key, {{"dst", dd, true}, {"src", sd, false}}, it, caps,
+        [&](kir::Kernel& k, const std::vector<kir::Buf>& b, const std::vector<Expr>& o, Expr) {
+          const Expr v = k.let("v", k.load(b[1], o[1]));
+          k.store(b[0], o[0], convert(k, sd, dd, v));
+        });
   });
   return launch_1d(k, {bind(dst), bind(src)}, p.take(), it.numel, caps);
 }
@@ -102,8 +111,11 @@ Lowering lower_copy(const ir::Copy& op, Dialect d, const Caps& caps) {
     it.strides.push_back(cs);
     const std::string key = std::string("copy_gather_") + dtype_tag(sd) + rank_tag(it);
     auto k = cached_kernel(key, d, caps, [&] {
-      return iter_kernel(key, {{"src", sd, false}, {"tmp", sd, true}}, it, "tmp[i] = src[o_src];\n",
-                         caps);
+      return iter_kernel(
+          key, {{"src", sd, false}, {"tmp", sd, true}}, it, caps,
+          [&](kir::Kernel& k, const std::vector<kir::Buf>& b, const std::vector<Expr>& o, Expr i) {
+            k.store(b[1], i, k.load(b[0], o[0]));
+          });
     });
     Params p2;
     add_iter(p2, it, "copy");
@@ -119,17 +131,14 @@ Lowering lower_copy(const ir::Copy& op, Dialect d, const Caps& caps) {
     p.u32(uint32_t(n));
     p.tensor(op.dst, "copy");
     auto k = cached_kernel(key, d, caps, [&] {
-      KernelDef kd;
-      kd.name = key;
-      kd.buffers = {{"dst", dd, true}, {"tmp", sd, false}};
-      kd.local_size = ew_local_size(caps);
-      const std::string body =
-          sd == dd ? "dst[od] = tmp[i];\n"
-                   : std::string(compute_type(sd)) + " v = " + load(sd, "tmp[i]") + ";\n" +
-                         "dst[od] = " + store(dd, convert(sd, dd, "v")) + ";\n";
-      kd.body = grid_loop("i", "P_U(0)") + " {\n" + offset_code("od", "i", int(op.dst.dim()), 1) +
-                body + "}\n";
-      return kd;
+      kir::Kernel k(key, ew_local_size(caps));
+      const kir::Buf dst = k.buffer("dst", dd, true), tmp = k.buffer("tmp", sd, false);
+      k.grid_loop("i", kir::param_u32(0), [&](Expr i) {
+        const Expr od = offset_of(k, "od", i, int(op.dst.dim()), 1);
+        const Expr v = k.let("v", k.load(tmp, i));
+        k.store(dst, od, convert(k, sd, dd, v));
+      });
+      return k;
     });
     l.launches.push_back(launch_1d(k, {bind(op.dst), Binding{Tensor(), 0}}, p.take(), n, caps));
   }
@@ -153,38 +162,35 @@ Lowering lower_fill(const ir::Fill& op, Dialect d, const Caps& caps) {
     std::memcpy(&bits, &v, sizeof(D));
   });
   const uint32_t w = p.u64(bits);
-  const std::string lo = "P_U(" + std::to_string(w) + ")",
-                    hi = "P_U(" + std::to_string(w + 1) + ")";
-  std::string val;
-  switch (dd) {
-    case DType::f32:
-      val = "uintBitsToFloat(" + lo + ")";
-      break;
-    case DType::f64:
-      val = "P_D(" + std::to_string(w) + ")";
-      break;
-    case DType::i64:
-      val = "i64(u64(" + lo + ") | (u64(" + hi + ") << 32))";
-      break;
-    case DType::u64:
-      val = "(u64(" + lo + ") | (u64(" + hi + ") << 32))";
-      break;
-    case DType::i32:
-      val = "int(" + lo + ")";
-      break;
-    case DType::u32:
-      val = lo;
-      break;
-    case DType::f16:
-      val = "f16(unpackHalf2x16(" + lo + ").x)";
-      break;
-    default:  // bf16 bits, narrow integers and bool bytes: the low bits
-      val = std::string(storage_type(dd)) + "(" + lo + ")";
-      break;
-  }
+  // the value in dst's compute type (stores round or wrap it back to exactly those bits)
+  auto value = [&]() -> Expr {
+    const Expr lo = kir::param_u32(w);
+    switch (dd) {
+      case DType::f32:
+        return kir::param_f32(w);
+      case DType::f64:
+        return kir::param_f64(w);
+      case DType::i64:
+        return cast(Type::i64, kir::param_u64(w));
+      case DType::u64:
+        return kir::param_u64(w);
+      case DType::i32:
+        return kir::param_i32(w);
+      case DType::f16:
+        return kir::call(kir::Fn::f32_from_half, {lo});
+      case DType::bf16:
+        return kir::bitcast(Type::f32, lo << 16);
+      case DType::b8:
+        return lo != 0;
+      default:  // narrow integers: the low bits
+        return cast(kir::compute_of(dd), lo);
+    }
+  };
   const std::string key = std::string("fill_") + dtype_tag(dd) + rank_tag(it);
   auto k = cached_kernel(key, d, caps, [&] {
-    return iter_kernel(key, {{"dst", dd, true}}, it, "dst[o_dst] = " + val + ";\n", caps);
+    return iter_kernel(key, {{"dst", dd, true}}, it, caps,
+                       [&](kir::Kernel& k, const std::vector<kir::Buf>& b,
+                           const std::vector<Expr>& o, Expr) { k.store(b[0], o[0], value()); });
   });
   l.launches.push_back(launch_1d(k, {bind(op.dst)}, p.take(), it.numel, caps));
   return l;
@@ -215,12 +221,14 @@ Lowering lower_unary(const ir::Unary& op, Dialect d, const Caps& caps) {
   const std::string key =
       std::string("unary_") + name + "_" + dtype_tag(sd) + "_" + dtype_tag(dd) + rank_tag(it);
   auto k = cached_kernel(key, d, caps, [&] {
-    const std::string e = unary_expr(op.op, sd, "x", pbase, caps);
     const DType rt = ir::traits(op.op).predicate ? DType::b8 : sd;
-    const std::string body = std::string(compute_type(sd)) + " x = " + load(sd, "src[o_src]") +
-                             ";\n" + compute_type(rt) + " y = " + e + ";\n" +
-                             "dst[o_dst] = " + store(dd, convert(rt, dd, "y")) + ";\n";
-    return iter_kernel(key, {{"dst", dd, true}, {"src", sd, false}}, it, body, caps);
+    return iter_kernel(
+        key, {{"dst", dd, true}, {"src", sd, false}}, it, caps,
+        [&](kir::Kernel& k, const std::vector<kir::Buf>& b, const std::vector<Expr>& o, Expr) {
+          const Expr x = k.let("x", k.load(b[1], o[1]));
+          const Expr y = k.let("y", unary_expr(k, op.op, sd, x, pbase, caps));
+          k.store(b[0], o[0], convert(k, rt, dd, y));
+        });
   });
   l.launches.push_back(launch_1d(k, {bind(op.dst), bind(op.src)}, p.take(), it.numel, caps));
   return l;
@@ -243,12 +251,14 @@ Lowering lower_binary(const ir::Binary& op, Dialect d, const Caps& caps) {
       std::string("binary_") + name + "_" + dtype_tag(t) + "_" + dtype_tag(dd) + rank_tag(it);
   auto k = cached_kernel(key, d, caps, [&] {
     const DType rt = ir::traits(op.op).predicate ? DType::b8 : t;
-    const std::string T = compute_type(t);
-    const std::string body = T + " a = " + load(t, "a[o_a]") + ";\n" + T +
-                             " b = " + load(t, "b[o_b]") + ";\n" + compute_type(rt) +
-                             " y = " + binary_expr(op.op, t, "a", "b", caps) + ";\n" +
-                             "dst[o_dst] = " + store(dd, convert(rt, dd, "y")) + ";\n";
-    return iter_kernel(key, {{"dst", dd, true}, {"a", t, false}, {"b", t, false}}, it, body, caps);
+    return iter_kernel(
+        key, {{"dst", dd, true}, {"a", t, false}, {"b", t, false}}, it, caps,
+        [&](kir::Kernel& k, const std::vector<kir::Buf>& b, const std::vector<Expr>& o, Expr) {
+          const Expr x = k.let("a", k.load(b[1], o[1]));
+          const Expr y = k.let("b", k.load(b[2], o[2]));
+          const Expr r = k.let("y", binary_expr(k, op.op, t, x, y, caps));
+          k.store(b[0], o[0], convert(k, rt, dd, r));
+        });
   });
   l.launches.push_back(
       launch_1d(k, {bind(op.dst), bind(op.a), bind(op.b)}, p.take(), it.numel, caps));
@@ -268,7 +278,10 @@ Lowering lower_where(const ir::Where& op, Dialect d, const Caps& caps) {
   auto k = cached_kernel(key, d, caps, [&] {
     return iter_kernel(
         key, {{"dst", t, true}, {"cond", DType::b8, false}, {"a", t, false}, {"b", t, false}}, it,
-        "dst[o_dst] = " + load(DType::b8, "cond[o_cond]") + " ? a[o_a] : b[o_b];\n", caps);
+        caps,
+        [&](kir::Kernel& k, const std::vector<kir::Buf>& b, const std::vector<Expr>& o, Expr) {
+          k.store(b[0], o[0], select(k.load(b[1], o[1]), k.load(b[2], o[2]), k.load(b[3], o[3])));
+        });
   });
   l.launches.push_back(launch_1d(k, {bind(op.dst), bind(op.cond), bind(op.a), bind(op.b)}, p.take(),
                                  it.numel, caps));

@@ -6,11 +6,12 @@
 #include "codegen/lower.h"
 #include "ember/error.h"
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wrestrict"  // GCC bug 105329 on string concatenation
-#endif
+#include "codegen/kir_lib.h"
 
 namespace ember::codegen {
+
+using kir::Expr;
+using kir::Type;
 
 Lowering lower_random(const ir::Random& op, Dialect d, const Caps& caps) {
   const DType dd = op.dst.dtype();
@@ -39,10 +40,8 @@ Lowering lower_random(const ir::Random& op, Dialect d, const Caps& caps) {
     p.f32(float(op.p0));
     p.f32(float(op.p1));
   }
-  const std::string P0 =
-      wide ? "P_D(" + std::to_string(pw) + ")" : "P_F(" + std::to_string(pw) + ")";
-  const std::string P1 =
-      wide ? "P_D(" + std::to_string(pw + 2) + ")" : "P_F(" + std::to_string(pw + 1) + ")";
+  const Expr P0 = wide ? kir::param_f64(pw) : kir::param_f32(pw);
+  const Expr P1 = wide ? kir::param_f64(pw + 2) : kir::param_f32(pw + 1);
   uint32_t rw = 0;
   if (op.dist == ir::RandomDist::randint) {
     const uint64_t range = uint64_t(int64_t(op.p1) - int64_t(op.p0));
@@ -59,68 +58,71 @@ Lowering lower_random(const ir::Random& op, Dialect d, const Caps& caps) {
                 : std::string()) +
       (wide ? "_w" : "");
   auto k = cached_kernel(key, d, caps, [&] {
-    KernelDef kd;
-    kd.name = key;
-    kd.buffers = {{"dst", dd, true}};
-    if (has_prob) kd.buffers.push_back({"prob", op.prob.dtype(), false});
-    kd.local_size = ew_local_size(caps);
-    const std::string V = compute_type(vt);
-    std::string b = grid_loop("i", "P_U(0)") + " {\n";
-    b += "uint c0 = P_U(4) + i;\n"
-         "uint c1 = P_U(5) + (c0 < i ? 1u : 0u);\n"
-         "uint r0, r1, r2, r3;\n"
-         "ember_philox(c0, c1, P_U(2), P_U(3), r0, r1, r2, r3);\n";
-    switch (op.dist) {
-      case ir::RandomDist::uniform:
-        if (dd == DType::f64)
-          b += "f64 u = (f64(r0 >> 11) * 4294967296.0lf + f64((r0 << 21) ^ (r1 >> 11))) * "
-               "1.1102230246251565e-16lf;\n";
-        else
-          b += V + " u = " + V + "(r0 >> 8) * " + lit(vt, 1.0 / 16777216.0) + ";\n";
-        b += V + " v = " + P0 + " + (" + P1 + " - " + P0 + ") * u;\n";
-        b += "if (v >= " + P1 + " && " + P1 + " > " + P0 + ") v = " + P0 + ";\n";
-        break;
-      case ir::RandomDist::normal: {
-        const std::string u1 =
-            "((" + V + "(r0) + " + lit(vt, 1) + ") * " + lit(vt, 1.0 / 4294967296.0) + ")";
-        const std::string u2 = "(" + V + "(r1) * " + lit(vt, 1.0 / 4294967296.0) + ")";
-        if (wide)
-          b += "f64 v = " + P0 + " + " + P1 + " * (sqrt(-2.0lf * ember_log_f64(" + u1 +
-               ")) * ember_cos_f64(6.283185307179586lf * " + u2 + "));\n";
-        else
-          b += "float v = " + P0 + " + " + P1 + " * (sqrt(-2.0 * log(" + u1 +
-               ")) * cos(6.283185307179586 * " + u2 + "));\n";
-        break;
-      }
-      case ir::RandomDist::bernoulli: {
-        std::string prob = P0;
-        if (has_prob) {
-          b += offset_code("op", "i", prob_rank, prob_base);
-          b += std::string(compute_type(op.prob.dtype())) +
-               " pr = " + load(op.prob.dtype(), "prob[op]") + ";\n";
-          prob = convert(op.prob.dtype(), vt, "pr");
+    kir::Kernel k(key, ew_local_size(caps));
+    const kir::Buf dst = k.buffer("dst", dd, true);
+    const kir::Buf prob_buf = has_prob ? k.buffer("prob", op.prob.dtype(), false) : kir::Buf{};
+    const Type V = kir::compute_of(vt);
+    auto L = [&](double v) { return kir::lit(V, v); };
+    k.grid_loop("i", kir::param_u32(0), [&](Expr i) {
+      const Expr c0 = k.let("ctr0", kir::param_u32(4) + i);
+      const Expr c1 = k.let("ctr1", kir::param_u32(5) + select(c0 < i, kir::lit(Type::u32, 1),
+                                                               kir::lit(Type::u32, 0)));
+      const std::vector<Expr> r = kir::philox(k, {c0, c1, kir::param_u32(2), kir::param_u32(3)});
+      const Expr r0 = r[0], r1 = r[1];
+      Expr v;
+      switch (op.dist) {
+        case ir::RandomDist::uniform: {
+          Expr u;
+          if (dd == DType::f64)
+            u = k.let("u", (cast(Type::f64, r0 >> 11) * 4294967296.0 +
+                            cast(Type::f64, (r0 << 21) ^ (r1 >> 11))) *
+                               1.1102230246251565e-16);
+          else
+            u = k.let("u", cast(V, r0 >> 8) * L(1.0 / 16777216.0));
+          v = k.let("v", P0 + (P1 - P0) * u);
+          k.if_(v >= P1 && P1 > P0, [&] { k.assign(v, P0); });
+          break;
         }
-        b += V + " v = (" + V + "(r0 >> 8) * " + lit(vt, 1.0 / 16777216.0) + " < " + prob + ") ? " +
-             lit(vt, 1) + " : " + lit(vt, 0) + ";\n";
-        break;
+        case ir::RandomDist::normal: {
+          const Expr u1 = (cast(V, r0) + L(1)) * L(1.0 / 4294967296.0);
+          const Expr u2 = cast(V, r1) * L(1.0 / 4294967296.0);
+          if (wide)
+            v = k.let(
+                "v",
+                P0 + P1 * (kir::call(kir::Fn::sqrt,
+                                     {L(-2) * kir::library_call(k, "ember_log_f64", {u1})}) *
+                           kir::library_call(k, "ember_cos_f64", {L(6.283185307179586) * u2})));
+          else
+            v = k.let("v",
+                      P0 + P1 * (kir::call(kir::Fn::sqrt, {L(-2) * kir::call(kir::Fn::log, {u1})}) *
+                                 kir::call(kir::Fn::cos, {L(6.283185307179586) * u2})));
+          break;
+        }
+        case ir::RandomDist::bernoulli: {
+          Expr prob = P0;
+          if (has_prob) {
+            const Expr po = offset_of(k, "op", i, prob_rank, prob_base);
+            const Expr pr = k.let("pr", k.load(prob_buf, po));
+            prob = convert(k, op.prob.dtype(), vt, pr);
+          }
+          v = k.let("v", select(cast(V, r0 >> 8) * L(1.0 / 16777216.0) < prob, L(1), L(0)));
+          break;
+        }
+        case ir::RandomDist::randint: {
+          const Expr rg = k.let("rg", kir::param_u64(rw));
+          const Expr bits = k.let("bits", (cast(Type::u64, r0) << 32) | cast(Type::u64, r1));
+          const Expr one = kir::lit(Type::u64, 1), zero = kir::lit(Type::u64, 0);
+          v = k.let("v",
+                    cast(Type::i64, kir::param_u64(rw + 2)) +
+                        cast(Type::i64,
+                             select(rg != 0, bits % kir::call(kir::Fn::max, {rg, one}), zero)));
+          break;
+        }
       }
-      case ir::RandomDist::randint: {
-        const std::string rg = "(u64(P_U(" + std::to_string(rw) + ")) | (u64(P_U(" +
-                               std::to_string(rw + 1) + ")) << 32))";
-        const std::string lo = "i64(u64(P_U(" + std::to_string(rw + 2) + ")) | (u64(P_U(" +
-                               std::to_string(rw + 3) + ")) << 32))";
-        b += "u64 rg = " + rg +
-             ";\n"
-             "u64 bits = (u64(r0) << 32) | u64(r1);\n"
-             "i64 v = " +
-             lo + " + i64(rg != 0ul ? bits % max(rg, 1ul) : 0ul);\n";
-        break;
-      }
-    }
-    const DType from = op.dist == ir::RandomDist::randint ? DType::i64 : vt;
-    b += "dst[P_I(1) + int(i)] = " + store(dd, convert(from, dd, "v")) + ";\n}\n";
-    kd.body = b;
-    return kd;
+      const DType from = op.dist == ir::RandomDist::randint ? DType::i64 : vt;
+      k.store(dst, kir::param_i32(1) + cast(Type::i32, i), convert(k, from, dd, v));
+    });
+    return k;
   });
   std::vector<Binding> bs = {Binding{op.dst, -1}};
   if (has_prob) bs.push_back(Binding{op.prob, -1});

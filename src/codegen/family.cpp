@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "ember/error.h"
 
@@ -33,57 +34,67 @@ bool is_unsigned_dtype(DType t) {
   return t == DType::u8 || t == DType::u16 || t == DType::u32 || t == DType::u64;
 }
 
-std::string ctype(DType t) { return t == DType::b8 ? "uint" : compute_type(t); }
+using kir::Expr;
+using kir::Type;
 
-std::string ccast(DType t, const std::string& e) { return ctype(t) + "(" + e + ")"; }
+Type ctype_of(DType t) { return t == DType::b8 ? Type::u32 : kir::compute_of(t); }
 
-std::string ld(DType t, const std::string& e) {
-  return t == DType::b8 ? "uint(" + e + ")" : load(t, e);
+Expr ccast(DType t, Expr e) { return kir::cast(ctype_of(t), std::move(e)); }
+
+Expr ld(kir::Kernel& k, kir::Buf b, Expr index) {
+  const DType t = k.buffers()[size_t(b.id)].dtype;
+  return ccast(t, k.load(b, std::move(index)));
 }
 
-std::string st(DType t, const std::string& v) {
-  return t == DType::b8 ? store(t, "(" + v + ") != 0u") : store(t, v);
+void st(kir::Kernel& k, kir::Buf b, Expr index, Expr v) {
+  const DType t = k.buffers()[size_t(b.id)].dtype;
+  k.store(b, std::move(index), t == DType::b8 ? v != 0 : std::move(v));
 }
 
-std::string lowest_literal(DType t) {
+Expr lowest_value(DType t) {
   switch (t) {
     case DType::i8:
-      return "(-128)";
+      return kir::lit_int(Type::i32, -128);
     case DType::i16:
-      return "(-32768)";
+      return kir::lit_int(Type::i32, -32768);
     case DType::i32:
-      return "(-2147483647 - 1)";
+      return kir::lit_int(Type::i32, std::numeric_limits<int32_t>::lowest());
     case DType::i64:
-      return "(-9223372036854775807l - 1l)";
+      return kir::lit_int(Type::i64, std::numeric_limits<int64_t>::lowest());
     case DType::u64:
-      return "0ul";
+      return kir::lit_uint(Type::u64, 0);
     default:
-      return "0u";
+      return kir::lit_uint(Type::u32, 0);
   }
 }
 
-std::string highest_literal(DType t) {
+Expr highest_value(DType t) {
   switch (t) {
     case DType::i8:
-      return "127";
+      return kir::lit_int(Type::i32, 127);
     case DType::i16:
-      return "32767";
+      return kir::lit_int(Type::i32, 32767);
     case DType::i32:
-      return "2147483647";
+      return kir::lit_int(Type::i32, std::numeric_limits<int32_t>::max());
     case DType::i64:
-      return "9223372036854775807l";
+      return kir::lit_int(Type::i64, std::numeric_limits<int64_t>::max());
     case DType::u8:
-      return "255u";
+      return kir::lit_uint(Type::u32, 255);
     case DType::u16:
-      return "65535u";
+      return kir::lit_uint(Type::u32, 65535);
     case DType::u32:
-      return "4294967295u";
+      return kir::lit_uint(Type::u32, std::numeric_limits<uint32_t>::max());
     case DType::u64:
-      return "18446744073709551615ul";
+      return kir::lit_uint(Type::u64, std::numeric_limits<uint64_t>::max());
     default:
-      return "1u";
+      return kir::lit_uint(Type::u32, 1);
   }
 }
+
+Expr param_u(size_t k) { return kir::param_u32(uint32_t(k)); }
+Expr param_i(size_t k) { return kir::param_i32(uint32_t(k)); }
+Expr param_f(size_t k) { return kir::param_f32(uint32_t(k)); }
+Expr param_d(size_t k) { return kir::param_f64(uint32_t(k)); }
 
 size_t ParamBuilder::u(int64_t v) {
   EMBER_CHECK(v >= 0 && v <= int64_t(std::numeric_limits<uint32_t>::max()), op_, "size ", v,
@@ -145,55 +156,42 @@ size_t ParamBuilder::scalar(DType t, const Scalar& s) {
   return f(0);
 }
 
-std::string pu(size_t k) { return "P_U(" + std::to_string(k) + ")"; }
-std::string pi(size_t k) { return "P_I(" + std::to_string(k) + ")"; }
-std::string pf(size_t k) { return "P_F(" + std::to_string(k) + ")"; }
-std::string pd(size_t k) { return "P_D(" + std::to_string(k) + ")"; }
-
-std::string scalar_param(DType t, size_t k) {
-  const std::string w64 = "(u64(" + pu(k) + ") | (u64(" + pu(k + 1) + ") << 32))";
+Expr scalar_param(DType t, size_t k) {
   switch (t) {
     case DType::f32:
     case DType::f16:
     case DType::bf16:
-      return pf(k);
+      return param_f(k);
     case DType::f64:
-      return pd(k);
+      return param_d(k);
     case DType::i8:
     case DType::i16:
     case DType::i32:
-      return pi(k);
+      return param_i(k);
     case DType::i64:
-      return "i64" + w64;
+      return kir::cast(Type::i64, kir::param_u64(uint32_t(k)));
     case DType::u64:
-      return w64;
+      return kir::param_u64(uint32_t(k));
     default:
-      return pu(k);
+      return param_u(k);
   }
 }
 
-std::string decompose(const std::string& lin, int rank, size_t sizes_at,
-                      const std::vector<Operand>& ops) {
-  std::string s = "  uint rem_ = " + lin + ";\n";
-  for (const Operand& o : ops) s += "  int " + o.name + " = " + pi(o.off_at) + ";\n";
-  for (int k = rank - 1; k >= 0; --k) {
-    std::string c = "c";
-    c += std::to_string(k);
-    const std::string size = pu(sizes_at + size_t(k));
-    // (Built piecewise: GCC 12 warns falsely on "c" + std::to_string(k).)
-    s.append("  uint ").append(c).append(" = rem_");
-    if (k > 0) s.append(" % ").append(size).append(";\n  rem_ /= ").append(size);
-    s.append(";\n");
-    for (const Operand& o : ops)
-      s.append("  ")
-          .append(o.name)
-          .append(" += int(")
-          .append(c)
-          .append(") * ")
-          .append(pi(o.strides_at + size_t(k)))
-          .append(";\n");
+std::vector<Expr> decompose(kir::Kernel& k, Expr lin, int rank, size_t sizes_at,
+                            const std::vector<Operand>& ops) {
+  const Expr rem = k.let("rem", std::move(lin));
+  std::vector<Expr> offs;
+  for (const Operand& o : ops) offs.push_back(k.let(o.name, param_i(o.off_at)));
+  for (int d = rank - 1; d >= 0; --d) {
+    const Expr size = param_u(sizes_at + size_t(d));
+    std::string name = "c";  // (built piecewise: GCC 12 warns falsely on "c" + std::to_string(d))
+    name += std::to_string(d);
+    const Expr c = k.let(name, d > 0 ? rem % size : rem);
+    if (d > 0) k.assign(rem, rem / size);
+    for (size_t j = 0; j < ops.size(); ++j)
+      k.assign(offs[j], offs[j] + kir::cast(Type::i32, c) * param_i(ops[j].strides_at + size_t(d)));
   }
-  return s;
+  return offs;
 }
 
 }  // namespace ember::codegen

@@ -1,7 +1,7 @@
 // Helpers the indexing and spatial kernel families add on top of codegen/common.h (internal to
-// src/codegen): bool computed as uint 0/1 (so sums, products and max/min of bools are integer
+// src/codegen): bool computed as u32 0/1 (so sums, products and max/min of bools are integer
 // arithmetic), integer limits, a params builder with per-dim int lists and typed scalars, and
-// strided offsets of several operands over one shape.
+// strided offsets of several operands over one shape, as kir expressions.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/common.h"
+#include "codegen/kir.h"
 
 namespace ember::codegen {
 
@@ -22,15 +23,24 @@ void check_fits(const char* op, const std::vector<Tensor>& ts);
 bool is_float_dtype(DType t);
 bool is_unsigned_dtype(DType t);  // u8..u64 (not bool)
 
-/// compute_type(t), but uint (0/1) for bool.
-std::string ctype(DType t);
-std::string ccast(DType t, const std::string& e);  // ctype(t) + "(" + e + ")"
-/// load/store through ctype: a bool element loads as uint 0/1 and stores as (v != 0).
-std::string ld(DType t, const std::string& e);
-std::string st(DType t, const std::string& v);
-/// Smallest / largest value of integer dtype `t` (bool: 0, 1) as a ctype expression.
-std::string lowest_literal(DType t);
-std::string highest_literal(DType t);
+// ---- kir helpers ----
+
+/// kir::compute_of(t), but u32 (0/1) for bool.
+kir::Type ctype_of(DType t);
+/// e as ctype_of(t) (a no-op when it has that type already).
+kir::Expr ccast(DType t, kir::Expr e);
+/// load/store through ctype_of: a bool element loads as u32 0/1 and stores as (v != 0).
+kir::Expr ld(kir::Kernel& k, kir::Buf b, kir::Expr index);
+void st(kir::Kernel& k, kir::Buf b, kir::Expr index, kir::Expr v);
+/// Smallest / largest value of integer dtype `t` (bool: 0, 1) as a ctype_of(t) literal.
+kir::Expr lowest_value(DType t);
+kir::Expr highest_value(DType t);
+
+/// Params word k (a ParamBuilder index) as u32 / i32 / f32, and words k, k+1 as f64.
+kir::Expr param_u(size_t k);
+kir::Expr param_i(size_t k);
+kir::Expr param_f(size_t k);
+kir::Expr param_d(size_t k);
 
 /// Params with the checks and shapes these families need; indices returned are word indices.
 class ParamBuilder : public Params {
@@ -41,31 +51,28 @@ class ParamBuilder : public Params {
   size_t f(float v) { return f32(v); }
   size_t d(double v) { return f64(v); }
   size_t ints(const std::vector<int64_t>& v);  // one int32 word each; returns the first
-  /// `s` cast to ctype(t) as the ref's cast (1 or 2 words), read back by scalar_param(t, k).
+  /// `s` cast to ctype_of(t) as the ref's cast (1 or 2 words), read back by scalar_param(t, k).
   size_t scalar(DType t, const Scalar& s);
 
  private:
   const char* op_;
 };
 
-std::string pu(size_t k);  // "P_U(k)"
-std::string pi(size_t k);
-std::string pf(size_t k);
-std::string pd(size_t k);
-/// The ctype(t) value ParamBuilder::scalar wrote at word k.
-std::string scalar_param(DType t, size_t k);
+/// The ctype_of(t) value ParamBuilder::scalar wrote at word k.
+kir::Expr scalar_param(DType t, size_t k);
 
-/// An operand of a strided walk: int offset `name` starts at P_I(off_at) and adds
-/// coordinate k times P_I(strides_at + k).
+/// An operand of a strided walk: i32 offset `name` starts at param word off_at (i32) and adds
+/// coordinate k times param word strides_at + k (i32).
 struct Operand {
   std::string name;
   size_t off_at;
   size_t strides_at;
 };
 
-/// Statements splitting uint `lin` into row-major coordinates `uint c0..c{rank-1}` over the
-/// sizes P_U(sizes_at + k) and declaring each operand's int offset.
-std::string decompose(const std::string& lin, int rank, size_t sizes_at,
-                      const std::vector<Operand>& ops);
+/// Splits u32 `lin` into row-major coordinates (u32 locals c0..c{rank-1}) over the sizes at
+/// param words sizes_at + k (u32) and declares each operand's i32 offset; returns the offsets,
+/// in the order of `ops`.
+std::vector<kir::Expr> decompose(kir::Kernel& k, kir::Expr lin, int rank, size_t sizes_at,
+                                 const std::vector<Operand>& ops);
 
 }  // namespace ember::codegen

@@ -3,11 +3,16 @@
 // travel in the params block. Scatter and index_add are race-free without atomics: one thread
 // owns one line of dst along the scattered dim and applies its source positions in the ref's
 // (row-major) order, so results are deterministic and equal the ref's, rounding included.
+#include <limits>
+
 #include "codegen/family.h"
 #include "codegen/lower.h"
 #include "ember/error.h"
 
 namespace ember::codegen {
+
+using kir::Expr;
+using kir::Type;
 
 namespace {
 
@@ -21,6 +26,11 @@ std::vector<int64_t> without_dim(const Tensor& t, int64_t dim) {
 std::vector<int64_t> strides_of(const Tensor& t) {
   return std::vector<int64_t>(t.strides().begin(), t.strides().end());
 }
+
+// Local size of the indexing kernels.
+constexpr uint32_t kLocal = 256;
+
+Expr u32(int64_t v) { return kir::lit_int(Type::u32, v); }
 
 // dst[i] = src[src_off(i) + index[index_off(i)] * sdim] over dst's shape: gather, and
 // index_select with the index walked along `dim` only.
@@ -44,13 +54,14 @@ Lowering gather_like(const char* op, const Tensor& src, int64_t dim, const Tenso
   const std::string key =
       std::string(op) + "_" + dtype_tag(dst.dtype()) + "_r" + std::to_string(rank);
   auto kernel = cached_kernel(key, d, caps, [&] {
-    KernelDef k;
-    k.name = key;
-    k.buffers = {
-        {"src", dst.dtype(), false}, {"index", DType::i64, false}, {"dst", dst.dtype(), true}};
-    k.body = "for (uint i = GLOBAL_ID; i < " + pu(kN) + "; i += GLOBAL_SIZE) {\n" +
-             decompose("i", rank, kSizes, {od, oi, os}) + "  dst[od] = src[os + int(index[oi]) * " +
-             pi(kDim) + "];\n}\n";
+    kir::Kernel k(key, kLocal);
+    const kir::Buf sb = k.buffer("src", dst.dtype(), false);
+    const kir::Buf ib = k.buffer("index", DType::i64, false);
+    const kir::Buf db = k.buffer("dst", dst.dtype(), true);
+    k.grid_loop("i", param_u(kN), [&](Expr i) {
+      const std::vector<Expr> o = decompose(k, i, rank, kSizes, {od, oi, os});
+      k.store(db, o[0], k.load(sb, o[2] + cast(Type::i32, k.load(ib, o[1])) * param_i(kDim)));
+    });
     return k;
   });
   Lowering l;
@@ -58,57 +69,68 @@ Lowering gather_like(const char* op, const Tensor& src, int64_t dim, const Tenso
   return l;
 }
 
-// The identity of a scatter reduction in the compute type of `t` (for include_self = false).
-std::string identity(ir::ScatterReduce r, DType t) {
+// The identity of a scatter reduction in ctype_of(t) (for include_self = false).
+Expr identity(ir::ScatterReduce r, DType t) {
   const bool flt = is_float_dtype(t);
+  const Type c = ctype_of(t);
+  const double inf = std::numeric_limits<double>::infinity();
   switch (r) {
     case ir::ScatterReduce::prod:
-      return ccast(t, "1");
+      return kir::lit(c, 1);
     case ir::ScatterReduce::amax:
-      return flt ? ccast(t, "-(1.0 / 0.0)") : lowest_literal(t);
+      return flt ? kir::lit(c, -inf) : lowest_value(t);
     case ir::ScatterReduce::amin:
-      return flt ? ccast(t, "(1.0 / 0.0)") : highest_literal(t);
+      return flt ? kir::lit(c, inf) : highest_value(t);
     default:
-      return ccast(t, "0");
+      return kir::lit(c, 0);
   }
 }
 
-// Helper functions of the scatter kernel: combine(a, b) and divide(sum, count) in compute type C.
-std::string scatter_functions(ir::ScatterReduce r, DType t) {
-  const std::string c = ctype(t);
+// Helper function combine(a, b) of the scatter kernel in ctype_of(t).
+kir::Function combine_function(kir::Kernel& k, ir::ScatterReduce r, DType t) {
+  const Type c = ctype_of(t);
   const bool flt = is_float_dtype(t);
-  std::string f = c + " combine(" + c + " a, " + c + " b) {\n";
-  switch (r) {
-    case ir::ScatterReduce::none:
-      f += "  return b;\n";
-      break;
-    case ir::ScatterReduce::sum:
-    case ir::ScatterReduce::mean:
-      f += "  return a + b;\n";
-      break;
-    case ir::ScatterReduce::prod:
-      f += "  return a * b;\n";
-      break;
-    case ir::ScatterReduce::amax:
-    case ir::ScatterReduce::amin:
-      if (flt) f += "  if (isnan(a) || isnan(b)) return isnan(a) ? a : b;\n";
-      f +=
-          std::string("  return b ") + (r == ir::ScatterReduce::amax ? ">" : "<") + " a ? b : a;\n";
-      break;
-  }
-  f += "}\n";
-  if (r == ir::ScatterReduce::mean) {
-    f += c + " divide(" + c + " s, int n) {\n";
-    if (flt)
-      f += "  return s / " + c + "(n);\n";
-    else if (is_unsigned_dtype(t))
-      f += "  return s / " + c + "(n);\n";
-    else  // floor division, as torch's integer scatter_reduce mean
-      f += "  " + c + " q = s / " + c + "(n);\n  return (q * " + c + "(n) != s && s < " + c +
-           "(0)) ? q - " + c + "(1) : q;\n";
-    f += "}\n";
-  }
-  return f;
+  return k.function("combine", c, {c, c}, [&](const std::vector<Expr>& x) {
+    const Expr a = x[0], b = x[1];
+    switch (r) {
+      case ir::ScatterReduce::none:
+        k.ret(b);
+        break;
+      case ir::ScatterReduce::sum:
+      case ir::ScatterReduce::mean:
+        k.ret(a + b);
+        break;
+      case ir::ScatterReduce::prod:
+        k.ret(a * b);
+        break;
+      case ir::ScatterReduce::amax:
+      case ir::ScatterReduce::amin: {
+        const Expr pick = select(r == ir::ScatterReduce::amax ? b > a : b < a, b, a);
+        if (!flt) {
+          k.ret(pick);
+          break;
+        }
+        const Expr na = kir::call(kir::Fn::isnan, {a}), nb = kir::call(kir::Fn::isnan, {b});
+        k.ret(select(na || nb, select(na, a, b), pick));
+        break;
+      }
+    }
+  });
+}
+
+// Helper function divide(sum, count) of the scatter mean in ctype_of(t); count is i32.
+kir::Function divide_function(kir::Kernel& k, DType t) {
+  const Type c = ctype_of(t);
+  return k.function("divide", c, {c, Type::i32}, [&](const std::vector<Expr>& x) {
+    const Expr s = x[0], n = cast(c, x[1]);
+    if (is_float_dtype(t) || is_unsigned_dtype(t)) {
+      k.ret(s / n);
+      return;
+    }
+    // floor division, as torch's integer scatter_reduce mean
+    const Expr q = k.let("q", s / n);
+    k.ret(select(q * n != s && s < 0, q - 1, q));
+  });
 }
 
 }  // namespace
@@ -157,37 +179,48 @@ Lowering lower_scatter(const ir::Scatter& op, Dialect d, const Caps& caps) {
   const std::string key = std::string("scatter_") + rname[int(r)] + (self ? "" : "_noself") + "_" +
                           dtype_tag(t) + "_r" + std::to_string(rank);
   auto kernel = cached_kernel(key, d, caps, [&] {
-    KernelDef k;
-    k.name = key;
-    k.buffers = {{"dst", t, true}, {"index", DType::i64, false}, {"src", t, false}};
-    if (r != ir::ScatterReduce::none) k.functions = scatter_functions(r, t);
-    const std::string L = pu(kLine);
-    // target(j): dst position of line entry j; value(j): src element j.
-    const std::string tgt = "od + int(index[oi + int(j) * " + pi(kIs) + "]) * " + pi(kDs);
-    const std::string val = "src[os + int(j) * " + pi(kSs) + "]";
-    std::string b = "for (uint i = GLOBAL_ID; i < " + pu(kN) + "; i += GLOBAL_SIZE) {\n" +
-                    decompose("i", rank, kSizes, {oi, os, od});
-    if (r == ir::ScatterReduce::none) {
-      b += "  for (uint j = 0u; j < " + L + "; ++j) dst[" + tgt + "] = " + val + ";\n";
-    } else {
-      if (!self)
-        b += "  for (uint j = 0u; j < " + L + "; ++j) dst[" + tgt + "] = " + st(t, identity(r, t)) +
-             ";\n";
-      b += "  for (uint j = 0u; j < " + L + "; ++j) {\n    int t = " + tgt +
-           ";\n    dst[t] = " + st(t, "combine(" + ld(t, "dst[t]") + ", " + ld(t, val) + ")") +
-           ";\n  }\n";
-      if (r == ir::ScatterReduce::mean) {
-        // Each distinct target once (at its first occurrence): divide by its count.
-        b += "  for (uint j = 0u; j < " + L + "; ++j) {\n" + "    i64 x = index[oi + int(j) * " +
-             pi(kIs) + "];\n" + "    bool first = true;\n" +
-             "    for (uint q = 0u; q < j && first; ++q) first = index[oi + int(q) * " + pi(kIs) +
-             "] != x;\n" + "    if (!first) continue;\n" + "    int c = " + (self ? "1" : "0") +
-             ";\n" + "    for (uint q = j; q < " + L + "; ++q) if (index[oi + int(q) * " + pi(kIs) +
-             "] == x) ++c;\n" + "    int t = od + int(x) * " + pi(kDs) + ";\n" +
-             "    dst[t] = " + st(t, "divide(" + ld(t, "dst[t]") + ", c)") + ";\n  }\n";
+    kir::Kernel k(key, kLocal);
+    const kir::Buf db = k.buffer("dst", t, true);
+    const kir::Buf ib = k.buffer("index", DType::i64, false);
+    const kir::Buf sb = k.buffer("src", t, false);
+    kir::Function combine, divide;
+    if (r != ir::ScatterReduce::none) combine = combine_function(k, r, t);
+    if (r == ir::ScatterReduce::mean) divide = divide_function(k, t);
+    const Expr L = param_u(kLine);
+    k.grid_loop("i", param_u(kN), [&](Expr i) {
+      const std::vector<Expr> o = decompose(k, i, rank, kSizes, {oi, os, od});
+      // index_at(j): index entry j of the line; target(j): its dst position; value(j): src
+      // element j.
+      auto index_at = [&](Expr j) { return k.load(ib, o[0] + cast(Type::i32, j) * param_i(kIs)); };
+      auto target = [&](Expr j) { return o[2] + cast(Type::i32, index_at(j)) * param_i(kDs); };
+      auto value = [&](Expr j) { return o[1] + cast(Type::i32, j) * param_i(kSs); };
+      if (r == ir::ScatterReduce::none) {
+        k.for_range("j", u32(0), L, u32(1),
+                    [&](Expr j) { k.store(db, target(j), k.load(sb, value(j))); });
+        return;
       }
-    }
-    k.body = b + "}\n";
+      if (!self)
+        k.for_range("j", u32(0), L, u32(1), [&](Expr j) { st(k, db, target(j), identity(r, t)); });
+      k.for_range("j", u32(0), L, u32(1), [&](Expr j) {
+        const Expr tg = k.let("t", target(j));
+        st(k, db, tg, k.call(combine, {ld(k, db, tg), ld(k, sb, value(j))}));
+      });
+      if (r != ir::ScatterReduce::mean) return;
+      // Each distinct target once (at its first occurrence): divide by its count.
+      k.for_range("j", u32(0), L, u32(1), [&](Expr j) {
+        const Expr x = k.let("x", index_at(j));
+        const Expr first = k.let("first", kir::lit_bool(true));
+        k.for_(
+            "q", u32(0), [&](Expr q) { return q < j && first; }, [&](Expr q) { return q + 1; },
+            [&](Expr q) { k.assign(first, index_at(q) != x); });
+        k.if_(!first, [&] { k.continue_(); });
+        const Expr c = k.let("c", kir::lit_int(Type::i32, self ? 1 : 0));
+        k.for_range("q", j, L, u32(1),
+                    [&](Expr q) { k.if_(index_at(q) == x, [&] { k.assign(c, c + 1); }); });
+        const Expr tg = k.let("t", o[2] + cast(Type::i32, x) * param_i(kDs));
+        st(k, db, tg, k.call(divide, {ld(k, db, tg), c}));
+      });
+    });
     return k;
   });
   Lowering l;
@@ -224,16 +257,21 @@ Lowering lower_index_add(const ir::IndexAdd& op, Dialect d, const Caps& caps) {
                    p.ints(rank == 0 ? std::vector<int64_t>{} : without_dim(dst, dim))};
   const std::string key = std::string("index_add_") + dtype_tag(t) + "_r" + std::to_string(rank);
   auto kernel = cached_kernel(key, d, caps, [&] {
-    KernelDef k;
-    k.name = key;
-    k.buffers = {{"dst", t, true}, {"index", DType::i64, false}, {"src", t, false}};
-    const std::string c = ctype(t);
-    k.body = c + " alpha = " + scalar_param(t, kAlpha) + ";\n" + "for (uint i = GLOBAL_ID; i < " +
-             pu(kN) + "; i += GLOBAL_SIZE) {\n" + decompose("i", rank, kSizes, {os, od}) +
-             "  for (uint j = 0u; j < " + pu(kLine) + "; ++j) {\n" + "    int t = od + int(index[" +
-             pi(kIo) + " + int(j) * " + pi(kIs) + "]) * " + pi(kDs) + ";\n" + "    dst[t] = " +
-             st(t, ld(t, "dst[t]") + " + alpha * " + ld(t, "src[os + int(j) * " + pi(kSs) + "]")) +
-             ";\n  }\n}\n";
+    kir::Kernel k(key, kLocal);
+    const kir::Buf db = k.buffer("dst", t, true);
+    const kir::Buf ib = k.buffer("index", DType::i64, false);
+    const kir::Buf sb = k.buffer("src", t, false);
+    const Expr alpha = k.let("alpha", scalar_param(t, kAlpha));
+    k.grid_loop("i", param_u(kN), [&](Expr i) {
+      const std::vector<Expr> o = decompose(k, i, rank, kSizes, {os, od});
+      k.for_range("j", u32(0), param_u(kLine), u32(1), [&](Expr j) {
+        const Expr tg = k.let(
+            "t",
+            o[1] + cast(Type::i32, k.load(ib, param_i(kIo) + cast(Type::i32, j) * param_i(kIs))) *
+                       param_i(kDs));
+        st(k, db, tg, ld(k, db, tg) + alpha * ld(k, sb, o[0] + cast(Type::i32, j) * param_i(kSs)));
+      });
+    });
     return k;
   });
   Lowering l;

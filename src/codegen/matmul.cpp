@@ -16,6 +16,9 @@
 // single-pass kernel's. The same rule applies on every device (a real GPU has no such limit, but
 // a chunk launch per ~30,000 k costs little next to the product itself).
 #include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "codegen/family.h"
 #include "codegen/lower.h"
@@ -23,26 +26,27 @@
 
 namespace ember::codegen {
 
+using kir::Expr;
+using kir::Type;
+
 namespace {
 
 // The accumulation type of a dtype's products.
-std::string acc_type(DType t) {
-  if (is_float_dtype(t)) return ctype(t);
-  return (t == DType::i64 || t == DType::u64) ? "u64" : "uint";
+Type acc_type(DType t) {
+  const Type c = kir::compute_of(t);
+  if (kir::is_float(c)) return c;
+  return (t == DType::i64 || t == DType::u64) ? Type::u64 : Type::u32;
 }
 
 int acc_bytes(DType t) { return (t == DType::f64 || t == DType::i64 || t == DType::u64) ? 8 : 4; }
 
-// A loaded element of `t` as the accumulation type.
-std::string to_acc(DType t, const std::string& e) {
-  if (is_float_dtype(t)) return ld(t, e);
-  return acc_type(t) + "(" + ld(t, e) + ")";
-}
+// A loaded element of `t` (its compute type; bool loads as 0/1) as the accumulation type.
+Expr to_acc(DType t, Expr v) { return cast(acc_type(t), v); }
 
-// The accumulator `e` stored as `t` (integers keep the low bits; bool is sum != 0).
-std::string from_acc(DType t, const std::string& e) {
-  if (is_float_dtype(t) || t == DType::b8) return st(t, e);
-  return st(t, ccast(t, e));
+// The accumulator `v` as the value stored to `t` (integers keep the low bits; bool is v != 0).
+Expr from_acc(DType t, Expr v) {
+  if (t == DType::b8) return v != 0;
+  return cast(kir::compute_of(t), v);
 }
 
 // Loop iterations one invocation may run, well under lavapipe's 65,535. The estimates count each
@@ -85,57 +89,69 @@ Layout params(ParamBuilder& p, const ir::Matmul& op, int64_t tiles_m, int64_t ti
   return l;
 }
 
-// Element (r, c) of batch `bt` of the operand whose offset and strides start at word `at`.
-std::string elem(const std::string& buf, size_t at, const std::string& bt, const std::string& r,
-                 const std::string& c) {
-  return buf + "[" + pi(at) + " + int(" + bt + ") * " + pi(at + 1) + " + int(" + r + ") * " +
-         pi(at + 2) + " + int(" + c + ") * " + pi(at + 3) + "]";
+// Params word w as u32 / i32.
+Expr wu(size_t w) { return kir::param_u32(uint32_t(w)); }
+Expr wi(size_t w) { return kir::param_i32(uint32_t(w)); }
+Expr u32(int64_t v) { return kir::lit_int(Type::u32, v); }
+
+// The offset of element (r, c) of batch `bt` (u32) of the operand whose offset and strides start
+// at word `at`.
+Expr elem(size_t at, Expr bt, Expr r, Expr c) {
+  return wi(at) + cast(Type::i32, bt) * wi(at + 1) + cast(Type::i32, r) * wi(at + 2) +
+         cast(Type::i32, c) * wi(at + 3);
 }
 
-// The chunk variant's accumulator of output (bt, r, c) as carried by the previous chunk.
-std::string carried(DType t, const Layout& l, const std::string& bt, const std::string& r,
-                    const std::string& c) {
-  if (carry_in_scratch(t))
-    return "part[(" + bt + " * " + pu(l.m) + " + " + r + ") * " + pu(l.n) + " + " + c + "]";
-  return to_acc(t, elem("dst", l.d, bt, r, c));
-}
-
-// Statement(s) storing accumulator `v` of output (bt, r, c): into dst, or in the chunk variant
-// with a scratch carrier into the scratch unless this is the last chunk.
-std::string store_acc(DType t, const Layout& l, bool kc, const std::string& bt,
-                      const std::string& r, const std::string& c, const std::string& v) {
-  const std::string to_dst = elem("dst", l.d, bt, r, c) + " = " + from_acc(t, v) + ";";
-  if (!kc || !carry_in_scratch(t)) return to_dst;
-  return "if ((" + pu(l.flags) + " & 2u) != 0u) " + to_dst + " else part[(" + bt + " * " + pu(l.m) +
-         " + " + r + ") * " + pu(l.n) + " + " + c + "] = " + v + ";";
-}
-
-std::vector<BufferDecl> buffers(DType t, bool kc) {
-  std::vector<BufferDecl> b = {{"a", t, false}, {"b", t, false}, {"dst", t, true}};
-  if (kc && carry_in_scratch(t)) b.push_back({"part", DType::f32, true});
+// The kernel's buffers; part (the f32 carrier) only in a chunk variant carrying in scratch.
+struct Bufs {
+  kir::Buf a, b, dst, part;
+};
+Bufs buffers(kir::Kernel& k, DType t, bool kc) {
+  Bufs b;
+  b.a = k.buffer("a", t, false);
+  b.b = k.buffer("b", t, false);
+  b.dst = k.buffer("dst", t, true);
+  if (kc && carry_in_scratch(t)) b.part = k.buffer("part", DType::f32, true);
   return b;
 }
 
+// The scratch carrier's index of output (bt, r, c).
+Expr part_index(const Layout& l, Expr bt, Expr r, Expr c) {
+  return (bt * wu(l.m) + r) * wu(l.n) + c;
+}
+
+// The chunk variant's accumulator of output (bt, r, c) as carried by the previous chunk.
+Expr carried(kir::Kernel& k, DType t, const Layout& l, const Bufs& bf, Expr bt, Expr r, Expr c) {
+  if (carry_in_scratch(t)) return k.load(bf.part, part_index(l, bt, r, c));
+  return to_acc(t, k.load(bf.dst, elem(l.d, bt, r, c)));
+}
+
+// Stores accumulator `v` of output (bt, r, c): into dst, or in the chunk variant with a scratch
+// carrier into the scratch unless this is the last chunk.
+void store_acc(kir::Kernel& k, DType t, const Layout& l, bool kc, const Bufs& bf, Expr bt, Expr r,
+               Expr c, Expr v) {
+  const auto to_dst = [&] { k.store(bf.dst, elem(l.d, bt, r, c), from_acc(t, v)); };
+  if (!kc || !carry_in_scratch(t)) return to_dst();
+  k.if_((wu(l.flags) & 2) != 0, to_dst, [&] { k.store(bf.part, part_index(l, bt, r, c), v); });
+}
+
 // kc: the chunk variant (k range and flags from chunk_params).
-KernelDef simple_kernel(const std::string& name, DType t, const Layout& l, bool kc) {
-  KernelDef k;
-  k.name = name;
-  k.buffers = buffers(t, kc);
-  const std::string acc = acc_type(t);
-  std::string b = "uint total = " + pu(l.batch) + " * " + pu(l.m) + " * " + pu(l.n) + ";\n";
-  b += "for (uint i = GLOBAL_ID; i < total; i += GLOBAL_SIZE) {\n";
-  b += "  uint col = i % " + pu(l.n) + ";\n";
-  b += "  uint row = (i / " + pu(l.n) + ") % " + pu(l.m) + ";\n";
-  b += "  uint bt = i / (" + pu(l.n) + " * " + pu(l.m) + ");\n";
-  b += "  " + acc + " s = " + acc + "(0);\n";
-  if (kc)
-    b += "  if ((" + pu(l.flags) + " & 1u) == 0u) s = " + carried(t, l, "bt", "row", "col") + ";\n";
-  b += "  for (uint kk = " + (kc ? pu(l.kb) : std::string("0u")) + "; kk < " + pu(kc ? l.ke : l.k) +
-       "; ++kk)\n";
-  b += "    s += " + to_acc(t, elem("a", l.a, "bt", "row", "kk")) + " * " +
-       to_acc(t, elem("b", l.b, "bt", "kk", "col")) + ";\n";
-  b += "  " + store_acc(t, l, kc, "bt", "row", "col", "s") + "\n}\n";
-  k.body = b;
+kir::Kernel simple_kernel(const std::string& name, DType t, const Layout& l, bool kc) {
+  kir::Kernel k(name, 256);
+  const Bufs bf = buffers(k, t, kc);
+  const Type acc = acc_type(t);
+  const Expr total = k.let("total", wu(l.batch) * wu(l.m) * wu(l.n));
+  k.grid_loop("i", total, [&](Expr i) {
+    const Expr col = k.let("col", i % wu(l.n));
+    const Expr row = k.let("row", (i / wu(l.n)) % wu(l.m));
+    const Expr bt = k.let("bt", i / (wu(l.n) * wu(l.m)));
+    const Expr s = k.let("s", kir::lit(acc, 0));
+    if (kc) k.if_((wu(l.flags) & 1) == 0, [&] { k.assign(s, carried(k, t, l, bf, bt, row, col)); });
+    k.for_range("kk", kc ? wu(l.kb) : u32(0), wu(kc ? l.ke : l.k), u32(1), [&](Expr kk) {
+      k.assign(s, s + to_acc(t, k.load(bf.a, elem(l.a, bt, row, kk))) *
+                          to_acc(t, k.load(bf.b, elem(l.b, bt, kk, col))));
+    });
+    store_acc(k, t, l, kc, bf, bt, row, col, s);
+  });
   return k;
 }
 
@@ -149,122 +165,132 @@ struct Tile {
 // Staging-loop unroll factors: each staging loop runs twice (or once).
 int unroll_of(int elems, int threads) { return std::max(1, elems / threads / 2); }
 
-KernelDef tiled_kernel(const std::string& name, DType t, const Layout& l, const Tile& g, bool kc) {
-  KernelDef k;
-  k.name = name;
-  k.local_size = uint32_t(g.threads());
-  const std::string NT = std::to_string(g.threads()) + "u", TX = std::to_string(g.tx()) + "u";
-  k.buffers = buffers(t, kc);
-  const std::string acc = acc_type(t);
-  // float operands are staged as vec4 (tm, tn are multiples of 4): a thread's TM + TN operands
-  // per k are TM / 4 + TN / 4 loads (lavapipe loads shared memory lane by lane, so fewer and
-  // wider loads are faster).
-  const bool v4 = acc == "float" && g.tm % 4 == 0 && g.tn % 4 == 0;
-  if (v4)
-    k.shared = {{"vec4", "As", uint32_t(g.bk * g.bm / 4)},
-                {"vec4", "Bs", uint32_t(g.bk * g.bn / 4)}};
-  else
-    k.shared = {{acc, "As", uint32_t(g.bk * g.bm)}, {acc, "Bs", uint32_t(g.bk * g.bn)}};
-  // Shared element `i` (a uint expression) of array `arr`.
-  const auto sh = [&](const std::string& arr, const std::string& i) {
-    return v4 ? arr + "[(" + i + ") >> 2u][(" + i + ") & 3u]" : arr + "[" + i + "]";
-  };
-  static const char* const kComp[4] = {".x", ".y", ".z", ".w"};
-  const std::string BM = std::to_string(g.bm), BN = std::to_string(g.bn), BK = std::to_string(g.bk),
-                    TM = std::to_string(g.tm), TN = std::to_string(g.tn);
-  std::string b;
+// Whether float operands are staged as vec4 (tm, tn are multiples of 4): a thread's TM + TN
+// operands per k are TM / 4 + TN / 4 loads (lavapipe loads shared memory lane by lane, so fewer
+// and wider loads are faster).
+bool staged_v4(DType t, const Tile& g) {
+  return acc_type(t) == Type::f32 && g.tm % 4 == 0 && g.tn % 4 == 0;
+}
+
+// The staging loop over `elems` shared slots: each thread's slots e0 + u * threads for u <
+// unroll_of(elems, threads), the body `slot(e)` unrolled here. Each loop runs twice (or once):
+// lavapipe ends a shader after 65535 loop iterations in all (nested loops count together), so
+// loops per k step bound K.
+void staging_loop(kir::Kernel& k, int elems, int threads, const std::function<void(Expr)>& slot) {
+  const int unroll = unroll_of(elems, threads);
+  k.for_range("e0", kir::local_id(), u32(elems), u32(int64_t(threads) * unroll), [&](Expr e0) {
+    for (int u = 0; u < unroll; ++u) slot(k.let("e", e0 + u32(int64_t(u) * threads)));
+  });
+}
+
+kir::Kernel tiled_kernel(const std::string& name, DType t, const Layout& l, const Tile& g,
+                         bool kc) {
+  kir::Kernel k(name, uint32_t(g.threads()));
+  const Bufs bf = buffers(k, t, kc);
+  const Type acc = acc_type(t);
+  const Expr zero = kir::lit(acc, 0);
+  const bool v4 = staged_v4(t, g);
+  const kir::Shared As = v4 ? k.shared("As", Type::f32x4, uint32_t(g.bk * g.bm / 4))
+                            : k.shared("As", acc, uint32_t(g.bk * g.bm));
+  const kir::Shared Bs = v4 ? k.shared("Bs", Type::f32x4, uint32_t(g.bk * g.bn / 4))
+                            : k.shared("Bs", acc, uint32_t(g.bk * g.bn));
   // K: the end of this launch's k range (the chunk variant's k range is [KB, K)).
-  b += "uint M = " + pu(l.m) + ", N = " + pu(l.n) + ", K = " + pu(kc ? l.ke : l.k) + ";\n";
-  b += "uint tiles = " + pu(l.batch) + " * " + pu(l.tiles_m) + " * " + pu(l.tiles_n) + ";\n";
-  b += "uint tx = LOCAL_ID % " + TX + ", ty = LOCAL_ID / " + TX + ";\n";
+  const Expr M = k.let("M", wu(l.m)), N = k.let("N", wu(l.n)), K = k.let("K", wu(kc ? l.ke : l.k));
+  const Expr tiles = k.let("tiles", wu(l.batch) * wu(l.tiles_m) * wu(l.tiles_n));
+  const Expr tx = k.let("tx", kir::local_id() % u32(g.tx())),
+             ty = k.let("ty", kir::local_id() / u32(g.tx()));
+  const Expr BM = u32(g.bm), BN = u32(g.bn), BK = u32(g.bk), TM = u32(g.tm), TN = u32(g.tn);
   // Workgroup-uniform loop over output tiles, so the barriers inside are uniform.
-  b += "for (uint tile = GROUP_ID; tile < tiles; tile += NUM_GROUPS) {\n";
-  b += "  uint tn0 = (tile % " + pu(l.tiles_n) + ") * " + BN + "u;\n";
-  b += "  uint tm0 = ((tile / " + pu(l.tiles_n) + ") % " + pu(l.tiles_m) + ") * " + BM + "u;\n";
-  b += "  uint bt = tile / (" + pu(l.tiles_n) + " * " + pu(l.tiles_m) + ");\n";
-  // Accumulators and operands as scalars, the loops over them unrolled here: a driver keeps
-  // them in registers (an indexed array may live in memory).
-  const auto c_ = [](int i, int j) {
-    std::string r = "c";
-    return r.append(std::to_string(i)).append("_").append(std::to_string(j));
-  };
-  for (int i = 0; i < g.tm; ++i)
-    for (int j = 0; j < g.tn; ++j) b += "  " + acc + " " + c_(i, j) + " = " + acc + "(0);\n";
-  // Block element (i, j) of this thread: row and column expressions.
-  const auto row_of = [&](int i) { return "tm0 + ty * " + TM + "u + " + std::to_string(i) + "u"; };
-  const auto col_of = [&](int j) { return "tn0 + tx * " + TN + "u + " + std::to_string(j) + "u"; };
-  if (kc) {  // continue from the previous chunk's accumulators
-    b += "  if ((" + pu(l.flags) + " & 1u) == 0u) {\n";
-    for (int i = 0; i < g.tm; ++i) {
-      b += "    if (" + row_of(i) + " < M) {\n";
+  k.for_range("tile", kir::group_id(), tiles, kir::num_groups(), [&](Expr tile) {
+    const Expr tn0 = k.let("tn0", (tile % wu(l.tiles_n)) * BN);
+    const Expr tm0 = k.let("tm0", ((tile / wu(l.tiles_n)) % wu(l.tiles_m)) * BM);
+    const Expr bt = k.let("bt", tile / (wu(l.tiles_n) * wu(l.tiles_m)));
+    // Accumulators and operands as scalars, the loops over them unrolled here: a driver keeps
+    // them in registers (an indexed array may live in memory).
+    std::vector<Expr> c(size_t(g.tm * g.tn));
+    const auto c_ = [&](int i, int j) -> Expr& { return c[size_t(i * g.tn + j)]; };
+    for (int i = 0; i < g.tm; ++i)
       for (int j = 0; j < g.tn; ++j)
-        b += "      if (" + col_of(j) + " < N) " + c_(i, j) + " = " +
-             carried(t, l, "bt", row_of(i), col_of(j)) + ";\n";
-      b += "    }\n";
+        c_(i, j) = k.let("c" + std::to_string(i) + "_" + std::to_string(j), zero);
+    // Block element (i, j) of this thread: row and column expressions.
+    const auto row_of = [&](int i) { return tm0 + ty * TM + u32(i); };
+    const auto col_of = [&](int j) { return tn0 + tx * TN + u32(j); };
+    if (kc) {  // continue from the previous chunk's accumulators
+      k.if_((wu(l.flags) & 1) == 0, [&] {
+        for (int i = 0; i < g.tm; ++i)
+          k.if_(row_of(i) < M, [&] {
+            for (int j = 0; j < g.tn; ++j)
+              k.if_(col_of(j) < N,
+                    [&] { k.assign(c_(i, j), carried(k, t, l, bf, bt, row_of(i), col_of(j))); });
+          });
+      });
     }
-    b += "  }\n";
-  }
-  b += "  for (uint k0 = " + (kc ? pu(l.kb) : std::string("0u")) + "; k0 < K; k0 += " + BK +
-       "u) {\n";
-  // Stage A[tm0.., k0..] as As[kk * BM + r] and B[k0.., tn0..] as Bs[kk * BN + c]; zero
-  // outside the matrices (both operands are zero past K, so padded products are 0 * 0).
-  // Each loop runs twice, its body unrolled: lavapipe ends a shader after 65535 loop
-  // iterations in all (nested loops count together), so loops per k step bound K.
-  const int unroll_a = unroll_of(g.bm * g.bk, g.threads());
-  const int unroll_b = unroll_of(g.bn * g.bk, g.threads());
-  b += "    for (uint e0 = LOCAL_ID; e0 < " + std::to_string(g.bm * g.bk) +
-       "u; e0 += " + std::to_string(g.threads() * unroll_a) + "u) {\n";
-  for (int u = 0; u < unroll_a; ++u) {
-    b += "    {\n      uint e = e0 + " + std::to_string(u * g.threads()) + "u;\n";
-    b += "      uint r = e / " + BK + "u, kk = e % " + BK + "u;\n";
-    b += "      uint gr = tm0 + r, gk = k0 + kk;\n";
-    b += "      " + sh("As", "kk * " + BM + "u + r") + " = (gr < M && gk < K) ? " +
-         to_acc(t, elem("a", l.a, "bt", "gr", "gk")) + " : " + acc + "(0);\n    }\n";
-  }
-  b += "    }\n";
-  b += "    for (uint e0 = LOCAL_ID; e0 < " + std::to_string(g.bk * g.bn) +
-       "u; e0 += " + std::to_string(g.threads() * unroll_b) + "u) {\n";
-  for (int u = 0; u < unroll_b; ++u) {
-    b += "    {\n      uint e = e0 + " + std::to_string(u * g.threads()) + "u;\n";
-    b += "      uint kk = e / " + BN + "u, c = e % " + BN + "u;\n";
-    b += "      uint gk = k0 + kk, gc = tn0 + c;\n";
-    b += "      " + sh("Bs", "e") + " = (gk < K && gc < N) ? " +
-         to_acc(t, elem("b", l.b, "bt", "gk", "gc")) + " : " + acc + "(0);\n    }\n";
-  }
-  b += "    }\n";
-  b += "    BARRIER();\n";
-  b += "    for (uint kk = 0u; kk < " + BK + "u; ++kk) {\n";
-  // Operand i of this thread: xa<i> (scalar), or component i % 4 of the vec4 xa<i / 4> (not
-  // a<i>/b<i>: b8 is a type name).
-  const auto opnd = [&](const std::string& x, int i) {
-    std::string r = x;
-    r += v4 ? std::to_string(i / 4) + kComp[i % 4] : std::to_string(i);
-    return r;
-  };
-  const int wa = v4 ? 4 : 1;
-  for (int i = 0; i < g.tm / wa; ++i)
-    b += "      " + (v4 ? std::string("vec4") : acc) + " xa" + std::to_string(i) + " = As[(kk * " +
-         BM + "u + ty * " + TM + "u) / " + std::to_string(wa) + "u + " + std::to_string(i) +
-         "u];\n";
-  for (int j = 0; j < g.tn / wa; ++j)
-    b += "      " + (v4 ? std::string("vec4") : acc) + " xb" + std::to_string(j) + " = Bs[(kk * " +
-         BN + "u + tx * " + TN + "u) / " + std::to_string(wa) + "u + " + std::to_string(j) +
-         "u];\n";
-  for (int i = 0; i < g.tm; ++i)
-    for (int j = 0; j < g.tn; ++j)
-      b += "      " + c_(i, j) + " += " + opnd("xa", i) + " * " + opnd("xb", j) + ";\n";
-  b += "    }\n    BARRIER();\n  }\n";
-  for (int i = 0; i < g.tm; ++i) {
-    b += "  if (" + row_of(i) + " < M) {\n";
-    b += "    uint gr = " + row_of(i) + ";\n";
-    for (int j = 0; j < g.tn; ++j) {
-      const std::string gc = col_of(j);
-      b += "    if (" + gc + " < N) " + store_acc(t, l, kc, "bt", "gr", gc, c_(i, j)) + "\n";
-    }
-    b += "  }\n";
-  }
-  b += "}\n";
-  k.body = b;
+    k.for_range("k0", kc ? wu(l.kb) : u32(0), K, BK, [&](Expr k0) {
+      // Stage A[tm0.., k0..] as As[kk * BM + r] and B[k0.., tn0..] as Bs[kk * BN + c]; zero
+      // outside the matrices (both operands are zero past K, so padded products are 0 * 0).
+      // A of row gr, column gk (zero outside), as the accumulation type.
+      const auto a_at = [&](Expr gr, Expr gk) {
+        return select(gr < M && gk < K, to_acc(t, k.load(bf.a, elem(l.a, bt, gr, gk))), zero);
+      };
+      const auto b_at = [&](Expr gk, Expr gc) {
+        return select(gk < K && gc < N, to_acc(t, k.load(bf.b, elem(l.b, bt, gk, gc))), zero);
+      };
+      if (v4) {
+        // A vec4 slot holds 4 consecutive rows (As) or columns (Bs) of one k: each thread
+        // stores whole slots (a vec4 component cannot be stored by a runtime index).
+        staging_loop(k, g.bm * g.bk / 4, g.threads(), [&](Expr e) {
+          const Expr r4 = k.let("r4", e / BK), kk = k.let("kk", e % BK);
+          const Expr gr = k.let("gr", tm0 + r4 * 4u), gk = k.let("gk", k0 + kk);
+          k.store(As, kk * u32(g.bm / 4) + r4,
+                  kir::vec4(a_at(gr, gk), a_at(gr + 1u, gk), a_at(gr + 2u, gk), a_at(gr + 3u, gk)));
+        });
+        staging_loop(k, g.bk * g.bn / 4, g.threads(), [&](Expr e) {
+          const Expr kk = k.let("kk", e / u32(g.bn / 4)), cc = k.let("c", (e % u32(g.bn / 4)) * 4u);
+          const Expr gk = k.let("gk", k0 + kk), gc = k.let("gc", tn0 + cc);
+          k.store(Bs, e,
+                  kir::vec4(b_at(gk, gc), b_at(gk, gc + 1u), b_at(gk, gc + 2u), b_at(gk, gc + 3u)));
+        });
+      } else {
+        staging_loop(k, g.bm * g.bk, g.threads(), [&](Expr e) {
+          const Expr r = k.let("r", e / BK), kk = k.let("kk", e % BK);
+          const Expr gr = k.let("gr", tm0 + r), gk = k.let("gk", k0 + kk);
+          k.store(As, kk * BM + r, a_at(gr, gk));
+        });
+        staging_loop(k, g.bk * g.bn, g.threads(), [&](Expr e) {
+          const Expr kk = k.let("kk", e / BN), cc = k.let("c", e % BN);
+          const Expr gk = k.let("gk", k0 + kk), gc = k.let("gc", tn0 + cc);
+          k.store(Bs, e, b_at(gk, gc));
+        });
+      }
+      k.barrier();
+      k.for_range("kk", u32(0), BK, u32(1), [&](Expr kk) {
+        // Operand i of this thread: xa<i> (scalar), or component i % 4 of the vec4 xa<i / 4>
+        // (not a<i>/b<i>: b8 is a type name).
+        const int wa = v4 ? 4 : 1;
+        std::vector<Expr> xa, xb;
+        for (int i = 0; i < g.tm / wa; ++i)
+          xa.push_back(
+              k.let("xa" + std::to_string(i), k.load(As, (kk * BM + ty * TM) / u32(wa) + u32(i))));
+        for (int j = 0; j < g.tn / wa; ++j)
+          xb.push_back(
+              k.let("xb" + std::to_string(j), k.load(Bs, (kk * BN + tx * TN) / u32(wa) + u32(j))));
+        const auto opnd = [&](const std::vector<Expr>& x, int i) {
+          return v4 ? x[size_t(i / 4)][i % 4] : x[size_t(i)];
+        };
+        for (int i = 0; i < g.tm; ++i)
+          for (int j = 0; j < g.tn; ++j) k.assign(c_(i, j), c_(i, j) + opnd(xa, i) * opnd(xb, j));
+      });
+      k.barrier();
+    });
+    for (int i = 0; i < g.tm; ++i)
+      k.if_(row_of(i) < M, [&] {
+        const Expr gr = k.let("gr", row_of(i));
+        for (int j = 0; j < g.tn; ++j) {
+          const Expr gc = col_of(j);
+          k.if_(gc < N, [&] { store_acc(k, t, l, kc, bf, bt, gr, gc, c_(i, j)); });
+        }
+      });
+  });
   return k;
 }
 
@@ -363,6 +389,8 @@ Lowering lower_matmul(const ir::Matmul& op, Dialect d, const Caps& caps) {
   // Per invocation: ceil(tiles / groups) tiles, each K / BK steps of two staging loops (their
   // trip counts as generated) and the BK-long product loop; lavapipe counts a loop's trip count
   // plus one (measured: 24 per step of the CPU-device tiles, K = 70,000 stopped at k ~43,700).
+  // Counted per element: vec4 staging runs the same trips, but once for twice in 32x8 t4 (an
+  // upper bound there).
   const int64_t T = g.threads(), ua = unroll_of(g.bm * g.bk, g.threads()),
                 ub = unroll_of(g.bn * g.bk, g.threads());
   const int64_t per_step = 1 + (g.bm * g.bk + T * ua - 1) / (T * ua) + 1 +

@@ -19,6 +19,7 @@
 // the frontend allocates is itself unsupported, so the op is an error). max/min compare in the
 // element's compute type, NaN wins (the first NaN), ties keep the first index.
 #include <algorithm>
+#include <functional>
 
 #include "codegen/lower.h"
 #include "codegen/reduce_util.h"
@@ -29,8 +30,9 @@ namespace ember::codegen {
 namespace {
 
 using ir::ReduceOp;
-using red::vload;
-using red::vstore;
+using kir::Expr;
+using kir::Fn;
+using kir::Type;
 using red::vtype;
 
 const char* op_name(ReduceOp op) {
@@ -59,19 +61,32 @@ DType acc_dtype(DType src, const Caps& caps) {
   return uns ? DType::u32 : DType::i32;
 }
 
-// `bool red_take(V a, uint ka, V b, uint kb)`: whether (b, kb) replaces the extreme so far
+// The index of an empty extreme slot.
+Expr kEmpty() { return kir::lit_uint(Type::u32, 0xFFFFFFFFu); }
+
+// A kernel's buffers (the unused ones stay invalid).
+struct Bufs {
+  kir::Buf src, dst, idx, pv, pk;
+};
+
+// `bool red_take(V a, u32 ka, V b, u32 kb)`: whether (b, kb) replaces the extreme so far
 // (a, ka). k = 0xFFFFFFFF marks an empty slot. NaN wins, the first NaN among NaNs; strictly
 // better wins; ties keep the smaller index (threads see interleaved indices).
-std::string take_function(DType t, bool is_max) {
-  const std::string v = vtype(t);
-  std::string s = "bool red_take(" + v + " a, uint ka, " + v + " b, uint kb) {\n";
-  s += "  if (kb == 0xFFFFFFFFu) return false;\n  if (ka == 0xFFFFFFFFu) return true;\n";
-  if (red::is_float_dtype(t))
-    s += "  bool na = isnan(a), nb = isnan(b);\n"
-         "  if (na || nb) return nb && (!na || kb < ka);\n";
-  s += std::string("  if (b ") + (is_max ? ">" : "<") + " a) return true;\n";
-  s += "  return b == a && kb < ka;\n}\n";
-  return s;
+kir::Function take_function(kir::Kernel& k, DType t, bool is_max) {
+  const Type v = vtype(t);
+  return k.function("red_take", Type::boolean, {v, Type::u32, v, Type::u32},
+                    [&](const std::vector<Expr>& p) {
+                      const Expr a = p[0], ka = p[1], b = p[2], kb = p[3];
+                      k.if_(kb == kEmpty(), [&] { k.ret(kir::lit_bool(false)); });
+                      k.if_(ka == kEmpty(), [&] { k.ret(kir::lit_bool(true)); });
+                      if (red::is_float_dtype(t)) {
+                        const Expr na = k.let("na", kir::call(Fn::isnan, {a}));
+                        const Expr nb = k.let("nb", kir::call(Fn::isnan, {b}));
+                        k.if_(na || nb, [&] { k.ret(nb && (!na || kb < ka)); });
+                      }
+                      k.if_(is_max ? b > a : b < a, [&] { k.ret(kir::lit_bool(true)); });
+                      k.ret(b == a && kb < ka);
+                    });
 }
 
 // Loop iterations one invocation may run, well under lavapipe's 65,535. The estimates count each
@@ -100,17 +115,15 @@ std::string key_of(const Plan& p) {
 bool is_extreme(ReduceOp op) { return op == ReduceOp::max || op == ReduceOp::min; }
 bool is_logical(ReduceOp op) { return op == ReduceOp::any || op == ReduceOp::all; }
 
-// Statements storing the final accumulator `a` (and index `ka`) of output `o` (offsets db, ib).
-std::string finish_code(const Plan& p, const std::string& a, const std::string& ka) {
-  std::string s;
+// Stores the final accumulator `a` (and index `ka`) of an output at offsets db (and ib).
+void finish(kir::Kernel& k, const Plan& p, const Bufs& b, Expr db, Expr ib, Expr a, Expr ka) {
   if (is_extreme(p.op)) {
-    s += "dst[db] = " + vstore(p.dst, a) + ";\n";
-    if (p.with_idx) s += "idx[ib] = i64(" + ka + ");\n";
+    k.store(b.dst, db, red::vstore(k, p.src, p.dst, a));
+    if (p.with_idx) k.store(b.idx, ib, cast(Type::i64, ka));
   } else {
     const DType from = is_logical(p.op) ? DType::b8 : p.acc;
-    s += "dst[db] = " + store(p.dst, convert(from, p.dst, a)) + ";\n";
+    k.store(b.dst, db, convert(k, from, p.dst, a));
   }
-  return s;
 }
 
 // The split's scratch buffers: partial values (the accumulator type; any/all as u32 0/1; the
@@ -120,155 +133,226 @@ std::vector<BufferDecl> partial_buffers(const Plan& p, bool writable) {
   return {{"pv", is_logical(p.op) ? DType::u32 : p.acc, writable}};
 }
 
-// cw: the split's params word of C (chunks per output), followed by CH (elements per chunk).
-KernelDef make_def(const Plan& p, uint32_t ob, uint32_t ib, uint32_t cw) {
-  KernelDef def;
-  def.name = key_of(p);
-  def.buffers = {{"src", p.src, false}, {"dst", p.dst, true}};
-  if (p.with_idx) def.buffers.push_back({"idx", DType::i64, true});
-  if (p.split == 1) {  // the partials kernel writes scratch, not dst
-    def.buffers = {{"src", p.src, false}};
-    for (const BufferDecl& b : partial_buffers(p, true)) def.buffers.push_back(b);
+// Declares the buffers of a kernel of plan p: src (unless final), dst and idx (unless the
+// partials kernel), then the partials (split kernels).
+Bufs declare(kir::Kernel& k, const Plan& p) {
+  Bufs b;
+  if (p.split != 2) b.src = k.buffer("src", p.src, false);
+  if (p.split != 1) {
+    b.dst = k.buffer("dst", p.dst, true);
+    if (p.with_idx) b.idx = k.buffer("idx", DType::i64, true);
   }
-  def.local_size = p.group ? p.group : 256;
-  const bool extreme = p.op == ReduceOp::max || p.op == ReduceOp::min;
-  const bool logical = p.op == ReduceOp::any || p.op == ReduceOp::all;
-  // max/min order elements as vtype (bool as uint); the others read the compute type.
-  const std::string V = extreme ? vtype(p.src) : std::string(compute_type(p.src));
-  // The accumulator's type, initial value, step with element `v` and combine of two partials.
-  std::string A, init, step, comb, shared_t;
-  if (extreme) {
-    def.functions = take_function(p.src, p.op == ReduceOp::max);
-  } else if (logical) {
+  if (p.split != 0) {
+    const std::vector<BufferDecl> parts = partial_buffers(p, p.split == 1);
+    b.pv = k.buffer(parts[0].name, parts[0].dtype, parts[0].writable);
+    if (parts.size() > 1) b.pk = k.buffer(parts[1].name, parts[1].dtype, parts[1].writable);
+  }
+  return b;
+}
+
+// The accumulator of sum/prod/any/all: its type, initial value, step with element `v` (of
+// src's compute type) and combine of two partials (as stored in shared: any/all as u32).
+struct Acc {
+  Type type = Type::f32, shared = Type::f32;
+  Expr init;
+  std::function<Expr(kir::Kernel&, Expr, Expr)> step;
+  std::function<Expr(Expr, Expr)> comb;
+};
+Acc make_acc(const Plan& p) {
+  Acc a;
+  if (is_logical(p.op)) {
     const bool any = p.op == ReduceOp::any;
-    A = "bool";
-    shared_t = "uint";
-    init = any ? "false" : "true";
-    step = std::string("acc = acc ") + (any ? "||" : "&&") + " " + convert(p.src, DType::b8, "v") +
-           ";";
-    comb = any ? "|" : "&";
+    const DType src = p.src;
+    a.type = Type::boolean;
+    a.shared = Type::u32;
+    a.init = kir::lit_bool(!any);
+    a.step = [any, src](kir::Kernel& k, Expr acc, Expr v) {
+      const Expr b = convert(k, src, DType::b8, v);
+      return any ? (acc || b) : (acc && b);
+    };
+    a.comb = [any](Expr x, Expr y) { return any ? (x | y) : (x & y); };
   } else {
     const bool sum = p.op == ReduceOp::sum;
-    A = compute_type(p.acc);
-    shared_t = A;
-    init = A + (sum ? "(0)" : "(1)");
-    step = std::string("acc = acc ") + (sum ? "+" : "*") + " " + convert(p.src, p.acc, "v") + ";";
-    comb = sum ? "+" : "*";
+    const DType src = p.src, acc = p.acc;
+    a.type = a.shared = kir::compute_of(p.acc);
+    a.init = kir::lit(a.type, sum ? 0 : 1);
+    a.step = [sum, src, acc](kir::Kernel& k, Expr x, Expr v) {
+      const Expr c = convert(k, src, acc, v);
+      return sum ? x + c : x * c;
+    };
+    a.comb = [sum](Expr x, Expr y) { return sum ? x + y : x * y; };
   }
-  const std::string outer_vars = iter_code(p.with_idx ? std::vector<std::string>{"sb", "db", "ib"}
-                                                      : std::vector<std::string>{"sb", "db"},
-                                           "o", p.ro, ob);
-  const std::string inner_vars = iter_code({"so"}, "k", p.ri, ib);
-  const std::string load_v =
-      "    " + V +
-      " v = " + (extreme ? vload(p.src, "src[sb + so]") : load(p.src, "src[sb + so]")) + ";\n";
+  return a;
+}
+
+// cw: the split's params word of C (chunks per output), followed by CH (elements per chunk).
+kir::Kernel make_kernel(const Plan& p, uint32_t ob, uint32_t ib, uint32_t cw) {
+  kir::Kernel k(key_of(p), p.group ? p.group : 256);
+  const Bufs b = declare(k, p);
+  const bool extreme = is_extreme(p.op), logical = is_logical(p.op);
+  // max/min order elements as vtype (bool as u32); the others read the compute type.
+  const Type V = extreme ? vtype(p.src) : kir::compute_of(p.src);
+  const kir::Function take =
+      extreme ? take_function(k, p.src, p.op == ReduceOp::max) : kir::Function{};
+  const Acc A = extreme ? Acc{} : make_acc(p);
+  const std::vector<std::string> ovars = p.with_idx ? std::vector<std::string>{"sb", "db", "ib"}
+                                                    : std::vector<std::string>{"sb", "db"};
   // Stores the final accumulator `a` (and index `ka`): into dst, or the split's partial w.
-  auto finish = [&](const std::string& a, const std::string& ka) {
-    if (p.split != 1) return finish_code(p, a, ka);
-    if (extreme) return "pv[w] = " + vstore(p.src, a) + ";\npk[w] = " + ka + ";\n";
-    if (logical) return "pv[w] = " + a + " ? 1u : 0u;\n";
-    return "pv[w] = " + store(p.acc, a) + ";\n";
+  auto done = [&](const std::vector<Expr>& o, Expr w, Expr a, Expr ka) {
+    if (p.split != 1) return finish(k, p, b, o[1], p.with_idx ? o[2] : Expr(), a, ka);
+    if (extreme) {
+      k.store(b.pv, w, red::vstore(k, p.src, p.src, a));
+      k.store(b.pk, w, ka);
+    } else if (logical) {
+      k.store(b.pv, w, select(a, kir::lit(Type::u32, 1), kir::lit(Type::u32, 0)));
+    } else {
+      k.store(b.pv, w, a);
+    }
   };
-  std::string b;
-  b += "const uint n_out = P_U(" + std::to_string(ob) + ");\n";
-  b += "const uint R = P_U(" + std::to_string(ib) + ");\n";
+  // The loop over reduced elements [k0 + first, k1) step `step` updating best/bk or acc.
+  auto reduce_loop = [&](Expr sb, Expr first, Expr end, Expr step, Expr best, Expr bk, Expr acc) {
+    k.for_range("k", first, end, step, [&](Expr kk) {
+      const Expr so = iter_offsets(k, {"so"}, kk, p.ri, ib)[0];
+      const Expr v =
+          k.let("v", extreme ? red::vload(k, b.src, p.src, sb + so) : k.load(b.src, sb + so));
+      if (extreme) {
+        k.if_(k.call(take, {best, bk, v, kk}), [&] {
+          k.assign(best, v);
+          k.assign(bk, kk);
+        });
+      } else {
+        k.assign(acc, A.step(k, acc, v));
+      }
+    });
+  };
+  const Expr n_out = k.let("n_out", kir::param_u32(ob));
+  const Expr R = k.let("R", kir::param_u32(ib));
+  const Expr zero = kir::lit(Type::u32, 0), one = kir::lit(Type::u32, 1);
   if (!p.group) {
-    b += grid_loop("o", "n_out") + " {\n" + outer_vars;
-    if (extreme) {
-      b += V + " best = " + V + "(0);\nuint bk = 0xFFFFFFFFu;\n";
-      b += "for (uint k = 0u; k < R; ++k) {\n" + inner_vars + load_v;
-      b += "    if (red_take(best, bk, v, k)) { best = v; bk = k; }\n}\n";
-      b += finish("best", "bk");
-    } else {
-      b += A + " acc = " + init + ";\n";
-      b += "for (uint k = 0u; k < R; ++k) {\n" + inner_vars + load_v + "    " + step + "\n}\n";
-      b += finish("acc", "");
-    }
-    b += "}\n";
-  } else {
-    const uint32_t L = p.group;
-    if (p.split == 1) {  // a workgroup per (output o, chunk c) pair w; chunks of CH elements
-      b += "const uint C = P_U(" + std::to_string(cw) + "), CH = P_U(" + std::to_string(cw + 1) +
-           ");\n";
-      b += "for (uint w = GROUP_ID; w < n_out * C; w += NUM_GROUPS) {\n";
-      b += "uint o = w / C, k0 = (w % C) * CH;\n" + outer_vars;
-      b += "uint k1 = R - k0 > CH ? k0 + CH : R;\n";
-    } else {
-      b += "for (uint o = GROUP_ID; o < n_out; o += NUM_GROUPS) {\n" + outer_vars;
-    }
-    const std::string kloop = p.split == 1
-                                  ? "for (uint k = k0 + LOCAL_ID; k < k1; k += LOCAL_SIZE) {\n"
-                                  : "for (uint k = LOCAL_ID; k < R; k += LOCAL_SIZE) {\n";
-    if (extreme) {
-      def.shared = {{V, "s_v", L}, {"uint", "s_k", L}};
-      b += V + " best = " + V + "(0);\nuint bk = 0xFFFFFFFFu;\n";
-      b += kloop + inner_vars + load_v;
-      b += "    if (red_take(best, bk, v, k)) { best = v; bk = k; }\n}\n";
-      b += "s_v[LOCAL_ID] = best;\ns_k[LOCAL_ID] = bk;\nBARRIER();\n";
-      b += "for (uint h = LOCAL_SIZE / 2u; h > 0u; h >>= 1u) {\n";
-      b += "  if (LOCAL_ID < h && red_take(s_v[LOCAL_ID], s_k[LOCAL_ID], s_v[LOCAL_ID + h], ";
-      b += "s_k[LOCAL_ID + h])) {\n";
-      b += "    s_v[LOCAL_ID] = s_v[LOCAL_ID + h];\n    s_k[LOCAL_ID] = s_k[LOCAL_ID + h];\n  }\n";
-      b += "  BARRIER();\n}\n";
-      b += "if (LOCAL_ID == 0u) {\n" + finish("s_v[0]", "s_k[0]") + "}\n";
-    } else {
-      def.shared = {{shared_t, "s_a", L}};
-      b += A + " acc = " + init + ";\n";
-      b += kloop + inner_vars + load_v + "    " + step + "\n}\n";
-      b += logical ? "s_a[LOCAL_ID] = acc ? 1u : 0u;\n" : "s_a[LOCAL_ID] = acc;\n";
-      b += "BARRIER();\n";
-      b += "for (uint h = LOCAL_SIZE / 2u; h > 0u; h >>= 1u) {\n";
-      b += "  if (LOCAL_ID < h) s_a[LOCAL_ID] = s_a[LOCAL_ID] " + comb + " s_a[LOCAL_ID + h];\n";
-      b += "  BARRIER();\n}\n";
-      b += "if (LOCAL_ID == 0u) {\n";
-      b += logical ? "  bool r = s_a[0] != 0u;\n" + finish("r", "") : finish("s_a[0]", "");
-      b += "}\n";
-    }
-    b += "BARRIER();\n}\n";
+    k.grid_loop("o", n_out, [&](Expr o) {
+      const std::vector<Expr> offs = iter_offsets(k, ovars, o, p.ro, ob);
+      if (extreme) {
+        const Expr best = k.let("best", kir::lit(V, 0)), bk = k.let("bk", kEmpty());
+        reduce_loop(offs[0], zero, R, one, best, bk, Expr());
+        done(offs, Expr(), best, bk);
+      } else {
+        const Expr acc = k.let("acc", A.init);
+        reduce_loop(offs[0], zero, R, one, Expr(), Expr(), acc);
+        done(offs, Expr(), acc, Expr());
+      }
+    });
+    return k;
   }
-  def.body = b;
-  return def;
+  const uint32_t L = p.group;
+  const Expr lid = kir::local_id();
+  // One workgroup's part: output o (offsets offs), elements [first, end) strided by the group.
+  auto group_body = [&](const std::vector<Expr>& offs, Expr w, Expr first, Expr end) {
+    if (extreme) {
+      const kir::Shared s_v = k.shared("s_v", V, L), s_k = k.shared("s_k", Type::u32, L);
+      const Expr best = k.let("best", kir::lit(V, 0)), bk = k.let("bk", kEmpty());
+      reduce_loop(offs[0], first, end, kir::local_size(), best, bk, Expr());
+      k.store(s_v, lid, best);
+      k.store(s_k, lid, bk);
+      k.barrier();
+      k.for_(
+          "h", kir::local_size() / 2, [](Expr h) { return h > 0; }, [](Expr h) { return h >> 1; },
+          [&](Expr h) {
+            const Expr c = k.call(take, {k.load(s_v, lid), k.load(s_k, lid), k.load(s_v, lid + h),
+                                         k.load(s_k, lid + h)});
+            k.if_(lid < h && c, [&] {
+              k.store(s_v, lid, k.load(s_v, lid + h));
+              k.store(s_k, lid, k.load(s_k, lid + h));
+            });
+            k.barrier();
+          });
+      k.if_(lid == 0, [&] { done(offs, w, k.load(s_v, zero), k.load(s_k, zero)); });
+    } else {
+      const kir::Shared s_a = k.shared("s_a", A.shared, L);
+      const Expr acc = k.let("acc", A.init);
+      reduce_loop(offs[0], first, end, kir::local_size(), Expr(), Expr(), acc);
+      k.store(s_a, lid, logical ? select(acc, one, zero) : acc);
+      k.barrier();
+      k.for_(
+          "h", kir::local_size() / 2, [](Expr h) { return h > 0; }, [](Expr h) { return h >> 1; },
+          [&](Expr h) {
+            k.if_(lid < h,
+                  [&] { k.store(s_a, lid, A.comb(k.load(s_a, lid), k.load(s_a, lid + h))); });
+            k.barrier();
+          });
+      k.if_(lid == 0, [&] {
+        if (logical)
+          done(offs, w, k.let("r", k.load(s_a, zero) != 0), Expr());
+        else
+          done(offs, w, k.load(s_a, zero), Expr());
+      });
+    }
+    k.barrier();
+  };
+  if (p.split == 1) {  // a workgroup per (output o, chunk c) pair w; chunks of CH elements
+    const Expr C = k.let("C", kir::param_u32(cw)), CH = k.let("CH", kir::param_u32(cw + 1));
+    k.for_(
+        "w", kir::group_id(), [&](Expr w) { return w < n_out * C; },
+        [](Expr w) { return w + kir::num_groups(); },
+        [&](Expr w) {
+          const Expr o = k.let("o", w / C), k0 = k.let("k0", (w % C) * CH);
+          const std::vector<Expr> offs = iter_offsets(k, ovars, o, p.ro, ob);
+          const Expr k1 = k.let("k1", select(R - k0 > CH, k0 + CH, R));
+          group_body(offs, w, k0 + lid, k1);
+        });
+  } else {
+    k.for_(
+        "o", kir::group_id(), [&](Expr o) { return o < n_out; },
+        [](Expr o) { return o + kir::num_groups(); },
+        [&](Expr o) { group_body(iter_offsets(k, ovars, o, p.ro, ob), Expr(), lid, R); });
+  }
+  return k;
 }
 
 // The split's second kernel: a thread per output combines its C partials in chunk order.
-KernelDef make_final_def(const Plan& p, uint32_t ob, uint32_t cw) {
-  KernelDef def;
-  def.name = key_of(p);
-  def.buffers = {{"dst", p.dst, true}};
-  if (p.with_idx) def.buffers.push_back({"idx", DType::i64, true});
-  for (const BufferDecl& b : partial_buffers(p, false)) def.buffers.push_back(b);
-  const std::string outer_vars = iter_code(p.with_idx ? std::vector<std::string>{"sb", "db", "ib"}
-                                                      : std::vector<std::string>{"sb", "db"},
-                                           "o", p.ro, ob);
-  std::string b = "const uint n_out = P_U(" + std::to_string(ob) + ");\n";
-  b += "const uint C = P_U(" + std::to_string(cw) + ");\n";
-  b += grid_loop("o", "n_out") + " {\n" + outer_vars;
-  if (is_extreme(p.op)) {
-    def.functions = take_function(p.src, p.op == ReduceOp::max);
-    const std::string V = vtype(p.src);
-    b += V + " best = " + V + "(0);\nuint bk = 0xFFFFFFFFu;\n";
-    b += "for (uint c = 0u; c < C; ++c) {\n";
-    b += "  " + V + " v = " + vload(p.src, "pv[o * C + c]") + ";\n";
-    b += "  uint k = pk[o * C + c];\n";
-    b += "  if (red_take(best, bk, v, k)) { best = v; bk = k; }\n}\n";
-    b += finish_code(p, "best", "bk");
-  } else if (is_logical(p.op)) {
-    const bool any = p.op == ReduceOp::any;
-    b += std::string("bool acc = ") + (any ? "false" : "true") + ";\n";
-    b += "for (uint c = 0u; c < C; ++c) acc = acc " + std::string(any ? "||" : "&&") +
-         " pv[o * C + c] != 0u;\n";
-    b += finish_code(p, "acc", "");
-  } else {
-    const bool sum = p.op == ReduceOp::sum;
-    const std::string A = compute_type(p.acc);
-    b += A + " acc = " + A + (sum ? "(0)" : "(1)") + ";\n";
-    b += "for (uint c = 0u; c < C; ++c) acc = acc " + std::string(sum ? "+" : "*") + " " +
-         load(p.acc, "pv[o * C + c]") + ";\n";
-    b += finish_code(p, "acc", "");
-  }
-  b += "}\n";
-  def.body = b;
-  return def;
+kir::Kernel make_final_kernel(const Plan& p, uint32_t ob, uint32_t cw) {
+  kir::Kernel k(key_of(p), 256);
+  const Bufs b = declare(k, p);
+  const std::vector<std::string> ovars = p.with_idx ? std::vector<std::string>{"sb", "db", "ib"}
+                                                    : std::vector<std::string>{"sb", "db"};
+  const Expr n_out = k.let("n_out", kir::param_u32(ob));
+  const Expr C = k.let("C", kir::param_u32(cw));
+  const Expr zero = kir::lit(Type::u32, 0), one = kir::lit(Type::u32, 1);
+  const kir::Function take =
+      is_extreme(p.op) ? take_function(k, p.src, p.op == ReduceOp::max) : kir::Function{};
+  k.grid_loop("o", n_out, [&](Expr o) {
+    const std::vector<Expr> offs = iter_offsets(k, ovars, o, p.ro, ob);
+    const Expr db = offs[1], ib = p.with_idx ? offs[2] : Expr();
+    if (is_extreme(p.op)) {
+      const Type V = vtype(p.src);
+      const Expr best = k.let("best", kir::lit(V, 0)), bk = k.let("bk", kEmpty());
+      k.for_range("c", zero, C, one, [&](Expr c) {
+        const Expr v = k.let("v", red::vload(k, b.pv, p.src, o * C + c));
+        const Expr kk = k.let("k", k.load(b.pk, o * C + c));
+        k.if_(k.call(take, {best, bk, v, kk}), [&] {
+          k.assign(best, v);
+          k.assign(bk, kk);
+        });
+      });
+      finish(k, p, b, db, ib, best, bk);
+    } else if (is_logical(p.op)) {
+      const bool any = p.op == ReduceOp::any;
+      const Expr acc = k.let("acc", kir::lit_bool(!any));
+      k.for_range("c", zero, C, one, [&](Expr c) {
+        const Expr x = k.load(b.pv, o * C + c) != 0;
+        k.assign(acc, any ? (acc || x) : (acc && x));
+      });
+      finish(k, p, b, db, ib, acc, Expr());
+    } else {
+      const bool sum = p.op == ReduceOp::sum;
+      const Expr acc = k.let("acc", kir::lit(kir::compute_of(p.acc), sum ? 0 : 1));
+      k.for_range("c", zero, C, one, [&](Expr c) {
+        const Expr x = k.load(b.pv, o * C + c);
+        k.assign(acc, sum ? acc + x : acc * x);
+      });
+      finish(k, p, b, db, ib, acc, Expr());
+    }
+  });
+  return k;
 }
 
 // log2 of a power of two.
@@ -359,8 +443,8 @@ Lowering lower_reduce(const ir::Reduce& op, Dialect d, const Caps& caps) {
     Plan p2 = p;
     p2.split = 2;
     p2.group = 0;
-    auto k1 = cached_kernel(key_of(p1), d, caps, [&] { return make_def(p1, ob, ib, cw); });
-    auto k2 = cached_kernel(key_of(p2), d, caps, [&] { return make_final_def(p2, ob, cw); });
+    auto k1 = cached_kernel(key_of(p1), d, caps, [&] { return make_kernel(p1, ob, ib, cw); });
+    auto k2 = cached_kernel(key_of(p2), d, caps, [&] { return make_final_kernel(p2, ob, cw); });
     const int64_t pairs = n_out * C;
     for (const BufferDecl& b : partial_buffers(p, true))
       l.scratch_bytes.push_back(pairs * dtype_size(b.dtype));
@@ -379,7 +463,7 @@ Lowering lower_reduce(const ir::Reduce& op, Dialect d, const Caps& caps) {
     l.launches.push_back(launch_1d(k2, std::move(bind), words, n_out, caps));
     return l;
   }
-  auto kernel = cached_kernel(key_of(p), d, caps, [&] { return make_def(p, ob, ib, 0); });
+  auto kernel = cached_kernel(key_of(p), d, caps, [&] { return make_kernel(p, ob, ib, 0); });
   if (p.group) {
     Launch launch;
     launch.kernel = kernel;

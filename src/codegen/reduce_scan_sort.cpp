@@ -26,8 +26,9 @@ namespace ember::codegen {
 namespace {
 
 using ir::ScanOp;
-using red::vload;
-using red::vstore;
+using kir::Expr;
+using kir::Fn;
+using kir::Type;
 using red::vtype;
 
 const char* scan_name(ScanOp op) {
@@ -63,8 +64,6 @@ uint32_t pow2_at_least(int64_t v) {
   while (int64_t(p) < v) p *= 2;
   return p;
 }
-
-std::string w(uint32_t k) { return std::to_string(k); }
 
 }  // namespace
 
@@ -106,7 +105,6 @@ DType extreme_scratch_dtype(DType t) {
 }
 
 }  // namespace
-
 Lowering lower_scan(const ir::Scan& op, Dialect d, const Caps& caps) {
   const char* name = scan_name(op.op);
   const DType st = op.src.dtype(), dt = op.dst.dtype();
@@ -142,60 +140,91 @@ Lowering lower_scan(const ir::Scan& op, Dialect d, const Caps& caps) {
   const std::string key = std::string("scan_") + name + "_" + dtype_tag(st) + "_" + dtype_tag(dt) +
                           (extreme ? "" : std::string("_a") + dtype_tag(acc)) +
                           (with_idx ? "_idx" : "") + "_r" + std::to_string(it.rank());
-  std::string head = "const uint n_lines = P_U(" + w(ob) + ");\n";
-  head += "const uint n = P_U(" + w(lw) + ");\nconst int ss = P_I(" + w(lw + 1) +
-          ");\nconst int ds = P_I(" + w(lw + 2) + ");\nconst int is = P_I(" + w(lw + 3) +
-          ");\nconst uint C = P_U(" + w(lw + 4) + ");\nconst uint nc = P_U(" + w(lw + 5) + ");\n";
-  const std::string A = compute_type(acc);
-  const std::string V = vtype(st);
+  const Type A = kir::compute_of(acc);
   const DType sd = extreme_scratch_dtype(st);  // chunk extremes (cummax/cummin)
-  // `<a> = <a> (op) <b>` for cumsum/cumprod in A.
-  auto accumulate = [&](const std::string& a, const std::string& b) {
-    return a + " = " + a + (sum ? " + " : " * ") + b + ";\n";
+  const Expr zero = kir::lit(Type::u32, 0), one = kir::lit(Type::u32, 1);
+  // The params every scan kernel reads.
+  struct Head {
+    Expr n_lines, n, ss, ds, is, C, nc;
   };
+  auto head = [&](kir::Kernel& k) {
+    Head h;
+    h.n_lines = k.let("n_lines", kir::param_u32(ob));
+    h.n = k.let("n", kir::param_u32(lw));
+    h.ss = k.let("ss", kir::param_i32(lw + 1));
+    h.ds = k.let("ds", kir::param_i32(lw + 2));
+    h.is = k.let("is", kir::param_i32(lw + 3));
+    h.C = k.let("C", kir::param_u32(lw + 4));
+    h.nc = k.let("nc", kir::param_u32(lw + 5));
+    return h;
+  };
+  // `a = a (op) b` for cumsum/cumprod in A.
+  auto accumulate = [&](kir::Kernel& k, Expr a, Expr b) { k.assign(a, sum ? a + b : a * b); };
   // Whether value `c` replaces the running extreme `best` (the latest >= / <=; NaN sticks).
-  auto take = [&](const std::string& c, const std::string& best) {
-    const std::string ge = c + (op.op == ScanOp::cummax ? " >= " : " <= ") + best;
-    if (red::is_float_dtype(st)) return "isnan(" + c + ") || (!isnan(" + best + ") && " + ge + ")";
+  auto take = [&](Expr c, Expr best) {
+    const Expr ge = op.op == ScanOp::cummax ? c >= best : c <= best;
+    if (red::is_float_dtype(st))
+      return kir::call(Fn::isnan, {c}) || (!kir::call(Fn::isnan, {best}) && ge);
     return ge;
   };
-  // The loop over elements [k0, k1) of a line writing dst (and idx), from `acc` / `best, bk`.
-  auto scan_loop = [&](const std::string& k0, const std::string& k1) {
-    std::string b = "for (uint k = " + k0 + "; k < " + k1 + "; ++k) {\n";
-    if (!extreme) {
-      b += "  " + std::string(compute_type(st)) + " v = " + load(st, "src[sb + int(k) * ss]") +
-           ";\n";
-      b += "  " + accumulate("acc", convert(st, acc, "v"));
-      b += "  dst[db + int(k) * ds] = " + store(dt, convert(acc, dt, "acc")) + ";\n}\n";
-    } else {
-      b += "  " + V + " c = " + vload(st, "src[sb + int(k) * ss]") + ";\n";
-      b += "  if (" + take("c", "best") + ") { best = c; bk = k; }\n";
-      b += "  dst[db + int(k) * ds] = " + vstore(dt, "best") + ";\n";
-      if (with_idx) b += "  idx[ib + int(k) * is] = i64(bk);\n";
-      b += "}\n";
+  // The buffers of a kernel: src, then dst and idx (when `out`), then the chunk totals.
+  struct Bufs {
+    kir::Buf src, dst, idx, tv, ti;
+  };
+  auto buffers = [&](kir::Kernel& k, bool src, bool out, bool totals) {
+    Bufs b;
+    if (src) b.src = k.buffer("src", st, false);
+    if (out) {
+      b.dst = k.buffer("dst", dt, true);
+      if (with_idx) b.idx = k.buffer("idx", DType::i64, true);
+    }
+    if (totals) {
+      b.tv = k.buffer("tv", extreme ? sd : acc, true);
+      if (extreme) b.ti = k.buffer("ti", DType::u32, true);
     }
     return b;
   };
+  // The loop over elements [k0, k1) of a line writing dst (and idx), from `acc` / `best, bk`.
+  auto scan_loop = [&](kir::Kernel& k, const Bufs& b, const Head& h, const std::vector<Expr>& o,
+                       Expr k0, Expr k1, Expr a, Expr bk) {
+    k.for_range("k", k0, k1, one, [&](Expr kk) {
+      const Expr ki = cast(Type::i32, kk);
+      if (!extreme) {
+        const Expr v = k.let("v", k.load(b.src, o[0] + ki * h.ss));
+        accumulate(k, a, convert(k, st, acc, v));
+        k.store(b.dst, o[1] + ki * h.ds, convert(k, acc, dt, a));
+      } else {
+        const Expr c = k.let("c", red::vload(k, b.src, st, o[0] + ki * h.ss));
+        k.if_(take(c, a), [&] {
+          k.assign(a, c);
+          k.assign(bk, kk);
+        });
+        k.store(b.dst, o[1] + ki * h.ds, red::vstore(k, st, dt, a));
+        if (with_idx) k.store(b.idx, o[2] + ki * h.is, cast(Type::i64, bk));
+      }
+    });
+  };
   const std::vector<std::string> out_vars =
       with_idx ? std::vector<std::string>{"sb", "db", "ib"} : std::vector<std::string>{"sb", "db"};
-  const std::string ident = A + (sum ? "(0)" : "(1)");
+  const Expr ident = kir::lit(A, sum ? 0 : 1);
   std::vector<Binding> bind = {{op.src}, {op.dst}};
   if (with_idx) bind.push_back({op.indices});
   Lowering l;
   if (!chunked) {
     auto kernel = cached_kernel(key, d, caps, [&] {
-      KernelDef def;
-      def.name = key;
-      def.buffers = {{"src", st, false}, {"dst", dt, true}};
-      if (with_idx) def.buffers.push_back({"idx", DType::i64, true});
-      std::string b = head + grid_loop("l", "n_lines") + " {\n";
-      b += iter_code(out_vars, "l", it.rank(), ob);
-      if (!extreme)
-        b += A + " acc = " + ident + ";\n";
-      else
-        b += V + " best = " + vload(st, "src[sb]") + ";\nuint bk = 0u;\n";
-      def.body = b + scan_loop("0u", "n") + "}\n";
-      return def;
+      kir::Kernel k(key, 256);
+      const Bufs b = buffers(k, true, true, false);
+      const Head h = head(k);
+      k.grid_loop("l", h.n_lines, [&](Expr ln) {
+        const std::vector<Expr> o = iter_offsets(k, out_vars, ln, it.rank(), ob);
+        if (!extreme) {
+          scan_loop(k, b, h, o, zero, h.n, k.let("acc", ident), Expr());
+        } else {
+          const Expr best = k.let("best", red::vload(k, b.src, st, o[0]));
+          scan_loop(k, b, h, o, zero, h.n, best, k.let("bk", zero));
+        }
+      });
+      return k;
     });
     l.launches.push_back(launch_1d(kernel, std::move(bind), pw, it.numel, caps));
     return l;
@@ -203,68 +232,101 @@ Lowering lower_scan(const ir::Scan& op, Dialect d, const Caps& caps) {
   // Chunked: (1) each chunk's total (or extreme and its index) into scratch, (2) per line, the
   // totals replaced by exclusive prefixes, (3) each chunk scanned from its prefix.
   const DType tvd = extreme ? sd : acc;
-  const std::vector<BufferDecl> tbufs =
-      extreme ? std::vector<BufferDecl>{{"tv", tvd, true}, {"ti", DType::u32, true}}
-              : std::vector<BufferDecl>{{"tv", tvd, true}};
-  const std::string chunk_head = "uint l = t / nc, ch = t - l * nc;\n";
-  const std::string range = "uint k0 = ch * C, k1 = min(n, k0 + C);\n";
+  // Line l and chunk ch of slot t, then the chunk's range [k0, k1).
+  struct Chunk {
+    Expr l, ch, k0, k1;
+  };
+  auto chunk = [&](kir::Kernel& k, const Head& h, Expr t, const std::vector<std::string>& vars,
+                   std::vector<Expr>& o) {
+    Chunk c;
+    c.l = k.let("l", t / h.nc);
+    c.ch = k.let("ch", t - c.l * h.nc);
+    o = iter_offsets(k, vars, c.l, it.rank(), ob);
+    c.k0 = k.let("k0", c.ch * h.C);
+    c.k1 = k.let("k1", kir::call(Fn::min, {h.n, c.k0 + h.C}));
+    return c;
+  };
   auto totals = cached_kernel(key + "_ctot", d, caps, [&] {
-    KernelDef def;
-    def.name = key + "_ctot";
-    def.buffers = {{"src", st, false}};
-    def.buffers.insert(def.buffers.end(), tbufs.begin(), tbufs.end());
-    std::string b = head + grid_loop("t", "n_lines * nc") + " {\n" + chunk_head;
-    b += iter_code({"sb"}, "l", it.rank(), ob) + range;
-    if (!extreme) {
-      b += A + " acc = " + ident + ";\nfor (uint k = k0; k < k1; ++k) {\n";
-      b += "  " + std::string(compute_type(st)) + " v = " + load(st, "src[sb + int(k) * ss]") +
-           ";\n  " + accumulate("acc", convert(st, acc, "v")) + "}\n";
-      b += "tv[t] = " + store(tvd, "acc") + ";\n";
-    } else {
-      b += V + " best = " + vload(st, "src[sb + int(k0) * ss]") + ";\nuint bk = k0;\n";
-      b += "for (uint k = k0 + 1u; k < k1; ++k) {\n";
-      b += "  " + V + " c = " + vload(st, "src[sb + int(k) * ss]") + ";\n";
-      b += "  if (" + take("c", "best") + ") { best = c; bk = k; }\n}\n";
-      b += "tv[t] = " + store(tvd, "best") + ";\nti[t] = bk;\n";
-    }
-    def.body = b + "}\n";
-    return def;
+    kir::Kernel k(key + "_ctot", 256);
+    const Bufs b = buffers(k, true, false, true);
+    const Head h = head(k);
+    k.grid_loop("t", h.n_lines * h.nc, [&](Expr t) {
+      std::vector<Expr> o;
+      const Chunk c = chunk(k, h, t, {"sb"}, o);
+      if (!extreme) {
+        const Expr a = k.let("acc", ident);
+        k.for_range("k", c.k0, c.k1, one, [&](Expr kk) {
+          const Expr v = k.let("v", k.load(b.src, o[0] + cast(Type::i32, kk) * h.ss));
+          accumulate(k, a, convert(k, st, acc, v));
+        });
+        k.store(b.tv, t, a);
+      } else {
+        const Expr best =
+            k.let("best", red::vload(k, b.src, st, o[0] + cast(Type::i32, c.k0) * h.ss));
+        const Expr bk = k.let("bk", c.k0);
+        k.for_range("k", c.k0 + 1, c.k1, one, [&](Expr kk) {
+          const Expr v = k.let("c", red::vload(k, b.src, st, o[0] + cast(Type::i32, kk) * h.ss));
+          k.if_(take(v, best), [&] {
+            k.assign(best, v);
+            k.assign(bk, kk);
+          });
+        });
+        k.store(b.tv, t, best);
+        k.store(b.ti, t, bk);
+      }
+    });
+    return k;
   });
   auto prefixes = cached_kernel(key + "_cpre", d, caps, [&] {
-    KernelDef def;
-    def.name = key + "_cpre";
-    def.buffers = tbufs;
-    std::string b = head + grid_loop("l", "n_lines") + " {\nuint base = l * nc;\n";
-    if (!extreme) {
-      b += A + " run = " + ident + ";\nfor (uint ch = 0u; ch < nc; ++ch) {\n";
-      b += "  " + A + " x = " + load(tvd, "tv[base + ch]") + ";\n";
-      b += "  tv[base + ch] = " + store(tvd, "run") + ";\n  " + accumulate("run", "x") + "}\n";
-    } else {
-      b += V + " best = " + load(tvd, "tv[base]") + ";\nuint bk = ti[base];\n";
-      b += "for (uint ch = 1u; ch < nc; ++ch) {\n";
-      b += "  " + V + " c = " + load(tvd, "tv[base + ch]") + ";\n  uint ck = ti[base + ch];\n";
-      b += "  tv[base + ch] = " + store(tvd, "best") + ";\n  ti[base + ch] = bk;\n";
-      b += "  if (" + take("c", "best") + ") { best = c; bk = ck; }\n}\n";
-    }
-    def.body = b + "}\n";
-    return def;
+    kir::Kernel k(key + "_cpre", 256);
+    const Bufs b = buffers(k, false, false, true);
+    const Head h = head(k);
+    k.grid_loop("l", h.n_lines, [&](Expr ln) {
+      const Expr base = k.let("base", ln * h.nc);
+      if (!extreme) {
+        const Expr run = k.let("run", ident);
+        k.for_range("ch", zero, h.nc, one, [&](Expr ch) {
+          const Expr x = k.let("x", k.load(b.tv, base + ch));
+          k.store(b.tv, base + ch, run);
+          accumulate(k, run, x);
+        });
+      } else {
+        const Expr best = k.let("best", k.load(b.tv, base));
+        const Expr bk = k.let("bk", k.load(b.ti, base));
+        k.for_range("ch", one, h.nc, one, [&](Expr ch) {
+          const Expr c = k.let("c", k.load(b.tv, base + ch));
+          const Expr ck = k.let("ck", k.load(b.ti, base + ch));
+          k.store(b.tv, base + ch, best);
+          k.store(b.ti, base + ch, bk);
+          k.if_(take(c, best), [&] {
+            k.assign(best, c);
+            k.assign(bk, ck);
+          });
+        });
+      }
+    });
+    return k;
   });
   auto chunks = cached_kernel(key + "_cout", d, caps, [&] {
-    KernelDef def;
-    def.name = key + "_cout";
-    def.buffers = {{"src", st, false}, {"dst", dt, true}};
-    if (with_idx) def.buffers.push_back({"idx", DType::i64, true});
-    def.buffers.insert(def.buffers.end(), tbufs.begin(), tbufs.end());
-    std::string b = head + grid_loop("t", "n_lines * nc") + " {\n" + chunk_head;
-    b += iter_code(out_vars, "l", it.rank(), ob) + range;
-    if (!extreme) {
-      b += A + " acc = " + load(tvd, "tv[t]") + ";\n";
-    } else {
-      b += V + " best = " + load(tvd, "tv[t]") + ";\nuint bk = ti[t];\n";
-      b += "if (ch == 0u) { best = " + vload(st, "src[sb]") + "; bk = 0u; }\n";
-    }
-    def.body = b + scan_loop("k0", "k1") + "}\n";
-    return def;
+    kir::Kernel k(key + "_cout", 256);
+    const Bufs b = buffers(k, true, true, true);
+    const Head h = head(k);
+    k.grid_loop("t", h.n_lines * h.nc, [&](Expr t) {
+      std::vector<Expr> o;
+      const Chunk c = chunk(k, h, t, out_vars, o);
+      if (!extreme) {
+        scan_loop(k, b, h, o, c.k0, c.k1, k.let("acc", k.load(b.tv, t)), Expr());
+      } else {
+        const Expr best = k.let("best", k.load(b.tv, t));
+        const Expr bk = k.let("bk", k.load(b.ti, t));
+        k.if_(c.ch == 0, [&] {
+          k.assign(best, red::vload(k, b.src, st, o[0]));
+          k.assign(bk, zero);
+        });
+        scan_loop(k, b, h, o, c.k0, c.k1, best, bk);
+      }
+    });
+    return k;
   });
   const int64_t slots = it.numel * nc;
   EMBER_CHECK(slots < (int64_t(1) << 31), name, "too many chunks (", slots, ")");
@@ -287,18 +349,21 @@ Lowering lower_scan(const ir::Scan& op, Dialect d, const Caps& caps) {
 
 namespace {
 
-// `bool srt_before(V a, uint ia, V b, uint ib, uint n)`: (a, ia) goes strictly before (b, ib);
+// `bool srt_before(V a, u32 ia, V b, u32 ib, u32 n)`: (a, ia) goes strictly before (b, ib);
 // indices >= n are padding, after everything.
-std::string before_function(DType t, bool descending) {
-  const std::string V = vtype(t);
-  std::string s = red::lt_function("srt", t);
-  s += "bool srt_before(" + V + " a, uint ia, " + V + " b, uint ib, uint n) {\n";
-  s += "  if (ib >= n) return ia < n || ia < ib;\n  if (ia >= n) return false;\n";
-  if (descending)
-    s += "  return srt_lt(b, a) || (!srt_lt(a, b) && ia < ib);\n}\n";
-  else
-    s += "  return srt_lt(a, b) || (!srt_lt(b, a) && ia < ib);\n}\n";
-  return s;
+kir::Function before_function(kir::Kernel& k, DType t, bool descending) {
+  const Type V = vtype(t);
+  const kir::Function lt = red::lt_function(k, "srt", t);
+  return k.function("srt_before", Type::boolean, {V, Type::u32, V, Type::u32, Type::u32},
+                    [&](const std::vector<Expr>& p) {
+                      const Expr a = p[0], ia = p[1], b = p[2], ib = p[3], n = p[4];
+                      k.if_(ib >= n, [&] { k.ret(ia < n || ia < ib); });
+                      k.if_(ia >= n, [&] { k.ret(kir::lit_bool(false)); });
+                      if (descending)
+                        k.ret(k.call(lt, {b, a}) || (!k.call(lt, {a, b}) && ia < ib));
+                      else
+                        k.ret(k.call(lt, {a, b}) || (!k.call(lt, {b, a}) && ia < ib));
+                    });
 }
 
 }  // namespace
@@ -311,8 +376,8 @@ Lowering lower_sort(const ir::Sort& op, Dialect d, const Caps& caps) {
   const int64_t n = op.src.shape()[size_t(op.dim)];
   if (op.values.numel() == 0 || n == 0) return {};
   const Iter it = lines_iter({op.src, op.values, op.indices}, op.dim);
-  const std::string V = vtype(st);
-  const uint32_t vbytes = (V == "f64" || V == "i64" || V == "u64") ? 8 : 4;
+  const Type V = vtype(st);
+  const uint32_t vbytes = (V == Type::f64 || V == Type::i64 || V == Type::u64) ? 8 : 4;
   // Lines up to `cap` elements sort in shared memory; longer ones as blocks of cap, then merged.
   uint32_t cap = 2048;
   while (cap > 2 && cap * (vbytes + 4) > caps.max_shared_bytes) cap /= 2;
@@ -333,55 +398,104 @@ Lowering lower_sort(const ir::Sort& op, Dialect d, const Caps& caps) {
                                             std::max<uint32_t>(1, caps.max_workgroup_size));
   const std::string tag = std::string(dtype_tag(st)) + (op.descending ? "_desc" : "") + "_r" +
                           std::to_string(it.rank());
-  std::string head = "const uint n_lines = P_U(" + w(ob) + ");\n";
-  head += "const uint n = P_U(" + w(lw) + ");\nconst int ss = P_I(" + w(lw + 1) +
-          ");\nconst int vs = P_I(" + w(lw + 2) + ");\nconst int is = P_I(" + w(lw + 3) +
-          ");\nconst uint n2 = P_U(" + w(lw + 4) + ");\nconst uint nb = P_U(" + w(lw + 5) +
-          ");\nconst uint wd = P_U(" + w(wd_word) + ");\n";
+  const Expr zero = kir::lit(Type::u32, 0), one = kir::lit(Type::u32, 1);
+  // The params every sort kernel reads.
+  struct Head {
+    Expr n_lines, n, ss, vs, is, n2, nb, wd;
+  };
+  auto head = [&](kir::Kernel& k) {
+    Head h;
+    h.n_lines = k.let("n_lines", kir::param_u32(ob));
+    h.n = k.let("n", kir::param_u32(lw));
+    h.ss = k.let("ss", kir::param_i32(lw + 1));
+    h.vs = k.let("vs", kir::param_i32(lw + 2));
+    h.is = k.let("is", kir::param_i32(lw + 3));
+    h.n2 = k.let("n2", kir::param_u32(lw + 4));
+    h.nb = k.let("nb", kir::param_u32(lw + 5));
+    h.wd = k.let("wd", kir::param_u32(wd_word));
+    return h;
+  };
+  // Writes element x of the line (offsets o: sb, vb, ib) to the outputs at position q.
+  auto write_out = [&](kir::Kernel& k, kir::Buf src, kir::Buf vals, kir::Buf inds, const Head& h,
+                       const std::vector<Expr>& o, Expr q, Expr x) {
+    k.store(vals, o[1] + cast(Type::i32, q) * h.vs, k.load(src, o[0] + cast(Type::i32, x) * h.ss));
+    k.store(inds, o[2] + cast(Type::i32, q) * h.is, cast(Type::i64, x));
+  };
   // The bitonic kernel: block g (of nb per line) of line g / nb, m <= n2 elements from `off`,
   // sorted in shared memory as (value, index) pairs; written to the outputs (shared) or as line
   // indices to scratch `ma` at the line's l * n (blocks of the merge sort).
   const std::string bkey = "sort_" + tag + "_wg" + std::to_string(local) + "_c" +
                            std::to_string(cap) + (shared ? "" : "_blk");
   auto block = cached_kernel(bkey, d, caps, [&] {
-    KernelDef def;
-    def.name = bkey;
-    def.local_size = local;
-    def.buffers = {{"src", st, false}};
+    kir::Kernel k(bkey, local);
+    const kir::Buf src = k.buffer("src", st, false);
+    kir::Buf vals, inds, ma;
     if (shared) {
-      def.buffers.push_back({"vals", st, true});
-      def.buffers.push_back({"inds", DType::i64, true});
+      vals = k.buffer("vals", st, true);
+      inds = k.buffer("inds", DType::i64, true);
     } else {
-      def.buffers.push_back({"ma", DType::u32, true});
+      ma = k.buffer("ma", DType::u32, true);
     }
-    def.functions = before_function(st, op.descending);
-    def.shared = {{V, "s_v", cap}, {"uint", "s_i", cap}};
-    std::string b = head + "for (uint g = GROUP_ID; g < n_lines * nb; g += NUM_GROUPS) {\n";
-    b += "uint l = g / nb, off = (g - l * nb) * n2, m = min(n - off, n2);\n";
-    b += iter_code(
-        shared ? std::vector<std::string>{"sb", "vb", "ib"} : std::vector<std::string>{"sb"}, "l",
-        it.rank(), ob);
-    b += "for (uint i = LOCAL_ID; i < n2; i += LOCAL_SIZE) {\n";
-    b += "  s_v[i] = i < m ? " + vload(st, "src[sb + int(off + i) * ss]") + " : " + V + "(0);\n";
-    b += "  s_i[i] = i;\n}\nBARRIER();\n";
-    b += "for (uint k = 2u; k <= n2; k <<= 1u) {\n";
-    b += "  for (uint h = k >> 1u; h > 0u; h >>= 1u) {\n";
-    b += "    for (uint i = LOCAL_ID; i < n2; i += LOCAL_SIZE) {\n";
-    b += "      uint p = i ^ h;\n      if (p > i) {\n";
-    b += "        " + V + " a = s_v[i], c = s_v[p];\n        uint ia = s_i[i], ic = s_i[p];\n";
-    b += "        bool sw = (i & k) == 0u ? srt_before(c, ic, a, ia, m) : ";
-    b += "srt_before(a, ia, c, ic, m);\n";
-    b += "        if (sw) { s_v[i] = c; s_v[p] = a; s_i[i] = ic; s_i[p] = ia; }\n";
-    b += "      }\n    }\n    BARRIER();\n  }\n}\n";
-    b += "for (uint i = LOCAL_ID; i < m; i += LOCAL_SIZE) {\n  uint j = s_i[i];\n";
-    if (shared)
-      b += "  vals[vb + int(i) * vs] = src[sb + int(j) * ss];\n  inds[ib + int(i) * is] = "
-           "i64(j);\n";
-    else
-      b += "  ma[l * n + off + i] = off + j;\n";
-    b += "}\nBARRIER();\n}\n";
-    def.body = b;
-    return def;
+    const kir::Function before = before_function(k, st, op.descending);
+    const kir::Shared s_v = k.shared("s_v", V, cap), s_i = k.shared("s_i", Type::u32, cap);
+    const Head h = head(k);
+    const Expr lid = kir::local_id(), ls = kir::local_size();
+    k.for_(
+        "g", kir::group_id(), [&](Expr g) { return g < h.n_lines * h.nb; },
+        [](Expr g) { return g + kir::num_groups(); },
+        [&](Expr g) {
+          const Expr ln = k.let("l", g / h.nb);
+          const Expr off = k.let("off", (g - ln * h.nb) * h.n2);
+          const Expr m = k.let("m", kir::call(Fn::min, {h.n - off, h.n2}));
+          const std::vector<Expr> o = iter_offsets(
+              k,
+              shared ? std::vector<std::string>{"sb", "vb", "ib"} : std::vector<std::string>{"sb"},
+              ln, it.rank(), ob);
+          k.for_range("i", lid, h.n2, ls, [&](Expr i) {
+            k.store(s_v, i,
+                    select(i < m, red::vload(k, src, st, o[0] + cast(Type::i32, off + i) * h.ss),
+                           kir::lit(V, 0)));
+            k.store(s_i, i, i);
+          });
+          k.barrier();
+          k.for_(
+              "k", kir::lit(Type::u32, 2), [&](Expr kk) { return kk <= h.n2; },
+              [](Expr kk) { return kk << 1; },
+              [&](Expr kk) {
+                k.for_(
+                    "h", kk >> 1, [](Expr hh) { return hh > 0; }, [](Expr hh) { return hh >> 1; },
+                    [&](Expr hh) {
+                      k.for_range("i", lid, h.n2, ls, [&](Expr i) {
+                        const Expr p = k.let("p", i ^ hh);
+                        k.if_(p > i, [&] {
+                          const Expr a = k.let("a", k.load(s_v, i));
+                          const Expr c = k.let("c", k.load(s_v, p));
+                          const Expr ia = k.let("ia", k.load(s_i, i));
+                          const Expr ic = k.let("ic", k.load(s_i, p));
+                          const Expr sw =
+                              k.let("sw", select((i & kk) == 0, k.call(before, {c, ic, a, ia, m}),
+                                                 k.call(before, {a, ia, c, ic, m})));
+                          k.if_(sw, [&] {
+                            k.store(s_v, i, c);
+                            k.store(s_v, p, a);
+                            k.store(s_i, i, ic);
+                            k.store(s_i, p, ia);
+                          });
+                        });
+                      });
+                      k.barrier();
+                    });
+              });
+          k.for_range("i", lid, m, ls, [&](Expr i) {
+            const Expr j = k.let("j", k.load(s_i, i));
+            if (shared)
+              write_out(k, src, vals, inds, h, o, i, j);
+            else
+              k.store(ma, ln * h.n + off + i, off + j);
+          });
+          k.barrier();
+        });
+    return k;
   });
   Lowering l;
   Launch first;
@@ -408,36 +522,51 @@ Lowering lower_sort(const ir::Sort& op, Dialect d, const Caps& caps) {
   auto merge_kernel = [&](bool last) {
     const std::string key = "sort_merge_" + tag + (last ? "_out" : "");
     return cached_kernel(key, d, caps, [&] {
-      KernelDef def;
-      def.name = key;
-      def.buffers = {{"src", st, false}, {"from", DType::u32, false}};
+      kir::Kernel k(key, 256);
+      const kir::Buf src = k.buffer("src", st, false), from = k.buffer("from", DType::u32, false);
+      kir::Buf vals, inds, to;
       if (last) {
-        def.buffers.push_back({"vals", st, true});
-        def.buffers.push_back({"inds", DType::i64, true});
+        vals = k.buffer("vals", st, true);
+        inds = k.buffer("inds", DType::i64, true);
       } else {
-        def.buffers.push_back({"to", DType::u32, true});
+        to = k.buffer("to", DType::u32, true);
       }
-      def.functions = before_function(st, op.descending);
-      std::string b = head + grid_loop("e", "n_lines * n") + " {\n";
-      b += "uint l = e / n, p = e - l * n, base = l * n;\n";
-      b += iter_code(
-          last ? std::vector<std::string>{"sb", "vb", "ib"} : std::vector<std::string>{"sb"}, "l",
-          it.rank(), ob);
-      b += "uint lo = p - p % (2u * wd), mid = min(lo + wd, n), hi = min(lo + 2u * wd, n);\n";
-      b += "uint x = from[base + p];\n" + V + " xv = " + vload(st, "src[sb + int(x) * ss]") +
-           ";\nuint q = p;\n";
-      b += "if (mid < hi) {\n  bool left = p < mid;\n";
-      b += "  uint a = left ? mid : lo, z = left ? hi : mid, a0 = a;\n";
-      b += "  while (a < z) {\n    uint c = (a + z) >> 1u, y = from[base + c];\n";
-      b += "    if (srt_before(" + vload(st, "src[sb + int(y) * ss]") +
-           ", y, xv, x, n)) a = c + 1u; else z = c;\n  }\n";
-      b += "  q = (left ? p : lo + p - mid) + (a - a0);\n}\n";
-      if (last)
-        b += "vals[vb + int(q) * vs] = src[sb + int(x) * ss];\ninds[ib + int(q) * is] = i64(x);\n";
-      else
-        b += "to[base + q] = x;\n";
-      def.body = b + "}\n";
-      return def;
+      const kir::Function before = before_function(k, st, op.descending);
+      const Head h = head(k);
+      k.grid_loop("e", h.n_lines * h.n, [&](Expr e) {
+        const Expr ln = k.let("l", e / h.n);
+        const Expr p = k.let("p", e - ln * h.n);
+        const Expr base = k.let("base", ln * h.n);
+        const std::vector<Expr> o = iter_offsets(
+            k, last ? std::vector<std::string>{"sb", "vb", "ib"} : std::vector<std::string>{"sb"},
+            ln, it.rank(), ob);
+        const Expr lo = k.let("lo", p - p % (2 * h.wd));
+        const Expr mid = k.let("mid", kir::call(Fn::min, {lo + h.wd, h.n}));
+        const Expr hi = k.let("hi", kir::call(Fn::min, {lo + 2 * h.wd, h.n}));
+        const Expr x = k.let("x", k.load(from, base + p));
+        const Expr xv = k.let("xv", red::vload(k, src, st, o[0] + cast(Type::i32, x) * h.ss));
+        const Expr q = k.let("q", p);
+        k.if_(mid < hi, [&] {
+          const Expr left = k.let("left", p < mid);
+          const Expr a = k.let("a", select(left, mid, lo));
+          const Expr z = k.let("z", select(left, hi, mid));
+          const Expr a0 = k.let("a0", a);
+          k.while_(a < z, [&] {
+            const Expr c = k.let("c", (a + z) >> 1);
+            const Expr y = k.let("y", k.load(from, base + c));
+            const Expr yv = red::vload(k, src, st, o[0] + cast(Type::i32, y) * h.ss);
+            k.if_(
+                k.call(before, {yv, y, xv, x, h.n}), [&] { k.assign(a, c + 1); },
+                [&] { k.assign(z, c); });
+          });
+          k.assign(q, select(left, p, lo + p - mid) + (a - a0));
+        });
+        if (last)
+          write_out(k, src, vals, inds, h, o, q, x);
+        else
+          k.store(to, base + q, x);
+      });
+      return k;
     });
   };
   int passes = 0;
@@ -483,68 +612,102 @@ Lowering lower_nonzero(const ir::Nonzero& op, Dialect d, const Caps& caps) {
   params.i32(op.dst.dim() > 1 ? op.dst.strides()[1] : 0, name);
   params.i32(rows, name);
   const std::vector<uint32_t> pw = params.take();
-  const std::string head = "const uint N = P_U(" + w(nw) + ");\nconst uint C = P_U(" + w(nw + 1) +
-                           ");\nconst uint T = P_U(" + w(nw + 2) + ");\n";
-  const std::string nz = "(" + convert(st, DType::b8, load(st, "src[so]")) + ")";
+  const Expr zero = kir::lit(Type::u32, 0), one = kir::lit(Type::u32, 1);
+  // The params every nonzero kernel reads: N, C, T.
+  struct Head {
+    Expr N, C, T;
+  };
+  auto head = [&](kir::Kernel& k) {
+    return Head{k.let("N", kir::param_u32(nw)), k.let("C", kir::param_u32(nw + 1)),
+                k.let("T", kir::param_u32(nw + 2))};
+  };
+  // Whether the element at offset so of src is nonzero.
+  auto nz = [&](kir::Kernel& k, kir::Buf b, Expr so) {
+    return convert(k, st, DType::b8, k.load(b, so));
+  };
   const std::string rk = std::to_string(rank);
-  auto count =
-      cached_kernel(std::string("nonzero_count_") + dtype_tag(st) + "_r" + rk, d, caps, [&] {
-        KernelDef def;
-        def.name = std::string("nonzero_count_") + dtype_tag(st) + "_r" + rk;
-        def.buffers = {{"src", st, false}, {"counts", DType::u32, true}};
-        std::string b = head + grid_loop("t", "T") + " {\n";
-        b += "uint c = 0u;\nuint end = min(N, (t + 1u) * C);\n";
-        b += "for (uint i = t * C; i < end; ++i) {\n" + offset_code("so", "i", rank, tb);
-        b += "  if " + nz + " ++c;\n}\ncounts[t] = c;\n}\n";
-        def.body = b;
-        return def;
+  const std::string count_key = std::string("nonzero_count_") + dtype_tag(st) + "_r" + rk;
+  auto count = cached_kernel(count_key, d, caps, [&] {
+    kir::Kernel k(count_key, 256);
+    const kir::Buf b = k.buffer("src", st, false), counts = k.buffer("counts", DType::u32, true);
+    const Head h = head(k);
+    k.grid_loop("t", h.T, [&](Expr t) {
+      const Expr c = k.let("c", zero);
+      const Expr end = k.let("end", kir::call(Fn::min, {h.N, (t + 1) * h.C}));
+      k.for_range("i", t * h.C, end, one, [&](Expr i) {
+        const Expr so = offset_of(k, "so", i, rank, tb);
+        k.if_(nz(k, b, so), [&] { k.assign(c, c + 1); });
       });
+      k.store(counts, t, c);
+    });
+    return k;
+  });
   // One workgroup: each thread scans a slice of the counts, the slices' sums scanned in shared.
   // head reads params words that follow the source's view, so the scan depends on the rank too
   auto scan = cached_kernel("nonzero_scan_r" + rk, d, caps, [&] {
-    KernelDef def;
-    def.name = "nonzero_scan_r" + rk;
-    def.buffers = {{"counts", DType::u32, true}};
-    def.local_size = 64;
-    def.shared = {{"uint", "s_sum", 64}};
-    std::string b = head;
-    b += "uint per = (T + LOCAL_SIZE - 1u) / LOCAL_SIZE;\n";
-    b += "uint lo = min(T, LOCAL_ID * per), hi = min(T, lo + per);\nuint s = 0u;\n";
-    b += "for (uint i = lo; i < hi; ++i) s += counts[i];\ns_sum[LOCAL_ID] = s;\nBARRIER();\n";
-    b += "if (LOCAL_ID == 0u) {\n  uint run = 0u;\n";
-    b += "  for (uint i = 0u; i < LOCAL_SIZE; ++i) { uint x = s_sum[i]; s_sum[i] = run; run += x; "
-         "}\n";
-    b += "}\nBARRIER();\nuint run = s_sum[LOCAL_ID];\n";
-    b += "for (uint i = lo; i < hi; ++i) { uint x = counts[i]; counts[i] = run; run += x; }\n";
-    def.body = b;
-    return def;
-  });
-  auto write =
-      cached_kernel(std::string("nonzero_write_") + dtype_tag(st) + "_r" + rk, d, caps, [&] {
-        KernelDef def;
-        def.name = std::string("nonzero_write_") + dtype_tag(st) + "_r" + rk;
-        def.buffers = {
-            {"src", st, false}, {"counts", DType::u32, false}, {"dst", DType::i64, true}};
-        std::string b = head;
-        b += "const int doff = P_I(" + w(nw + 3) + ");\nconst int r0 = P_I(" + w(nw + 4) +
-             ");\nconst int r1 = P_I(" + w(nw + 5) + ");\nconst uint rows = P_U(" + w(nw + 6) +
-             ");\n";
-        b += grid_loop("t", "T") + " {\n";
-        b += "uint row = counts[t];\nuint end = min(N, (t + 1u) * C);\n";
-        b += "for (uint i = t * C; i < end && row < rows; ++i) {\n" +
-             offset_code("so", "i", rank, tb);
-        b += "  if " + nz + " {\n    uint rem = i;\n";
-        // Row-major coordinates from the sizes at words tb + 1 ...
-        for (int k = rank - 1; k >= 0; --k) {
-          const std::string sz = "P_U(" + w(tb + 1 + uint32_t(k)) + ")";
-          b += "    dst[doff + int(row) * r0 + " + std::to_string(k) + " * r1] = i64(" +
-               (k > 0 ? "rem % " + sz : std::string("rem")) + ");\n";
-          if (k > 0) b += "    rem /= " + sz + ";\n";
-        }
-        b += "    ++row;\n  }\n}\n}\n";
-        def.body = b;
-        return def;
+    kir::Kernel k("nonzero_scan_r" + rk, 64);
+    const kir::Buf counts = k.buffer("counts", DType::u32, true);
+    const kir::Shared s_sum = k.shared("s_sum", Type::u32, 64);
+    const Head h = head(k);
+    const Expr lid = kir::local_id(), ls = kir::local_size();
+    const Expr per = k.let("per", (h.T + ls - 1) / ls);
+    const Expr lo = k.let("lo", kir::call(Fn::min, {h.T, lid * per}));
+    const Expr hi = k.let("hi", kir::call(Fn::min, {h.T, lo + per}));
+    const Expr s = k.let("s", zero);
+    k.for_range("i", lo, hi, one, [&](Expr i) { k.assign(s, s + k.load(counts, i)); });
+    k.store(s_sum, lid, s);
+    k.barrier();
+    k.if_(lid == 0, [&] {
+      const Expr run = k.let("run", zero);
+      k.for_range("i", zero, ls, one, [&](Expr i) {
+        const Expr x = k.let("x", k.load(s_sum, i));
+        k.store(s_sum, i, run);
+        k.assign(run, run + x);
       });
+    });
+    k.barrier();
+    const Expr run = k.let("run", k.load(s_sum, lid));
+    k.for_range("i", lo, hi, one, [&](Expr i) {
+      const Expr x = k.let("x", k.load(counts, i));
+      k.store(counts, i, run);
+      k.assign(run, run + x);
+    });
+    return k;
+  });
+  const std::string write_key = std::string("nonzero_write_") + dtype_tag(st) + "_r" + rk;
+  auto write = cached_kernel(write_key, d, caps, [&] {
+    kir::Kernel k(write_key, 256);
+    const kir::Buf b = k.buffer("src", st, false);
+    const kir::Buf counts = k.buffer("counts", DType::u32, false);
+    const kir::Buf dst = k.buffer("dst", DType::i64, true);
+    const Head h = head(k);
+    const Expr doff = k.let("doff", kir::param_i32(nw + 3));
+    const Expr r0 = k.let("r0", kir::param_i32(nw + 4));
+    const Expr r1 = k.let("r1", kir::param_i32(nw + 5));
+    const Expr nrows = k.let("rows", kir::param_u32(nw + 6));
+    k.grid_loop("t", h.T, [&](Expr t) {
+      const Expr row = k.let("row", k.load(counts, t));
+      const Expr end = k.let("end", kir::call(Fn::min, {h.N, (t + 1) * h.C}));
+      k.for_(
+          "i", t * h.C, [&](Expr i) { return i < end && row < nrows; },
+          [](Expr i) { return i + 1; },
+          [&](Expr i) {
+            const Expr so = offset_of(k, "so", i, rank, tb);
+            k.if_(nz(k, b, so), [&] {
+              const Expr rem = k.let("rem", i);
+              // Row-major coordinates from the sizes at words tb + 1 ...
+              for (int c = rank - 1; c >= 0; --c) {
+                const Expr sz = kir::param_u32(tb + 1 + uint32_t(c));
+                k.store(dst, doff + cast(Type::i32, row) * r0 + kir::lit(Type::i32, c) * r1,
+                        cast(Type::i64, c > 0 ? rem % sz : rem));
+                if (c > 0) k.assign(rem, rem / sz);
+              }
+              k.assign(row, row + 1);
+            });
+          });
+    });
+    return k;
+  });
   Lowering l;
   l.scratch_bytes = {T * 4};
   const Binding counts{Tensor(), 0};

@@ -4,6 +4,8 @@
 // (op, dtype, spatial rank, variant) and every size, stride and offset is a param. The formulas
 // are the ref's (backends/ref/{im2col,pool,interpolate}.cpp), accumulation types included.
 #include <cmath>
+#include <functional>
+#include <limits>
 
 #include "codegen/family.h"
 #include "codegen/lower.h"
@@ -13,22 +15,47 @@ namespace ember::codegen {
 
 namespace {
 
+using kir::Expr;
+using kir::Type;
+
 std::string str(int64_t v) { return std::to_string(v); }
+
+// Local size of the spatial kernels.
+constexpr uint32_t kLocal = 256;
 
 // The ref's acc_t: the type sums over many taps are kept in (f64 for floats when the device has
 // it; integers wrap in 32 bits when the dtype fits, which keeps the same low bits).
-std::string sum_type(DType t, const Caps& caps) {
-  if (is_float_dtype(t)) return caps.f64 ? "f64" : "float";
-  if (t == DType::i64 || t == DType::u64) return ctype(t);
-  if (t == DType::b8 || is_unsigned_dtype(t)) return "uint";
-  return "int";
+Type sum_type(DType t, const Caps& caps) {
+  if (is_float_dtype(t)) return caps.f64 ? Type::f64 : Type::f32;
+  if (t == DType::i64 || t == DType::u64) return ctype_of(t);
+  if (t == DType::b8 || is_unsigned_dtype(t)) return Type::u32;
+  return Type::i32;
 }
 
-// The ref's scalar_cast<T>(acc): floats go through float (f64 stays), integers keep the low bits.
-std::string store_sum(DType t, const std::string& e) {
-  if (t == DType::f64) return st(t, "f64(" + e + ")");
-  if (is_float_dtype(t)) return st(t, "float(" + e + ")");
-  return st(t, ccast(t, e));
+// The name of an accumulation type in kernel keys (the string kernel language's names).
+const char* type_key(Type t) {
+  switch (t) {
+    case Type::f64:
+      return "f64";
+    case Type::f32:
+      return "float";
+    case Type::i64:
+      return "i64";
+    case Type::u64:
+      return "u64";
+    case Type::u32:
+      return "uint";
+    default:
+      return "int";
+  }
+}
+
+// Stores the ref's scalar_cast<T>(acc): floats go through float (f64 stays), integers keep the
+// low bits.
+void store_sum(kir::Kernel& k, kir::Buf b, Expr index, DType t, Expr e) {
+  if (t == DType::f64) return st(k, b, index, cast(Type::f64, e));
+  if (is_float_dtype(t)) return st(k, b, index, cast(Type::f32, e));
+  st(k, b, index, ccast(t, e));
 }
 
 // Params shared by the image side of im2col/col2im: [N, C, *S] sizes, strides and offset.
@@ -80,30 +107,46 @@ Win window_params(ParamBuilder& p, const Tensor& img, const std::vector<int64_t>
 // Integer division of uints below 2^24 through float division and one correction step (exact:
 // the float quotient is within 1 of x / d). CPU drivers (lavapipe) divide integer vectors lane
 // by lane, ~8x slower.
-const char* const kFdiv =
-    "uint fdiv_(uint x, uint d) {\n"
-    "  uint q = uint(float(x) / float(d));\n"
-    "  int r = int(x) - int(q * d);\n"
-    "  return q - uint(r < 0) + uint(r >= int(d));\n}\n";
-
-// x / d and x % d as code: plain, or through fdiv_ when `fast`.
-std::string div_(bool fast, const std::string& x, const std::string& d) {
-  return fast ? "fdiv_(" + x + ", " + d + ")" : "(" + x + " / " + d + ")";
-}
-std::string mod_(bool fast, const std::string& x, const std::string& d) {
-  return fast ? "(" + x + " - fdiv_(" + x + ", " + d + ") * " + d + ")" : "(" + x + " % " + d + ")";
-}
-
-// Code splitting uint `v` row-major over nd sizes at `sizes` into int `<prefix>0..`.
-std::string split(const std::string& v, int nd, size_t sizes, const std::string& prefix,
-                  bool fast = false) {
-  std::string s = "  uint " + prefix + "r_ = " + v + ";\n";
-  for (int d = nd - 1; d >= 0; --d) {
-    const std::string sz = pu(sizes + size_t(d)), r = prefix + "r_";
-    s += "  int " + prefix + str(d) + " = int(" + mod_(fast, r, sz) + ");\n";
-    if (d > 0) s += "  " + r + " = " + div_(fast, r, sz) + ";\n";
+struct Div {
+  Div(kir::Kernel& k, bool fast) : k(k), fast(fast) {
+    if (!fast) return;
+    f = k.function("fdiv_", Type::u32, {Type::u32, Type::u32}, [&](const std::vector<Expr>& a) {
+      const Expr x = a[0], d = a[1];
+      const Expr q = k.let("q", cast(Type::u32, cast(Type::f32, x) / cast(Type::f32, d)));
+      const Expr r = k.let("r", cast(Type::i32, x) - cast(Type::i32, q * d));
+      k.ret(q - cast(Type::u32, r < 0) + cast(Type::u32, r >= cast(Type::i32, d)));
+    });
   }
-  return s;
+  // x / d and x % d (u32): plain, or through fdiv_ when `fast`.
+  Expr div(Expr x, Expr d) const { return fast ? k.call(f, {x, d}) : x / d; }
+  Expr mod(Expr x, Expr d) const { return fast ? x - k.call(f, {x, d}) * d : x % d; }
+
+  kir::Kernel& k;
+  bool fast;
+  kir::Function f;
+};
+
+// Splits u32 `v` row-major over nd sizes at param words `sizes` (u32) into i32 locals
+// `<prefix>0..`; returns them (dim order).
+std::vector<Expr> split(kir::Kernel& k, Expr v, int nd, size_t sizes, const std::string& prefix,
+                        const Div& dv) {
+  const Expr r = k.let(prefix + "_r", v);
+  std::vector<Expr> c(static_cast<size_t>(nd));
+  for (int d = nd - 1; d >= 0; --d) {
+    const Expr sz = param_u(sizes + size_t(d));
+    c[size_t(d)] = k.let(prefix + str(d), cast(Type::i32, dv.mod(r, sz)));
+    if (d > 0) k.assign(r, dv.div(r, sz));
+  }
+  return c;
+}
+
+// The i32 element offset of (n, c, coords...) in a view whose offset is param word `off` and
+// strides the words from `strides` (n, c, then one per spatial dim).
+Expr nc_offset(Expr n, Expr c, const std::vector<Expr>& coords, size_t off, size_t strides) {
+  Expr e = param_i(off) + cast(Type::i32, n) * param_i(strides) +
+           cast(Type::i32, c) * param_i(strides + 1);
+  for (size_t q = 0; q < coords.size(); ++q) e = e + coords[q] * param_i(strides + 2 + q);
+  return e;
 }
 
 int64_t pad_sum(const std::vector<int64_t>& pad) {
@@ -139,33 +182,37 @@ Lowering lower_im2col(const ir::Im2col& op, Dialect d, const Caps& caps) {
   const std::string key =
       std::string("im2col_") + dtype_tag(t) + "_s" + str(nd) + (fast ? "_fdiv" : "");
   auto k = cached_kernel(key, d, caps, [&] {
-    KernelDef def;
-    def.name = key;
-    def.buffers = {{"src", t, false}, {"dst", t, true}};
-    if (fast) def.functions = kFdiv;
-    std::string b = "for (uint i = GLOBAL_ID; i < " + pu(kTotal) + "; i += GLOBAL_SIZE) {\n";
-    b += "  uint li = " + mod_(fast, "i", pu(w.l)) + ";\n  uint r = " + div_(fast, "i", pu(w.l)) +
-         ";\n";
-    b += "  uint ki = " + mod_(fast, "r", pu(w.kprod)) +
-         ";\n  r = " + div_(fast, "r", pu(w.kprod)) + ";\n";
-    b += "  uint c = " + mod_(fast, "r", pu(g.c)) + ";\n  uint n = " + div_(fast, "r", pu(g.c)) +
-         ";\n";
-    b += split("ki", nd, w.kernel, "k", fast) + split("li", nd, w.out, "o", fast);
-    b += "  bool inside = true;\n  int so = " + pi(g.off) + " + int(n) * " + pi(g.strides) +
-         " + int(c) * " + pi(g.strides + 1) + ";\n";
-    for (int q = 0; q < nd; ++q) {
-      const std::string Q = str(q), pos = "p" + Q;
-      b += "  int " + pos + " = o" + Q + " * " + pi(w.stride + size_t(q)) + " - " +
-           pi(w.pad + size_t(q)) + " + k" + Q + " * " + pi(w.dil + size_t(q)) + ";\n";
-      b += "  inside = inside && " + pos + " >= 0 && " + pos + " < " + pi(g.in + size_t(q)) + ";\n";
-      b += "  so += " + pos + " * " + pi(g.strides + 2 + size_t(q)) + ";\n";
-    }
-    b += "  int od = " + pi(kDst) + " + int(n) * " + pi(kDst + 1) + " + int(c * " + pu(w.kprod) +
-         " + ki) * " + pi(kDst + 2) + " + int(li) * " + pi(kDst + 3) + ";\n";
-    b += "  if (inside) dst[od] = src[so];\n  else dst[od] = " + st(t, scalar_param(t, kPad)) +
-         ";\n}\n";
-    def.body = b;
-    return def;
+    kir::Kernel k(key, kLocal);
+    const kir::Buf sb = k.buffer("src", t, false);
+    const kir::Buf db = k.buffer("dst", t, true);
+    const Div dv(k, fast);
+    k.grid_loop("i", param_u(kTotal), [&](Expr i) {
+      const Expr li = k.let("li", dv.mod(i, param_u(w.l)));
+      const Expr r = k.let("r", dv.div(i, param_u(w.l)));
+      const Expr ki = k.let("ki", dv.mod(r, param_u(w.kprod)));
+      k.assign(r, dv.div(r, param_u(w.kprod)));
+      const Expr c = k.let("c", dv.mod(r, param_u(g.c)));
+      const Expr n = k.let("n", dv.div(r, param_u(g.c)));
+      const std::vector<Expr> kk = split(k, ki, nd, w.kernel, "k", dv);
+      const std::vector<Expr> o = split(k, li, nd, w.out, "o", dv);
+      const Expr inside = k.let("inside", kir::lit_bool(true));
+      std::vector<Expr> pos;
+      for (int q = 0; q < nd; ++q) {
+        const size_t Q = size_t(q);
+        pos.push_back(k.let("p" + str(q), o[Q] * param_i(w.stride + Q) - param_i(w.pad + Q) +
+                                              kk[Q] * param_i(w.dil + Q)));
+        k.assign(inside, inside && pos[Q] >= 0 && pos[Q] < param_i(g.in + Q));
+      }
+      const Expr so = k.let("so", nc_offset(n, c, pos, g.off, g.strides));
+      const Expr od =
+          k.let("od", param_i(kDst) + cast(Type::i32, n) * param_i(kDst + 1) +
+                          cast(Type::i32, c * param_u(w.kprod) + ki) * param_i(kDst + 2) +
+                          cast(Type::i32, li) * param_i(kDst + 3));
+      k.if_(
+          inside, [&] { k.store(db, od, k.load(sb, so)); },
+          [&] { st(k, db, od, scalar_param(t, kPad)); });
+    });
+    return k;
   });
   Lowering l;
   l.launches.push_back(launch_1d(k, {{op.src}, {op.dst}}, p.take(), total, caps));
@@ -187,51 +234,54 @@ Lowering lower_col2im(const ir::Col2im& op, Dialect d, const Caps& caps) {
   const size_t kTotal = p.u(total);
   const size_t kSrc = p.i(op.src.offset());
   p.ints({op.src.stride(0), op.src.stride(1), op.src.stride(2)});
-  const std::string acc = sum_type(t, caps);
+  const Type acc = sum_type(t, caps);
   // Quotients are of image indices and window positions (below the image's numel plus padding).
   const bool fast = caps.cpu && total + int64_t(pad_sum(op.pad_begin)) < (int64_t(1) << 24) &&
                     op.src.numel() < (int64_t(1) << 24);
-  const std::string key =
-      std::string("col2im_") + dtype_tag(t) + "_s" + str(nd) + "_" + acc + (fast ? "_fdiv" : "");
+  const std::string key = std::string("col2im_") + dtype_tag(t) + "_s" + str(nd) + "_" +
+                          type_key(acc) + (fast ? "_fdiv" : "");
   auto k = cached_kernel(key, d, caps, [&] {
-    KernelDef def;
-    def.name = key;
-    def.buffers = {{"src", t, false}, {"dst", t, true}};
-    if (fast) def.functions = kFdiv;
+    kir::Kernel k(key, kLocal);
+    const kir::Buf sb = k.buffer("src", t, false);
+    const kir::Buf db = k.buffer("dst", t, true);
+    const Div dv(k, fast);
     // One thread per image element: it sums the column entries of every kernel offset whose
     // window covers it, in the ref's order (kernel offsets row-major), then adds once.
-    std::string b = "for (uint i = GLOBAL_ID; i < " + pu(kTotal) + "; i += GLOBAL_SIZE) {\n";
-    b += split("i", nd, g.in, "p", fast);
-    b += "  uint r = i;\n";
-    for (int q = 0; q < nd; ++q) b += "  r = " + div_(fast, "r", pu(g.in + size_t(q))) + ";\n";
-    b += "  uint c = " + mod_(fast, "r", pu(g.c)) + ";\n  uint n = " + div_(fast, "r", pu(g.c)) +
-         ";\n";
-    b += "  " + acc + " s = " + acc + "(0);\n";
-    b += "  for (uint ki = 0u; ki < " + pu(w.kprod) + "; ++ki) {\n";
-    b += split("ki", nd, w.kernel, "k", fast);
-    b += "    bool hit = true;\n    int li = 0;\n";
-    for (int q = 0; q < nd; ++q) {
-      const std::string Q = str(q);
-      b += "    int e" + Q + " = p" + Q + " + " + pi(w.pad + size_t(q)) + " - k" + Q + " * " +
-           pi(w.dil + size_t(q)) + ";\n";
-      const std::string quot =
-          fast ? "int(fdiv_(uint(e" + Q + "), " + pu(w.stride + size_t(q)) + "))"
-               : "e" + Q + " / " + pi(w.stride + size_t(q));
-      b += "    int o" + Q + " = e" + Q + " >= 0 ? " + quot + " : -1;\n";
-      b += "    hit = hit && e" + Q + " >= 0 && o" + Q + " * " + pi(w.stride + size_t(q)) +
-           " == e" + Q + " && o" + Q + " < " + pi(w.out + size_t(q)) + ";\n";
-      b += "    li = li * " + pi(w.out + size_t(q)) + " + o" + Q + ";\n";
-    }
-    b += "    if (hit) s += " + acc + "(" +
-         ld(t, "src[" + pi(kSrc) + " + int(n) * " + pi(kSrc + 1) + " + int(c * " + pu(w.kprod) +
-                   " + ki) * " + pi(kSrc + 2) + " + li * " + pi(kSrc + 3) + "]") +
-         ");\n  }\n";
-    b += "  int od = " + pi(g.off) + " + int(n) * " + pi(g.strides) + " + int(c) * " +
-         pi(g.strides + 1);
-    for (int q = 0; q < nd; ++q) b += " + p" + str(q) + " * " + pi(g.strides + 2 + size_t(q));
-    b += ";\n  dst[od] = " + store_sum(t, acc + "(" + ld(t, "dst[od]") + ") + s") + ";\n}\n";
-    def.body = b;
-    return def;
+    k.grid_loop("i", param_u(kTotal), [&](Expr i) {
+      const std::vector<Expr> pp = split(k, i, nd, g.in, "p", dv);
+      const Expr r = k.let("r", i);
+      for (int q = 0; q < nd; ++q) k.assign(r, dv.div(r, param_u(g.in + size_t(q))));
+      const Expr c = k.let("c", dv.mod(r, param_u(g.c)));
+      const Expr n = k.let("n", dv.div(r, param_u(g.c)));
+      const Expr s = k.let("s", kir::lit(acc, 0));
+      k.for_range(
+          "ki", kir::lit(Type::u32, 0), param_u(w.kprod), kir::lit(Type::u32, 1), [&](Expr ki) {
+            const std::vector<Expr> kk = split(k, ki, nd, w.kernel, "k", dv);
+            const Expr hit = k.let("hit", kir::lit_bool(true));
+            const Expr li = k.let("li", kir::lit(Type::i32, 0));
+            for (int q = 0; q < nd; ++q) {
+              const size_t Q = size_t(q);
+              const Expr e =
+                  k.let("e" + str(q), pp[Q] + param_i(w.pad + Q) - kk[Q] * param_i(w.dil + Q));
+              const Expr quot =
+                  fast ? cast(Type::i32, dv.div(cast(Type::u32, e), param_u(w.stride + Q)))
+                       : e / param_i(w.stride + Q);
+              const Expr o = k.let("o" + str(q), select(e >= 0, quot, kir::lit(Type::i32, -1)));
+              k.assign(hit,
+                       hit && e >= 0 && o * param_i(w.stride + Q) == e && o < param_i(w.out + Q));
+              k.assign(li, li * param_i(w.out + Q) + o);
+            }
+            k.if_(hit, [&] {
+              const Expr at = param_i(kSrc) + cast(Type::i32, n) * param_i(kSrc + 1) +
+                              cast(Type::i32, c * param_u(w.kprod) + ki) * param_i(kSrc + 2) +
+                              li * param_i(kSrc + 3);
+              k.assign(s, s + cast(acc, ld(k, sb, at)));
+            });
+          });
+      const Expr od = k.let("od", nc_offset(n, c, pp, g.off, g.strides));
+      store_sum(k, db, od, t, cast(acc, ld(k, db, od)) + s);
+    });
+    return k;
   });
   Lowering l;
   l.launches.push_back(launch_1d(k, {{op.src}, {op.dst}}, p.take(), total, caps));
@@ -260,76 +310,84 @@ Lowering lower_adaptive_pool(const ir::AdaptivePool& op, Dialect d, const Caps& 
   p.ints(with_idx ? std::vector<int64_t>(op.indices.strides().begin(), op.indices.strides().end())
                   : std::vector<int64_t>(size_t(nd + 2), 0));
   const size_t kTotal = p.u(total);
-  const std::string acc = op.max ? ctype(t) : sum_type(t, caps);
+  const Type acc = op.max ? ctype_of(t) : sum_type(t, caps);
   const std::string key = std::string(name) + "_" + dtype_tag(t) + "_s" + str(nd) +
-                          (with_idx ? "_idx" : "") + "_" + acc;
+                          (with_idx ? "_idx" : "") + "_" + type_key(acc);
   auto k = cached_kernel(key, d, caps, [&] {
-    KernelDef def;
-    def.name = key;
-    def.buffers = {{"src", t, false}, {"dst", t, true}};
-    if (with_idx) def.buffers.push_back({"indices", DType::i64, true});
-    std::string b = "for (uint i = GLOBAL_ID; i < " + pu(kTotal) + "; i += GLOBAL_SIZE) {\n";
-    b += split("i", nd, kOut, "o");
-    b += "  uint r = i;\n";
-    for (int q = 0; q < nd; ++q) b += "  r /= " + pu(kOut + size_t(q)) + ";\n";
-    b += "  uint c = r % " + pu(g.c) + ";\n  uint n = r / " + pu(g.c) + ";\n";
-    b += "  int base = " + pi(g.off) + " + int(n) * " + pi(g.strides) + " + int(c) * " +
-         pi(g.strides + 1) + ";\n";
-    // Window [floor(o * S / O), ceil((o + 1) * S / O)) per dim.
-    for (int q = 0; q < nd; ++q) {
-      const std::string Q = str(q), S = pi(g.in + size_t(q)), O = pi(kOut + size_t(q));
-      b += "  int lo" + Q + " = (o" + Q + " * " + S + ") / " + O + ";\n";
-      b += "  int hi" + Q + " = ((o" + Q + " + 1) * " + S + " + " + O + " - 1) / " + O + ";\n";
-    }
-    if (op.max) {
-      const std::string init =
-          is_float_dtype(t) ? ccast(t, "-(1.0 / 0.0)") : ccast(t, lowest_literal(t));
-      b += "  " + acc + " best = " + init + ";\n  int best_idx = 0";
-      for (int q = 0; q < nd; ++q) b += " * " + pi(g.in + size_t(q)) + " + lo" + str(q);
-      b += ";\n";
-    } else {
-      b += "  " + acc + " s = " + acc + "(0);\n  int count = 1";
-      for (int q = 0; q < nd; ++q) b += " * (hi" + str(q) + " - lo" + str(q) + ")";
-      b += ";\n";
-    }
-    // Row-major walk over the window, innermost dim fastest (as torch).
-    std::string ind = "  ";
-    for (int q = 0; q < nd; ++q) {
-      const std::string Q = str(q);
-      b += ind + "for (int w" + Q + " = lo" + Q + "; w" + Q + " < hi" + Q + "; ++w" + Q + ") {\n";
-      ind += "  ";
-    }
-    std::string off = "base", flat = "0";
-    for (int q = 0; q < nd; ++q) {
-      off += " + w" + str(q) + " * " + pi(g.strides + 2 + size_t(q));
-      flat = "(" + flat + ") * " + pi(g.in + size_t(q)) + " + w" + str(q);
-    }
-    b += ind + acc + " v = " +
-         (op.max ? ld(t, "src[" + off + "]") : acc + "(" + ld(t, "src[" + off + "]") + ")") + ";\n";
-    if (op.max) {
-      b += ind + "if (v > best" + std::string(is_float_dtype(t) ? " || isnan(v)" : "") + ") {\n" +
-           ind + "  best = v;\n" + ind + "  best_idx = " + flat + ";\n" + ind + "}\n";
-    } else {
-      b += ind + "s += v;\n";
-    }
-    for (int q = 0; q < nd; ++q) {
-      ind.resize(ind.size() - 2);
-      b += ind + "}\n";
-    }
-    std::string od = pi(kDst) + " + int(n) * " + pi(kDst + 1) + " + int(c) * " + pi(kDst + 2);
-    std::string oi = pi(kIdx) + " + int(n) * " + pi(kIdx + 1) + " + int(c) * " + pi(kIdx + 2);
-    for (int q = 0; q < nd; ++q) {
-      od += " + o" + str(q) + " * " + pi(kDst + 3 + size_t(q));
-      oi += " + o" + str(q) + " * " + pi(kIdx + 3 + size_t(q));
-    }
-    if (op.max) {
-      b += "  dst[" + od + "] = " + st(t, "best") + ";\n";
-      if (with_idx) b += "  indices[" + oi + "] = i64(best_idx);\n";
-    } else {
-      b += "  dst[" + od + "] = " + store_sum(t, "s / " + acc + "(count)") + ";\n";
-    }
-    def.body = b + "}\n";
-    return def;
+    kir::Kernel k(key, kLocal);
+    const kir::Buf sb = k.buffer("src", t, false);
+    const kir::Buf db = k.buffer("dst", t, true);
+    const kir::Buf ib = with_idx ? k.buffer("indices", DType::i64, true) : kir::Buf{};
+    const Div plain(k, false);
+    k.grid_loop("i", param_u(kTotal), [&](Expr i) {
+      const std::vector<Expr> o = split(k, i, nd, kOut, "o", plain);
+      const Expr r = k.let("r", i);
+      for (int q = 0; q < nd; ++q) k.assign(r, r / param_u(kOut + size_t(q)));
+      const Expr c = k.let("c", r % param_u(g.c));
+      const Expr n = k.let("n", r / param_u(g.c));
+      const Expr base = k.let("base", nc_offset(n, c, {}, g.off, g.strides));
+      // Window [floor(o * S / O), ceil((o + 1) * S / O)) per dim.
+      std::vector<Expr> lo, hi;
+      for (int q = 0; q < nd; ++q) {
+        const size_t Q = size_t(q);
+        const Expr S = param_i(g.in + Q), O = param_i(kOut + Q);
+        lo.push_back(k.let("lo" + str(q), (o[Q] * S) / O));
+        hi.push_back(k.let("hi" + str(q), ((o[Q] + 1) * S + O - 1) / O));
+      }
+      Expr best, best_idx, s, count;
+      if (op.max) {
+        const double inf = std::numeric_limits<double>::infinity();
+        best = k.let("best", is_float_dtype(t) ? kir::lit(acc, -inf) : ccast(t, lowest_value(t)));
+        // As the string kernel had it: 0 * S0 + lo0 * S1 + lo1 * S2 + lo2 (for 3 dims this is
+        // not the flat index of the window's first element, (lo0 * S1 + lo1) * S2 + lo2).
+        Expr init = kir::lit(Type::i32, 0) * param_i(g.in);
+        for (int q = 0; q + 1 < nd; ++q)
+          init = init + lo[size_t(q)] * param_i(g.in + size_t(q) + 1);
+        best_idx = k.let("best_idx", init + lo[size_t(nd - 1)]);
+      } else {
+        s = k.let("s", kir::lit(acc, 0));
+        Expr cnt = kir::lit(Type::i32, 1);
+        for (int q = 0; q < nd; ++q) cnt = cnt * (hi[size_t(q)] - lo[size_t(q)]);
+        count = k.let("count", cnt);
+      }
+      // Row-major walk over the window, innermost dim fastest (as torch).
+      std::vector<Expr> wv(static_cast<size_t>(nd));
+      std::function<void(int)> walk = [&](int q) {
+        if (q < nd) {
+          k.for_range("w" + str(q), lo[size_t(q)], hi[size_t(q)], kir::lit(Type::i32, 1),
+                      [&](Expr wq) {
+                        wv[size_t(q)] = wq;
+                        walk(q + 1);
+                      });
+          return;
+        }
+        Expr off = base, flat = kir::lit(Type::i32, 0);
+        for (int d = 0; d < nd; ++d) {
+          off = off + wv[size_t(d)] * param_i(g.strides + 2 + size_t(d));
+          flat = flat * param_i(g.in + size_t(d)) + wv[size_t(d)];
+        }
+        const Expr v = k.let("v", op.max ? ld(k, sb, off) : cast(acc, ld(k, sb, off)));
+        if (op.max) {
+          Expr better = v > best;
+          if (is_float_dtype(t)) better = better || kir::call(kir::Fn::isnan, {v});
+          k.if_(better, [&] {
+            k.assign(best, v);
+            k.assign(best_idx, flat);
+          });
+        } else {
+          k.assign(s, s + v);
+        }
+      };
+      walk(0);
+      const Expr od = nc_offset(n, c, o, kDst, kDst + 1);
+      if (op.max) {
+        st(k, db, od, best);
+        if (with_idx) k.store(ib, nc_offset(n, c, o, kIdx, kIdx + 1), cast(Type::i64, best_idx));
+      } else {
+        store_sum(k, db, od, t, s / cast(acc, count));
+      }
+    });
+    return k;
   });
   std::vector<Binding> bind = {{src}, {dst}};
   if (with_idx) bind.push_back({op.indices});
@@ -354,7 +412,7 @@ Lowering lower_interpolate(const ir::Interpolate& op, Dialect d, const Caps& cap
   if (total == 0) return {};
   // Index arithmetic in float (double for f64 data), as torch's CPU kernels.
   const bool dbl = t == DType::f64 && weighted;
-  const std::string W = dbl ? "f64" : "float";
+  const Type W = dbl ? Type::f64 : Type::f32;
   ParamBuilder p("interpolate");
   const Img g = image_params(p, src);
   const size_t kOut = p.ints(std::vector<int64_t>(dst.shape().begin() + 2, dst.shape().end()));
@@ -376,100 +434,131 @@ Lowering lower_interpolate(const ir::Interpolate& op, Dialect d, const Caps& cap
     }
   }
   const auto scale = [&](int q) {
-    return dbl ? pd(kScale + 2 * size_t(q)) : pf(kScale + size_t(q));
+    return dbl ? param_d(kScale + 2 * size_t(q)) : param_f(kScale + size_t(q));
   };
   const char* mname[] = {"nearest", "linear", "cubic", "nearest_exact"};
   const std::string key = std::string("interpolate_") + mname[int(op.mode)] +
                           (weighted && op.align_corners ? "_align" : "") + "_" + dtype_tag(t) +
                           "_s" + str(nd);
   auto k = cached_kernel(key, d, caps, [&] {
-    KernelDef def;
-    def.name = key;
-    def.buffers = {{"src", t, false}, {"dst", t, true}};
-    if (op.mode == ir::InterpMode::cubic)
-      def.functions = W + " cubic1(" + W + " x) {\n  " + W + " A = " + W + "(-0.75);\n" +
-                      "  return ((A + " + W + "(2)) * x - (A + " + W + "(3))) * x * x + " + W +
-                      "(1);\n}\n" + W + " cubic2(" + W + " x) {\n  " + W + " A = " + W +
-                      "(-0.75);\n" + "  return ((A * x - " + W + "(5) * A) * x + " + W +
-                      "(8) * A) * x - " + W + "(4) * A;\n}\n";
-    std::string b = "for (uint i = GLOBAL_ID; i < " + pu(kTotal) + "; i += GLOBAL_SIZE) {\n";
-    b += split("i", nd, kOut, "o");
-    b += "  uint r = i;\n";
-    for (int q = 0; q < nd; ++q) b += "  r /= " + pu(kOut + size_t(q)) + ";\n";
-    b += "  uint c = r % " + pu(g.c) + ";\n  uint n = r / " + pu(g.c) + ";\n";
-    b += "  int base = " + pi(g.off) + " + int(n) * " + pi(g.strides) + " + int(c) * " +
-         pi(g.strides + 1) + ";\n";
-    std::string od = pi(kDst) + " + int(n) * " + pi(kDst + 1) + " + int(c) * " + pi(kDst + 2);
-    for (int q = 0; q < nd; ++q) od += " + o" + str(q) + " * " + pi(kDst + 3 + size_t(q));
+    kir::Kernel k(key, kLocal);
+    const kir::Buf sb = k.buffer("src", t, false);
+    const kir::Buf db = k.buffer("dst", t, true);
+    auto w = [&](double v) { return kir::lit(W, v); };
+    kir::Function cubic1, cubic2;
+    if (op.mode == ir::InterpMode::cubic) {
+      cubic1 = k.function("cubic1", W, {W}, [&](const std::vector<Expr>& a) {
+        const Expr x = a[0], A = k.let("A", w(-0.75));
+        k.ret(((A + w(2)) * x - (A + w(3))) * x * x + w(1));
+      });
+      cubic2 = k.function("cubic2", W, {W}, [&](const std::vector<Expr>& a) {
+        const Expr x = a[0], A = k.let("A", w(-0.75));
+        k.ret(((A * x - w(5) * A) * x + w(8) * A) * x - w(4) * A);
+      });
+    }
+    const Div plain(k, false);
     const int taps = op.mode == ir::InterpMode::linear  ? 2
                      : op.mode == ir::InterpMode::cubic ? 4
                                                         : 1;
-    for (int q = 0; q < nd; ++q) {
-      const std::string Q = str(q), S = pi(g.in + size_t(q)), O = pi(kOut + size_t(q));
-      const std::string o = "o" + Q, x = "x" + Q, w = "w" + Q, sc = scale(q);
-      if (op.mode == ir::InterpMode::nearest) {
-        b += "  int " + x + " = " + O + " == " + S + " ? " + o + " : " + O + " == 2 * " + S +
-             " ? (" + o + " >> 1) : min(int(floor(float(" + o + ") * " + sc + ")), " + S +
-             " - 1);\n";
-      } else if (op.mode == ir::InterpMode::nearest_exact) {
-        b += "  int " + x + " = min(int(floor((float(" + o + ") + 0.5) * " + sc + ")), " + S +
-             " - 1);\n";
-      } else {
-        b += "  int " + x + "[" + str(taps) + "];\n  " + W + " " + w + "[" + str(taps) + "];\n";
-        const std::string real =
-            op.align_corners ? sc + " * " + W + "(" + o + ")"
-                             : sc + " * (" + W + "(" + o + ") + " + W + "(0.5)) - " + W + "(0.5)";
+    const Expr i32_0 = kir::lit(Type::i32, 0), i32_1 = kir::lit(Type::i32, 1);
+    k.grid_loop("i", param_u(kTotal), [&](Expr i) {
+      const std::vector<Expr> o = split(k, i, nd, kOut, "o", plain);
+      const Expr r = k.let("r", i);
+      for (int q = 0; q < nd; ++q) k.assign(r, r / param_u(kOut + size_t(q)));
+      const Expr c = k.let("c", r % param_u(g.c));
+      const Expr n = k.let("n", r / param_u(g.c));
+      const Expr base = k.let("base", nc_offset(n, c, {}, g.off, g.strides));
+      const Expr od = nc_offset(n, c, o, kDst, kDst + 1);
+      // Per dim q: the source coordinates x[q][j] of the taps and (weighted) their weights.
+      std::vector<std::vector<Expr>> x(static_cast<size_t>(nd)), wt(static_cast<size_t>(nd));
+      for (int q = 0; q < nd; ++q) {
+        const size_t Q = size_t(q);
+        const Expr S = param_i(g.in + Q), O = param_i(kOut + Q), sc = scale(q), oq = o[Q];
+        const std::string xn = "x" + str(q), wn = "w" + str(q);
+        if (op.mode == ir::InterpMode::nearest) {
+          const Expr f = cast(Type::i32, kir::call(kir::Fn::floor, {cast(Type::f32, oq) * sc}));
+          x[Q] = {
+              k.let(xn, select(O == S, oq,
+                               select(O == 2 * S, oq >> 1, kir::call(kir::Fn::min, {f, S - 1}))))};
+          continue;
+        }
+        if (op.mode == ir::InterpMode::nearest_exact) {
+          const Expr f =
+              cast(Type::i32, kir::call(kir::Fn::floor, {(cast(Type::f32, oq) + 0.5) * sc}));
+          x[Q] = {k.let(xn, kir::call(kir::Fn::min, {f, S - 1}))};
+          continue;
+        }
+        for (int j = 0; j < taps; ++j) {
+          x[Q].push_back(k.var(xn + "_" + str(j), Type::i32));
+          wt[Q].push_back(k.var(wn + "_" + str(j), W));
+        }
+        const Expr real0 =
+            op.align_corners ? sc * cast(W, oq) : sc * (cast(W, oq) + w(0.5)) - w(0.5);
         if (op.mode == ir::InterpMode::linear) {
-          b += "  if (" + O + " == " + S + ") {\n    " + x + "[0] = " + o + ";\n    " + x +
-               "[1] = " + o + ";\n    " + w + "[0] = " + W + "(1);\n    " + w + "[1] = " + W +
-               "(0);\n  } else {\n";
-          b += "    " + W + " real = " + real + ";\n";
-          if (!op.align_corners) b += "    if (real < " + W + "(0)) real = " + W + "(0);\n";
-          b += "    int i0 = int(real);\n    " + W + " l1 = real - " + W + "(i0);\n";
-          b += "    " + x + "[0] = i0;\n    " + x + "[1] = i0 + (i0 < " + S +
-               " - 1 ? 1 : 0);\n    " + w + "[0] = " + W + "(1) - l1;\n    " + w +
-               "[1] = l1;\n  }\n";
+          k.if_(
+              O == S,
+              [&] {
+                k.assign(x[Q][0], oq);
+                k.assign(x[Q][1], oq);
+                k.assign(wt[Q][0], w(1));
+                k.assign(wt[Q][1], w(0));
+              },
+              [&] {
+                const Expr real = k.let("real", real0);
+                if (!op.align_corners) k.if_(real < w(0), [&] { k.assign(real, w(0)); });
+                const Expr i0 = k.let("i0", cast(Type::i32, real));
+                const Expr l1 = k.let("l1", real - cast(W, i0));
+                k.assign(x[Q][0], i0);
+                k.assign(x[Q][1], i0 + select(i0 < S - 1, i32_1, i32_0));
+                k.assign(wt[Q][0], w(1) - l1);
+                k.assign(wt[Q][1], l1);
+              });
         } else {
-          b += "  {\n    " + W + " real = " + real + ";\n";
-          b += "    int i0 = int(floor(real));\n    " + W + " tt = real - " + W + "(i0);\n";
-          b += "    " + w + "[0] = cubic2(tt + " + W + "(1));\n    " + w +
-               "[1] = cubic1(tt);\n    " + w + "[2] = cubic1(" + W + "(1) - tt);\n    " + w +
-               "[3] = cubic2(" + W + "(1) - tt + " + W + "(1));\n";
-          b += "    for (int j = 0; j < 4; ++j) " + x + "[j] = clamp(i0 - 1 + j, 0, " + S +
-               " - 1);\n  }\n";
+          const Expr real = k.let("real", real0);
+          const Expr i0 = k.let("i0", cast(Type::i32, kir::call(kir::Fn::floor, {real})));
+          const Expr tt = k.let("tt", real - cast(W, i0));
+          k.assign(wt[Q][0], k.call(cubic2, {tt + w(1)}));
+          k.assign(wt[Q][1], k.call(cubic1, {tt}));
+          k.assign(wt[Q][2], k.call(cubic1, {w(1) - tt}));
+          k.assign(wt[Q][3], k.call(cubic2, {w(1) - tt + w(1)}));
+          for (int j = 0; j < 4; ++j)
+            k.assign(x[Q][size_t(j)], kir::call(kir::Fn::clamp, {i0 - 1 + j, i32_0, S - 1}));
         }
       }
-    }
-    if (!weighted) {
-      std::string off = "base";
-      for (int q = 0; q < nd; ++q) off += " + x" + str(q) + " * " + pi(g.strides + 2 + size_t(q));
-      b += "  dst[" + od + "] = src[" + off + "];\n";  // nearest copies exactly
-    } else {
+      if (!weighted) {
+        Expr off = base;
+        for (int q = 0; q < nd; ++q)
+          off = off + x[size_t(q)][0] * param_i(g.strides + 2 + size_t(q));
+        k.store(db, od, k.load(sb, off));  // nearest copies exactly
+        return;
+      }
+      // Tap j of dim q's list: x[q][j] or wt[q][j] picked by the loop index.
+      auto pick = [](Expr j, const std::vector<Expr>& v) {
+        Expr e = v.back();
+        for (size_t m = v.size() - 1; m-- > 0;) e = select(j == double(m), v[m], e);
+        return e;
+      };
       // Sum over the taps of dims q.., outermost first: acc = w_0 v_0 + w_1 v_1 + ..., as the ref.
-      std::string ind = "  ";
-      std::string prev = "base";
-      for (int q = 0; q < nd; ++q) {
-        const std::string Q = str(q);
-        b += ind + W + " a" + Q + " = " + W + "(0);\n";
-        b += ind + "for (int j" + Q + " = 0; j" + Q + " < " + str(taps) + "; ++j" + Q + ") {\n";
-        ind += "  ";
-        b += ind + "int p" + Q + " = " + prev + " + x" + Q + "[j" + Q + "] * " +
-             pi(g.strides + 2 + size_t(q)) + ";\n";
-        prev = "p" + Q;
-      }
-      b += ind + W + " v = " + W + "(" + ld(t, "src[" + prev + "]") + ");\n";
-      for (int q = nd - 1; q >= 0; --q) {
-        const std::string Q = str(q), wq = "w" + Q + "[j" + Q + "]";
-        const std::string v = q == nd - 1 ? "v" : "a" + str(q + 1);
-        b += ind + "a" + Q + " = j" + Q + " == 0 ? " + v + " * " + wq + " : a" + Q + " + " + v +
-             " * " + wq + ";\n";
-        ind.resize(ind.size() - 2);
-        b += ind + "}\n";
-      }
-      b += "  dst[" + od + "] = " + st(t, t == DType::f64 ? "a0" : "float(a0)") + ";\n";
-    }
-    def.body = b + "}\n";
-    return def;
+      std::vector<Expr> a(static_cast<size_t>(nd));
+      Expr v;
+      std::function<void(int, Expr)> level = [&](int q, Expr prev) {
+        const size_t Q = size_t(q);
+        a[Q] = k.let("a" + str(q), w(0));
+        k.for_range("j" + str(q), i32_0, kir::lit(Type::i32, taps), i32_1, [&](Expr j) {
+          const Expr pq = k.let("p" + str(q), prev + pick(j, x[Q]) * param_i(g.strides + 2 + Q));
+          if (q + 1 < nd)
+            level(q + 1, pq);
+          else
+            v = k.let("v", cast(W, ld(k, sb, pq)));
+          const Expr in = q == nd - 1 ? v : a[Q + 1];
+          const Expr wq = pick(j, wt[Q]);
+          k.assign(a[Q], select(j == 0, in * wq, a[Q] + in * wq));
+        });
+      };
+      level(0, base);
+      st(k, db, od, t == DType::f64 ? a[0] : cast(Type::f32, a[0]));
+    });
+    return k;
   });
   Lowering l;
   l.launches.push_back(launch_1d(k, {{src}, {dst}}, p.take(), total, caps));
