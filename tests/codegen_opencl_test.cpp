@@ -1,4 +1,4 @@
-// The OpenCL C dialect of the kernel generator (src/codegen/render_opencl.cpp), without a
+// The OpenCL C dialect of the kernel generator (src/codegen/kir_render.cpp), without a
 // device: every family's kernels for every dtype an OpenCL 1.2 device with cl_khr_fp64 and
 // without cl_khr_fp16 supports are rendered and compiled by clang as OpenCL C 1.2 (skipped when
 // clang-15 is absent); the rewriting rules and the kernel ABI are checked on small kernels.
@@ -12,6 +12,7 @@
 
 #include "codegen/common.h"
 #include "codegen/kernel.h"
+#include "codegen/kir.h"
 #include "ember/ember.h"
 #include "ir/op_traits.h"
 
@@ -251,61 +252,65 @@ TEST(CodegenOpenclTest, EveryKernelCompilesAsOpenclC12) {
   EXPECT_EQ(compile_all(ks), "");
 }
 
-codegen::KernelDef small_kernel() {
-  codegen::KernelDef d;
-  d.name = "probe";
-  d.buffers = {{"src", DType::f32, false}, {"dst", DType::f64, true}, {"flag", DType::b8, true}};
-  d.shared = {{"float", "tile", 64}};
-  d.local_size = 64;
-  d.functions =
-      "void split(f64 x, out uint lo, out uint hi) {\n"
-      "  uvec2 w = unpackDouble2x32(x);\n  lo = w.x;\n  hi = w.y;\n}\n";
-  d.body =
-      "uint lo, hi;\nsplit(P_D(0), lo, hi);\nfloat half = 0.5 * src[GLOBAL_ID];\n"
-      "tile[LOCAL_ID] = half;\nBARRIER();\n"
-      "dst[0] = packDouble2x32(uvec2(lo, hi)) + 1.0lf + f64(int(tile[0]));\n"
-      "flag[0] = b8(isnan(half) ? 1 : 0);\n";
-  return d;
+// A kernel using shared memory, a barrier, a helper function, an f64 param and bool storage.
+codegen::kir::Kernel small_kernel() {
+  using namespace codegen::kir;
+  Kernel k("probe", 64);
+  const Buf src = k.buffer("src", DType::f32, false), dst = k.buffer("dst", DType::f64, true);
+  const Buf flag = k.buffer("flag", DType::b8, true);
+  const Shared tile = k.shared("tile", Type::f32, 64);
+  // Reserved names: "half" is OpenCL C's type, "min" a built-in, "out" a GLSL keyword.
+  const Function twice = k.function("min", Type::f64, {Type::f64},
+                                    [&](const std::vector<Expr>& a) { k.ret(a[0] * 2); });
+  const Expr half = k.let("half", k.load(src, global_id()) * 0.5);
+  k.let("out", call(Fn::min, {half, lit(Type::f32, 1)}));
+  k.let("ember_params", lit(Type::u32, 3));
+  k.store(tile, local_id(), half);
+  k.barrier();
+  k.store(dst, lit(Type::u32, 0),
+          k.call(twice, {param_f64(0)}) +
+              cast(Type::f64, cast(Type::i32, k.load(tile, lit(Type::u32, 0)))));
+  k.store(flag, lit(Type::u32, 0), call(Fn::isnan, {half}));
+  return k;
 }
 
-TEST(CodegenOpenclTest, RewritesCastsLiteralsOutParamsAndShared) {
-  Caps caps = opencl_caps();
-  const auto k = codegen::render(small_kernel(), Dialect::opencl, caps);
+TEST(CodegenOpenclTest, KernelAbiCastsLiteralsHelpersAndShared) {
+  const Caps caps = opencl_caps();
+  const auto k = codegen::kir::render(small_kernel(), Dialect::opencl, caps);
   const std::string& s = k->source;
   EXPECT_NE(s.find("#pragma OPENCL EXTENSION cl_khr_fp64 : enable"), std::string::npos);
-  EXPECT_NE(
-      s.find(
-          "__kernel __attribute__((reqd_work_group_size(64, 1, 1)))\nvoid ember_main("
-          "__global const float* restrict ember_g_src, __global double* restrict "
-          "ember_g_dst, __global uchar* restrict ember_g_flag, __global const uint* ember_params, "
-          "uint ember_params_off)"),
-      std::string::npos)
-      << s;
-  EXPECT_NE(s.find("__local float tile[64];"), std::string::npos) << s;
-  EXPECT_NE(s.find("void split(double x, uint *lo, uint *hi)"), std::string::npos) << s;
-  EXPECT_NE(s.find("(*lo) = w.x;"), std::string::npos) << s;
-  EXPECT_NE(s.find("split(P_D(0), &lo, &hi);"), std::string::npos) << s;
-  EXPECT_NE(s.find("float ember_kw_half = 0.5f * ember_g_src[GLOBAL_ID];"), std::string::npos) << s;
-  EXPECT_NE(s.find("as_double(((uint2)(lo, hi))) + 1.0 + ((double)(((int)(tile[0]))))"),
+  EXPECT_NE(s.find("__kernel __attribute__((reqd_work_group_size(64, 1, 1)))\nvoid ember_main("
+                   "__global const float* restrict src, __global double* restrict dst, __global "
+                   "uchar* restrict flag, __global const uint* ember_params, uint "
+                   "ember_params_off)"),
             std::string::npos)
       << s;
-  EXPECT_NE(s.find("uint2 w = as_uint2(x);"), std::string::npos) << s;
-  EXPECT_NE(s.find("#define P_U(k) ember_params[ember_params_off + (k)]"), std::string::npos);
+  EXPECT_NE(s.find("__local float tile[64];"), std::string::npos) << s;
+  EXPECT_NE(s.find("double min_2(double a0)"), std::string::npos) << s;
+  EXPECT_NE(s.find("float half_2 = (src[((uint)get_global_id(0))] * 5.000000000e-01f);"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("float out_2 = min(half_2, 1.000000000e+00f);"), std::string::npos) << s;
+  EXPECT_NE(s.find("uint ember_params_2 = 3u;"), std::string::npos) << s;
+  EXPECT_NE(s.find("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"), std::string::npos) << s;
   EXPECT_EQ(k->build_options, "-cl-std=CL1.2");
-  // The GLSL rendering of the same kernel is not affected.
-  const auto g = codegen::render(small_kernel(), Dialect::glsl, caps);
+  EXPECT_EQ(k->buffers.size(), 3u);
+  // The GLSL rendering of the same kernel: no OpenCL C in it.
+  const auto g = codegen::kir::render(small_kernel(), Dialect::glsl, caps);
   EXPECT_EQ(g->source.find("__kernel"), std::string::npos);
-  EXPECT_NE(g->source.find("float half = 0.5 * src[GLOBAL_ID];"), std::string::npos);
-}
-
-TEST(CodegenOpenclTest, HelperUsingABufferIsAnError) {
-  codegen::KernelDef d = small_kernel();
-  d.functions = "float first() { return src[0]; }\n";
-  try {
-    codegen::render(d, Dialect::opencl, opencl_caps());
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'src'"), std::string::npos) << e.what();
+  EXPECT_NE(g->source.find("shared float tile[64];"), std::string::npos) << g->source;
+  EXPECT_EQ(g->build_options, "");
+  if (std::system((std::string(kClang) + " --version > /dev/null 2>&1").c_str()) == 0)
+    EXPECT_EQ(compile_all({{"probe", s}}), "");
+  if (std::system("glslangValidator --version > /dev/null 2>&1") == 0) {
+    char tmpl[] = "/tmp/ember_probe_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const std::string path = std::string(tmpl) + "/probe.comp";
+    std::ofstream(path) << g->source;
+    const std::string cmd =
+        "glslangValidator -V --target-env vulkan1.1 -o /dev/null " + path + " > /dev/null 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << g->source;
+    std::system(("rm -rf " + std::string(tmpl)).c_str());
   }
 }
 

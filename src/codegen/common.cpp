@@ -1,15 +1,10 @@
 #include "codegen/common.h"
 
-#include <cctype>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
-#include <set>
 #include <unordered_map>
 
-#include "codegen/math_f64.h"
 #include "core/merge_dims.h"
 #include "ember/error.h"
 
@@ -45,135 +40,6 @@ const char* dtype_tag(DType t) {
       return "b8";
   }
   return "?";
-}
-
-const char* storage_type(DType t) { return t == DType::bf16 ? "bf16s" : dtype_tag(t); }
-
-const char* compute_type(DType t) {
-  switch (t) {
-    case DType::f32:
-    case DType::f16:
-    case DType::bf16:
-      return "float";
-    case DType::f64:
-      return "f64";
-    case DType::i8:
-    case DType::i16:
-    case DType::i32:
-      return "int";
-    case DType::u8:
-    case DType::u16:
-    case DType::u32:
-      return "uint";
-    case DType::i64:
-      return "i64";
-    case DType::u64:
-      return "u64";
-    case DType::b8:
-      return "bool";
-  }
-  return "float";
-}
-
-std::string load(DType t, const std::string& e) {
-  switch (t) {
-    case DType::f16:
-      return "float(" + e + ")";
-    case DType::bf16:
-      return "ember_bf16_to_float(" + e + ")";
-    case DType::i8:
-    case DType::i16:
-      return "int(" + e + ")";
-    case DType::u8:
-    case DType::u16:
-      return "uint(" + e + ")";
-    case DType::b8:
-      return "(uint(" + e + ") != 0u)";
-    default:
-      return e;
-  }
-}
-
-std::string store(DType t, const std::string& v) {
-  switch (t) {
-    case DType::bf16:
-      return "ember_bf16_from_float(" + v + ")";
-    case DType::b8:
-      return "((" + v + ") ? b8(1) : b8(0))";
-    case DType::f16:
-    case DType::i8:
-    case DType::i16:
-    case DType::u8:
-    case DType::u16:
-      return std::string(storage_type(t)) + "(" + v + ")";
-    default:
-      return v;
-  }
-}
-
-namespace {
-
-bool is_float_compute(DType t) { return is_floating(t); }
-bool narrow_int(DType t) {
-  return t == DType::i8 || t == DType::i16 || t == DType::u8 || t == DType::u16;
-}
-
-const char* zero_of(DType t) {
-  switch (t) {
-    case DType::f64:
-      return "0.0lf";
-    case DType::i64:
-      return "0l";
-    case DType::u64:
-      return "0ul";
-    case DType::u8:
-    case DType::u16:
-    case DType::u32:
-      return "0u";
-    case DType::i8:
-    case DType::i16:
-    case DType::i32:
-      return "0";
-    default:
-      return "0.0";
-  }
-}
-
-const char* one_of(DType t) {
-  switch (t) {
-    case DType::f64:
-      return "1.0lf";
-    case DType::i64:
-      return "1l";
-    case DType::u64:
-      return "1ul";
-    case DType::u8:
-    case DType::u16:
-    case DType::u32:
-      return "1u";
-    case DType::i8:
-    case DType::i16:
-    case DType::i32:
-      return "1";
-    default:
-      return "1.0";
-  }
-}
-
-}  // namespace
-
-std::string convert(DType from, DType to, const std::string& v) {
-  if (std::strcmp(compute_type(from), compute_type(to)) == 0 && !narrow_int(to)) return v;
-  if (to == DType::b8) return "(!((" + v + ") == " + zero_of(from) + "))";
-  if (from == DType::b8) return "((" + v + ") ? " + one_of(to) + " : " + zero_of(to) + ")";
-  if (is_float_compute(to)) return std::string(compute_type(to)) + "(" + v + ")";
-  // to is an integer
-  if (is_float_compute(from))
-    return std::string("ember_sat_") + dtype_tag(to) + "_" + (from == DType::f64 ? "f64" : "f32") +
-           "(" + v + ")";
-  if (narrow_int(to))  // wrap like C++'s narrowing conversion
-    return std::string(compute_type(to)) + "(" + storage_type(to) + "(" + v + "))";
-  return std::string(compute_type(to)) + "(" + v + ")";
 }
 
 bool supports(DType t, const Caps& caps) {
@@ -297,24 +163,6 @@ std::vector<uint32_t> Params::take() {
 
 // ---- indexing ----
 
-std::string offset_code(const std::string& var, const std::string& lin, int rank, uint32_t base) {
-  std::string s = "int " + var + " = P_I(" + std::to_string(base) + ");\n";
-  if (rank == 0) return s;
-  const std::string r = var + "_r";
-  s += "{ uint " + r + " = " + lin + ";\n";
-  for (int d = rank - 1; d >= 0; --d) {
-    const std::string size = "P_U(" + std::to_string(base + 1 + d) + ")";
-    const std::string stride = "P_I(" + std::to_string(base + 1 + rank + d) + ")";
-    if (d == 0) {
-      s += "  " + var + " += int(" + r + ") * " + stride + ";\n";
-    } else {
-      s += "  " + var + " += int(" + r + " % " + size + ") * " + stride + "; " + r + " /= " + size +
-           ";\n";
-    }
-  }
-  return s + "}\n";
-}
-
 Iter merged_iter(const Shape& shape, std::vector<int64_t> offsets,
                  const std::vector<Strides>& strides) {
   Iter it;
@@ -364,35 +212,7 @@ uint32_t add_iter(Params& p, const Iter& it, const char* op) {
   return base;
 }
 
-std::string iter_code(const std::vector<std::string>& vars, const std::string& lin, int rank,
-                      uint32_t base) {
-  std::string s;
-  const int n = int(vars.size());
-  auto off_word = [&](int k) { return base + 1 + uint32_t(rank) + uint32_t(k) * (rank + 1); };
-  for (int k = 0; k < n; ++k)
-    s += "int " + vars[k] + " = P_I(" + std::to_string(off_word(k)) + ");\n";
-  if (rank == 0) return s;
-  s += "{ uint ember_r = " + lin + ";\n";
-  for (int d = rank - 1; d >= 0; --d) {
-    const std::string size = "P_U(" + std::to_string(base + 1 + d) + ")";
-    std::string c = "ember_r";
-    if (d > 0) {
-      s += "  uint ember_c" + std::to_string(d) + " = ember_r % " + size + "; ember_r /= " + size +
-           ";\n";
-      c = "ember_c" + std::to_string(d);
-    }
-    for (int k = 0; k < n; ++k)
-      s += "  " + vars[k] + " += int(" + c + ") * P_I(" + std::to_string(off_word(k) + 1 + d) +
-           ");\n";
-  }
-  return s + "}\n";
-}
-
 // ---- launches and caching ----
-
-std::string grid_loop(const std::string& var, const std::string& n) {
-  return "for (uint " + var + " = GLOBAL_ID; " + var + " < " + n + "; " + var + " += GLOBAL_SIZE)";
-}
 
 uint32_t groups_1d(int64_t n, uint32_t local_size, const Caps& caps) {
   const int64_t g = (n + local_size - 1) / local_size;
@@ -455,11 +275,6 @@ std::shared_ptr<const Kernel> cached(const std::string& key, Dialect d, const Ca
 }  // namespace
 
 std::shared_ptr<const Kernel> cached_kernel(const std::string& key, Dialect d, const Caps& caps,
-                                            const std::function<KernelDef()>& make) {
-  return cached(key, d, caps, [&] { return render(make(), d, caps); });
-}
-
-std::shared_ptr<const Kernel> cached_kernel(const std::string& key, Dialect d, const Caps& caps,
                                             const std::function<kir::Kernel()>& make) {
   return cached(key, d, caps, [&] { return kir::render(make(), d, caps); });
 }
@@ -467,112 +282,6 @@ std::shared_ptr<const Kernel> cached_kernel(const std::string& key, Dialect d, c
 size_t cached_kernel_count() {
   std::lock_guard<std::mutex> lock(g_kmu);
   return kernel_cache().size();
-}
-
-// ---- the library ----
-
-namespace {
-
-struct LibFn {
-  std::vector<std::string> deps;
-  std::string code;
-};
-
-const char* kBf16 =
-    "uint16_t ember_bf16_from_float(float f) {\n"
-    "  uint x = floatBitsToUint(f);\n"
-    "  if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t((x >> 16) | 0x40u);\n"
-    "  x += 0x7fffu + ((x >> 16) & 1u);\n"
-    "  return uint16_t(x >> 16);\n"
-    "}\n";
-const char* kBf16To =
-    "float ember_bf16_to_float(uint16_t b) { return uintBitsToFloat(uint(b) << 16); }\n";
-
-// ember_sat_<to>_<from>: saturating, NaN -> 0, truncating float -> integer (ref::cast).
-bool sat_fn(const std::string& name, LibFn& out) {
-  static const char* kTo[] = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"};
-  static const char* kLo[] = {"-128", "-32768", "-2147483648", "-9223372036854775808",
-                              "0",    "0",      "0",           "0"};
-  static const char* kHi[] = {"127", "32767", "2147483647", "9223372036854775807",
-                              "255", "65535", "4294967295", "18446744073709551615"};
-  static const char* kType[] = {"int", "int", "int", "i64", "uint", "uint", "uint", "u64"};
-  static const char* kLoV[] = {
-      "-128", "-32768", "(-2147483647 - 1)", "(-9223372036854775807l - 1l)", "0u", "0u",
-      "0u",   "0ul"};
-  static const char* kHiV[] = {"127",  "32767",  "2147483647",  "9223372036854775807l",
-                               "255u", "65535u", "4294967295u", "18446744073709551615ul"};
-  for (int i = 0; i < 8; ++i) {
-    for (int f = 0; f < 2; ++f) {
-      const std::string from = f ? "f64" : "f32";
-      if (name != std::string("ember_sat_") + kTo[i] + "_" + from) continue;
-      const std::string ty = kType[i], suf = f ? ".0lf" : ".0";
-      const std::string arg = f ? "f64" : "float";
-      out.code = ty + " " + name + "(" + arg + " v) { return isnan(v) ? " + ty +
-                 "(0) : v <= " + kLo[i] + suf + " ? " + ty + "(" + kLoV[i] + ") : v >= " + kHi[i] +
-                 suf + " ? " + ty + "(" + kHiV[i] + ") : " + ty + "(v); }\n";
-      return true;
-    }
-  }
-  return false;
-}
-
-bool find_fn(const std::string& name, LibFn& out) {
-  if (name == "ember_bf16_from_float") {
-    out = {{}, kBf16};
-    return true;
-  }
-  if (name == "ember_bf16_to_float") {
-    out = {{}, kBf16To};
-    return true;
-  }
-  if (name.compare(0, 10, "ember_sat_") == 0) return sat_fn(name, out);
-  return math_f64_fn(name, out.deps, out.code);
-}
-
-void identifiers(const std::string& code, std::vector<std::string>& out) {
-  size_t i = 0;
-  while (i < code.size()) {
-    const unsigned char c = static_cast<unsigned char>(code[i]);
-    if (std::isalpha(c) || c == '_') {
-      size_t j = i;
-      while (j < code.size() &&
-             (std::isalnum(static_cast<unsigned char>(code[j])) || code[j] == '_'))
-        ++j;
-      if (code.compare(i, 6, "ember_") == 0) out.push_back(code.substr(i, j - i));
-      i = j;
-    } else if (std::isdigit(c)) {
-      while (i < code.size() &&
-             (std::isalnum(static_cast<unsigned char>(code[i])) || code[i] == '.'))
-        ++i;
-    } else {
-      ++i;
-    }
-  }
-}
-
-void emit(const std::string& name, std::set<std::string>& done, std::string& out) {
-  if (done.count(name)) return;
-  done.insert(name);
-  LibFn fn;
-  if (!find_fn(name, fn)) return;  // not a library function (e.g. a local named ember_r)
-  for (const std::string& d : fn.deps) emit(d, done, out);
-  // functions called by the body of this one (found by scanning) come first too
-  std::vector<std::string> used;
-  identifiers(fn.code, used);
-  for (const std::string& u : used)
-    if (u != name) emit(u, done, out);
-  out += fn.code;
-}
-
-}  // namespace
-
-std::string library_code(const std::string& code, Dialect) {
-  std::vector<std::string> used;
-  identifiers(code, used);
-  std::set<std::string> done;
-  std::string out;
-  for (const std::string& u : used) emit(u, done, out);
-  return out;
 }
 
 }  // namespace ember::codegen

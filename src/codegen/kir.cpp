@@ -408,16 +408,14 @@ Kernel::Kernel(std::string name, uint32_t local_size)
 void Kernel::fail(const std::string& what) const { EMBER_FAIL(name_.c_str(), "kir: ", what); }
 
 Buf Kernel::buffer(const std::string& name, DType t, bool writable) {
-  used_names_.push_back(name);  // locals get other names (kernel-wide in OpenCL C)
-  buffers_.push_back(BufferDecl{name, t, writable});
+  buffers_.push_back(BufferDecl{claim_name(name), t, writable});
   return Buf{int(buffers_.size()) - 1};
 }
 
 Shared Kernel::shared(const std::string& name, Type t, uint32_t count) {
   if (t == Type::bf16 || t == Type::void_ || t == Type::boolean)
     fail(std::string("shared array of ") + type_name(t));
-  used_names_.push_back(name);
-  shared_.push_back(SharedDecl{name, t, count});
+  shared_.push_back(SharedDecl{claim_name(name), t, count});
   return Shared{int(shared_.size()) - 1};
 }
 
@@ -473,17 +471,24 @@ void Kernel::store(Shared sh, Expr index, Expr v) {
 
 int Kernel::new_var(const std::string& name, Type t) {
   if (t == Type::void_ || t == Type::bf16) fail(std::string("variable of type ") + type_name(t));
-  std::string n = name;
-  int k = 1;
+  vars_.push_back(Var{claim_name(name), t});
+  return int(vars_.size()) - 1;
+}
+
+std::string Kernel::claim_name(const std::string& name) {
+  if (!valid_identifier(name)) fail("'" + name + "' is not an identifier");
   auto taken = [&](const std::string& x) {
+    if (reserved_name(x)) return true;
     for (const std::string& u : used_names_)
       if (u == x) return true;
     return false;
   };
-  while (taken(n)) n = name + "_" + std::to_string(++k);
+  // One namespace for buffers, shared arrays, locals and helpers (C's scopes would let a local
+  // hide a buffer or a function), and never a dialect's word: "half" is a type in OpenCL C.
+  std::string n = name;
+  for (int k = 2; taken(n); ++k) n = name + "_" + std::to_string(k);
   used_names_.push_back(n);
-  vars_.push_back(Var{n, t});
-  return int(vars_.size()) - 1;
+  return n;
 }
 
 namespace {
@@ -604,13 +609,13 @@ void Kernel::ret(Expr v) {
 
 bool Kernel::has_function(const std::string& name) const {
   for (const FunctionDef& f : functions_)
-    if (f.name == name) return true;
+    if (f.key == name) return true;
   return false;
 }
 
 Function Kernel::find_function(const std::string& name) const {
   for (size_t i = 0; i < functions_.size(); ++i)
-    if (functions_[i].name == name) return Function{int(i)};
+    if (functions_[i].key == name) return Function{int(i)};
   fail("unknown helper function " + name);
 }
 
@@ -618,7 +623,8 @@ Function Kernel::function(const std::string& name, Type ret, const std::vector<T
                           const std::function<void(const std::vector<Expr>&)>& body) {
   if (has_function(name)) return find_function(name);
   FunctionDef f;
-  f.name = name;
+  f.key = name;
+  f.name = claim_name(name);
   f.ret = ret;
   std::vector<Expr> args;
   for (size_t i = 0; i < params.size(); ++i) {

@@ -49,9 +49,15 @@ enum class Type : uint8_t {
 constexpr int kTypeCount = 17;
 
 const char* type_name(Type t);  // "f32", "idx", ... (for errors)
-bool is_float(Type t);          // f16, f32, f64 (and f32x4)
-bool is_int(Type t);            // i8..u64, idx, uidx
-bool is_signed(Type t);         // i8..i64, idx
+/// Whether `name` is a keyword, type or built-in of a dialect (GLSL, OpenCL C, CUDA C, WGSL) or
+/// a name the renderers declare (ember_params, ...): kir renames such locals, buffers, shared
+/// arrays and helpers (half -> half_2), as it renames names already taken in the kernel.
+bool reserved_name(const std::string& name);
+/// [A-Za-z_][A-Za-z0-9_]*.
+bool valid_identifier(const std::string& name);
+bool is_float(Type t);   // f16, f32, f64 (and f32x4)
+bool is_int(Type t);     // i8..u64, idx, uidx
+bool is_signed(Type t);  // i8..i64, idx
 /// The storage type of a buffer of dtype t (bf16 -> bf16, b8 -> u8).
 Type storage_of(DType t);
 /// The type values of dtype t are computed in (as the ref backend's compute_t): f32 for
@@ -325,7 +331,8 @@ class Kernel {
     uint32_t count;
   };
   struct FunctionDef {
-    std::string name;
+    std::string key;   // the name it was defined and is looked up by
+    std::string name;  // the identifier it renders as (key, unless that is taken or reserved)
     Type ret;
     std::vector<int> params;  // variable ids
     std::vector<Stmt> body;
@@ -340,6 +347,9 @@ class Kernel {
 
  private:
   int new_var(const std::string& name, Type t);
+  /// `name`, or name_2, name_3... when it is taken or reserved_name(); throws when `name` is not
+  /// an identifier.
+  std::string claim_name(const std::string& name);
   void push(Stmt s);
   std::vector<Stmt> nested(const std::function<void()>& f);
   [[noreturn]] void fail(const std::string& what) const;
