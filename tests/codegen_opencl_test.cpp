@@ -219,7 +219,7 @@ std::string compile_all(const std::map<std::string, std::string>& sources) {
   const std::string cmd =
       "cd " + d + " && ls *.cl | xargs -P 2 -n 32 sh -c 'for f; do " + kClang +
       " -x cl -cl-std=CL1.2 -Xclang -finclude-default-header -Werror=implicit-function-declaration"
-      " -Wno-unused-value -fsyntax-only $f > $f.log 2>&1 || echo $f >> failed.txt; done' _";
+      " -Werror -Wno-unused-value -fsyntax-only $f > $f.log 2>&1 || echo $f >> failed.txt; done' _";
   std::system(cmd.c_str());
   std::string failures;
   std::ifstream failed(d + "/failed.txt");

@@ -466,6 +466,19 @@ class Renderer {
     }
   }
 
+  // A condition without the parentheses its outermost operator wraps itself in (clang warns on
+  // `if ((a == b))`, and PoCL prints the warning at every build).
+  std::string cond(const Expr& e) {
+    const std::string s = expr(e);
+    if (s.size() < 2 || s.front() != '(' || s.back() != ')') return s;
+    int depth = 0;
+    for (size_t i = 0; i + 1 < s.size(); ++i) {
+      depth += s[i] == '(' ? 1 : s[i] == ')' ? -1 : 0;
+      if (depth == 0) return s;  // the first '(' closes before the end: (a) + (b)
+    }
+    return s.substr(1, s.size() - 2);
+  }
+
   std::string expr(const Expr& e) {
     const Node& n = e.node();
     n_.type(n.type);
@@ -533,18 +546,18 @@ class Renderer {
                "] = " + store_value(k_.buffers()[size_t(st.target)].dtype, v) + ";\n";
       }
       case St::if_: {
-        std::string s = ind + "if (" + expr(st.a) + ") {\n" + block(st.body, depth + 1) + ind + "}";
+        std::string s = ind + "if (" + cond(st.a) + ") {\n" + block(st.body, depth + 1) + ind + "}";
         if (!st.orelse.empty()) s += " else {\n" + block(st.orelse, depth + 1) + ind + "}";
         return s + "\n";
       }
       case St::for_: {
         const Type t = k_.vars()[size_t(st.target)].type;
         return ind + "for (" + ty(t) + " " + var(st.target) + " = " + expr(st.a) + "; " +
-               expr(st.b) + "; " + var(st.target) + " = " + expr(st.c) + ") {\n" +
+               cond(st.b) + "; " + var(st.target) + " = " + expr(st.c) + ") {\n" +
                block(st.body, depth + 1) + ind + "}\n";
       }
       case St::while_:
-        return ind + "while (" + expr(st.a) + ") {\n" + block(st.body, depth + 1) + ind + "}\n";
+        return ind + "while (" + cond(st.a) + ") {\n" + block(st.body, depth + 1) + ind + "}\n";
       case St::break_:
         return ind + "break;\n";
       case St::continue_:

@@ -532,31 +532,23 @@ Lowering lower_interpolate(const ir::Interpolate& op, Dialect d, const Caps& cap
         k.store(db, od, k.load(sb, off));  // nearest copies exactly
         return;
       }
-      // Tap j of dim q's list: x[q][j] or wt[q][j] picked by the loop index.
-      auto pick = [](Expr j, const std::vector<Expr>& v) {
-        Expr e = v.back();
-        for (size_t m = v.size() - 1; m-- > 0;) e = select(j == double(m), v[m], e);
-        return e;
-      };
-      // Sum over the taps of dims q.., outermost first: acc = w_0 v_0 + w_1 v_1 + ..., as the ref.
-      std::vector<Expr> a(static_cast<size_t>(nd));
-      Expr v;
-      std::function<void(int, Expr)> level = [&](int q, Expr prev) {
+      // Sum over the taps of dims q.., outermost first: acc = w_0 v_0 + w_1 v_1 + ..., as the ref,
+      // unrolled (at most 4 taps a dim): straight-line code CPU drivers schedule well.
+      std::function<Expr(int, Expr)> level = [&](int q, Expr prev) {
         const size_t Q = size_t(q);
-        a[Q] = k.let("a" + str(q), w(0));
-        k.for_range("j" + str(q), i32_0, kir::lit(Type::i32, taps), i32_1, [&](Expr j) {
-          const Expr pq = k.let("p" + str(q), prev + pick(j, x[Q]) * param_i(g.strides + 2 + Q));
-          if (q + 1 < nd)
-            level(q + 1, pq);
+        Expr acc;
+        for (size_t j = 0; j < size_t(taps); ++j) {
+          const Expr pq = k.let("p" + str(q), prev + x[Q][j] * param_i(g.strides + 2 + Q));
+          const Expr in = q + 1 < nd ? level(q + 1, pq) : k.let("v", cast(W, ld(k, sb, pq)));
+          if (j == 0)
+            acc = k.let("a" + str(q), in * wt[Q][j]);
           else
-            v = k.let("v", cast(W, ld(k, sb, pq)));
-          const Expr in = q == nd - 1 ? v : a[Q + 1];
-          const Expr wq = pick(j, wt[Q]);
-          k.assign(a[Q], select(j == 0, in * wq, a[Q] + in * wq));
-        });
+            k.assign(acc, acc + in * wt[Q][j]);
+        }
+        return acc;
       };
-      level(0, base);
-      st(k, db, od, t == DType::f64 ? a[0] : cast(Type::f32, a[0]));
+      const Expr sum = level(0, base);
+      st(k, db, od, t == DType::f64 ? sum : cast(Type::f32, sum));
     });
     return k;
   });
