@@ -1,15 +1,18 @@
 // GPU micro-benchmarks for bench/gpu_check.sh: elementwise add (GB/s moved) and matmul
 // (GFLOP/s) on one device, f32 and f16, plus the max_tasks sweep of a chain of small ops.
-// Usage: gpu_bench DEVICE [--quick | --medium | --chain]   (DEVICE as Device::parse: vulkan,
+// Usage: gpu_bench DEVICE [--quick | --medium | --chain | --ops] (DEVICE as Device::parse: vulkan,
 // vulkan:Cpu). --quick: 1M-element add, 256^3 matmul; --medium (a CPU driver such as
 // lavapipe): 4M, 512^3 and the CNN's conv2-shaped batched matmul; default: 16M, 2048^3 and the
 // batched matmul.
 // --chain: only the chain of 1,000 small ops (us/op), for choosing EMBER_VULKAN_MAX_TASKS.
+// --ops: one op of each kernel family (ms each), to compare two builds of the kernel generator.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <utility>
 
 #include "ember/ember.h"
 
@@ -30,12 +33,60 @@ double seconds_per_run(const Device& d, F&& f, int reps) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: gpu_bench DEVICE [--quick | --medium | --chain]\n");
+    std::fprintf(stderr, "usage: gpu_bench DEVICE [--quick | --medium | --chain | --ops]\n");
     return 2;
   }
   const Device d = Device::parse(argv[1]);
   const bool quick = argc > 2 && std::strcmp(argv[2], "--quick") == 0;
   const bool medium = argc > 2 && std::strcmp(argv[2], "--medium") == 0;
+  if (argc > 2 && std::strcmp(argv[2], "--ops") == 0) {
+    // One op of each kernel family on [256, 1024] f32 (conv and pooling on [8, 16, 64, 64]), to
+    // compare builds op by op (kernel generator changes): run two builds alternately.
+    namespace F = ember::nn::functional;
+    const TensorOptions f(DType::f32, d);
+    Tensor x = randn({256, 1024}, f), y = randn({256, 1024}, f);
+    Tensor idx = randint(0, 1024, {256, 1024}, TensorOptions(DType::i64, d));
+    Tensor rows = randint(0, 256, {256}, TensorOptions(DType::i64, d));
+    Tensor img = randn({8, 16, 64, 64}, f), w = randn({16, 16, 3, 3}, f);
+    Tensor mask = gt(x, 0);
+    const std::pair<const char*, std::function<void()>> ops[] = {
+        {"exp", [&] { (void)exp(x); }},
+        {"x * y + 1", [&] { (void)(x * y + 1); }},
+        {"where(x > 0, x, y)", [&] { (void)where(mask, x, y); }},
+        {"to(f16)", [&] { (void)x.to(DType::f16); }},
+        {"transpose contiguous", [&] { (void)x.t().contiguous(); }},
+        {"sum(dim 1)", [&] { (void)sum(x, {1}); }},
+        {"sum(dim 0)", [&] { (void)sum(x, {0}); }},
+        {"argmax(dim 1)", [&] { (void)argmax(x, 1); }},
+        {"softmax(dim 1)", [&] { (void)F::softmax(x, 1); }},
+        {"layer_norm(1024)", [&] { (void)F::layer_norm(x, {1024}); }},
+        {"cumsum(dim 1)", [&] { (void)cumsum(x, 1); }},
+        {"sort(dim 1)", [&] { (void)sort(x, 1); }},
+        {"gather(dim 1)", [&] { (void)gather(x, 1, idx); }},
+        {"index_select(dim 0)", [&] { (void)index_select(x, 0, rows); }},
+        {"nonzero", [&] { (void)nonzero(mask); }},
+        {"conv2d 3x3 16->16", [&] { (void)F::conv2d(img, w, Tensor(), {1}, {1}); }},
+        {"max_pool2d 2x2",
+         [&] {
+           (void)F::max_pool2d(img, {2, 2});
+         }},
+        {"interpolate bilinear x2",
+         [&] {
+           (void)F::interpolate(img, {}, {2.0, 2.0}, "bilinear", false);
+         }},
+        {"dropout p=0.5", [&] { (void)F::dropout(x, 0.5, true); }},
+    };
+    std::printf("%-34s %12s\n", ("op on " + d.str()).c_str(), "time (ms)");
+    for (const auto& [name, fn] : ops) {
+      try {
+        std::printf("%-34s %12.3f\n", name, seconds_per_run(d, fn, 5) * 1e3);
+      } catch (const std::exception& e) {
+        std::printf("%-34s failed: %s\n", name, e.what());
+      }
+      std::fflush(stdout);
+    }
+    return 0;
+  }
   if (argc > 2 && std::strcmp(argv[2], "--chain") == 0) {
     Tensor x = ones({1024}, {DType::f32, d});
     const double s = seconds_per_run(
