@@ -24,6 +24,10 @@ struct Block {
   VkDeviceSize size = 0;    // rounded
   char* mapped = nullptr;   // host pointer of byte `offset` when host-visible
   Page* page = nullptr;
+  // Staged writes recorded into this block and not yet retired; a block freed meanwhile is
+  // returned to the allocator when the last one retires (VulkanBackend::deallocate).
+  int pending_writes = 0;
+  bool free_when_written = false;
 };
 
 struct Page {

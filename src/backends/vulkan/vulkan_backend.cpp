@@ -34,6 +34,7 @@ struct VulkanBackend::VkBatch : BatchState {
   VkCommandBuffer cmd = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
   std::vector<VkDescriptorPool> pools;
+  std::vector<Block*> written;  // destinations of staged writes (Block::pending_writes)
   ~VkBatch() override {
     for (VkDescriptorPool p : pools) ctx->fn().vkDestroyDescriptorPool(ctx->device(), p, nullptr);
     if (fence) ctx->fn().vkDestroyFence(ctx->device(), fence, nullptr);
@@ -138,8 +139,17 @@ void* VulkanBackend::allocate(int64_t nbytes) {
 }
 
 void VulkanBackend::deallocate(void* ptr, int64_t) {
-  // No backend lock: storages are released from retire() too. The allocator locks itself.
-  if (device_mem_) device_mem_->free(static_cast<Block*>(ptr));
+  // Storages are released from retire() too, under this (recursive) lock.
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto* blk = static_cast<Block*>(ptr);
+  if (!device_mem_ || !blk) return;
+  // A staged write into the block is still pending: freed now, the block could be handed out
+  // as staging or params memory, which the host fills before that copy runs.
+  if (blk->pending_writes > 0) {
+    blk->free_when_written = true;
+    return;
+  }
+  device_mem_->free(blk);
 }
 
 runtime::KernelBackend::Buffer VulkanBackend::alloc_scratch(int64_t nbytes) {
@@ -242,6 +252,9 @@ void VulkanBackend::reset_batch(Batch& b) {
   const auto& fn = ctx_->fn();
   VkBatch& s = state(b);
   fn.vkResetCommandBuffer(s.cmd, 0);
+  for (Block* blk : s.written)
+    if (--blk->pending_writes == 0 && blk->free_when_written) device_mem_->free(blk);
+  s.written.clear();
   for (VkDescriptorPool p : s.pools) {
     fn.vkResetDescriptorPool(ctx_->device(), p, 0);
     free_pools_.push_back(p);
@@ -299,6 +312,8 @@ void VulkanBackend::write_now(void* dst, int64_t dst_offset, const void* src, in
   b.host_blocks.push_back(staging);
   VkBufferCopy c{staging->offset, blk->offset + VkDeviceSize(dst_offset), VkDeviceSize(nbytes)};
   ctx_->fn().vkCmdCopyBuffer(state(b).cmd, staging->buffer, blk->buffer, 1, &c);
+  blk->pending_writes++;
+  state(b).written.push_back(blk);
   barrier(state(b).cmd);
   count_op();
 }
