@@ -1,4 +1,6 @@
 // Op-table cases for convolutions, pooling and interpolation (ember::nn::functional).
+#include <limits>
+
 #include "op_table.h"
 
 namespace ember::testing {
@@ -128,6 +130,16 @@ const int kPool = [] {
   });
   unary_case("adaptive_max_pool2d", {2, 3, 7, 9}, num, [](const Tensor& x) {
     auto [v, i] = F::adaptive_max_pool2d_with_indices(x, {3, 5});
+    return Out{v, i};
+  });
+  unary_case("adaptive_max_pool3d", {1, 2, 5, 4, 6}, num, [](const Tensor& x) {
+    auto [v, i] = F::adaptive_max_pool3d_with_indices(x, {2, 3, 4});
+    return Out{v, i};
+  });
+  // No element beats the initial -inf: the index is the window's first element (as torch).
+  unary_case("adaptive_max_pool3d/all_neg_inf", {1, 2, 5, 4, 6}, flt, [](const Tensor& x) {
+    auto [v, i] = F::adaptive_max_pool3d_with_indices(
+        full_like(x, -std::numeric_limits<double>::infinity()), {2, 3, 4});
     return Out{v, i};
   });
   unary_case("adaptive_max_pool1d", {2, 5}, flt,

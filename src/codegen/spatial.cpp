@@ -338,12 +338,11 @@ Lowering lower_adaptive_pool(const ir::AdaptivePool& op, Dialect d, const Caps& 
       if (op.max) {
         const double inf = std::numeric_limits<double>::infinity();
         best = k.let("best", is_float_dtype(t) ? kir::lit(acc, -inf) : ccast(t, lowest_value(t)));
-        // As the string kernel had it: 0 * S0 + lo0 * S1 + lo1 * S2 + lo2 (for 3 dims this is
-        // not the flat index of the window's first element, (lo0 * S1 + lo1) * S2 + lo2).
-        Expr init = kir::lit(Type::i32, 0) * param_i(g.in);
-        for (int q = 0; q + 1 < nd; ++q)
-          init = init + lo[size_t(q)] * param_i(g.in + size_t(q) + 1);
-        best_idx = k.let("best_idx", init + lo[size_t(nd - 1)]);
+        // The window's first element, (lo0 * S1 + lo1) * S2 + lo2: the index when no element
+        // beats the initial value (a window of -inf or of the integer minimum), as torch.
+        Expr init = lo[0];
+        for (int q = 1; q < nd; ++q) init = init * param_i(g.in + size_t(q)) + lo[size_t(q)];
+        best_idx = k.let("best_idx", init);
       } else {
         s = k.let("s", kir::lit(acc, 0));
         Expr cnt = kir::lit(Type::i32, 1);
