@@ -90,8 +90,30 @@ struct DeviceInfo {
 std::vector<DeviceInfo> available_devices();
 /// Whether `device` can hold and compute tensors of `dtype`.
 bool supports_dtype(const Device& device, DType dtype);
-/// Waits until every queued op on `device` has finished.
+/// Waits until every queued op on `device` has finished (runs its recorded stream first).
 void sync(const Device& device);
+
+/// What a device's lazy stream ran (stream_stats), counted since start or reset_stream_stats.
+/// A "kernel" is one launch of the backend's: a fused graph, or one primitive run eagerly.
+struct StreamStats {
+  int64_t recorded = 0;      // ops recorded into the stream (fusion on)
+  int64_t graphs = 0;        // fused graphs run as one kernel (execute_graph)
+  int64_t fused_ops = 0;     // recorded ops those graphs replaced
+  int64_t eager_ops = 0;     // primitives run one by one (not fusible, fusion off, fallback)
+  int64_t dropped = 0;       // recorded outputs never written: no tensor held them any more
+  int64_t flushes = 0;       // times the stream ran
+  int64_t kernels() const { return graphs + eager_ops; }
+};
+
+/// Lazy execution and kernel fusion (docs/ARCHITECTURE.md, "The stream"). On devices that fuse
+/// (cpu, vulkan, opencl) element-wise ops are recorded and run as fused kernels when a result is
+/// needed; ref always runs eagerly. The environment's EMBER_FUSION=0 turns fusion off
+/// everywhere at start; set_fusion changes one device (turning it off runs what is recorded).
+/// Throws ember::Error for devices that are not built/present.
+void set_fusion(const Device& device, bool on);
+bool fusion_enabled(const Device& device);
+StreamStats stream_stats(const Device& device);
+void reset_stream_stats(const Device& device);
 
 /// Bytes held by a device's caching allocator (as torch.cuda.memory_allocated / memory_reserved /
 /// max_memory_allocated): `allocated` by live tensors (rounded up to the allocator's size

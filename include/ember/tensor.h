@@ -1,6 +1,7 @@
 // ember::Tensor: a strided view of a device buffer with a dtype, dynamic rank and autograd hooks.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -52,6 +53,9 @@ struct Storage {
   void* data = nullptr;  // host pointer for host devices, an opaque handle otherwise
   int64_t nbytes = 0;
   int64_t version = 0;
+  /// Recorded, not yet run ops of the backend's stream that read or write this storage: host
+  /// access (Tensor::data_ptr) runs the stream first while it is not 0.
+  std::atomic<int32_t> pending{0};
   Storage(Backend* b, Device d, int64_t bytes);
   ~Storage();
   Storage(const Storage&) = delete;

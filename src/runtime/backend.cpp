@@ -94,7 +94,7 @@ void run(const ir::Op& op) {
     autograd::check_inference_write(t);
   else
     t.impl()->storage->version++;
-  backend_for(t.device()).execute(op);
+  backend_for(t.device()).submit(op);
 }
 
 }  // namespace ember

@@ -1,5 +1,6 @@
 // The backend interface: a small runtime (memory, copies, sync) plus execute() of primitive ops.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -8,6 +9,7 @@
 
 #include "ember/device.h"
 #include "ir/fused.h"
+#include "ir/graph.h"
 #include "ir/ops.h"
 
 namespace ember {
@@ -24,15 +26,42 @@ class Backend {
   /// Allocate / free `nbytes` of device memory (a host pointer for host backends).
   virtual void* allocate(int64_t nbytes) = 0;
   virtual void deallocate(void* ptr, int64_t nbytes) = 0;
-  /// Copy bytes between host memory and this device's buffer at a byte offset.
-  virtual void write(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) = 0;
-  virtual void read(const void* src, int64_t src_offset, void* dst, int64_t nbytes) = 0;
-  /// Queues (or runs) one primitive. Backends may defer work until sync() or a read.
+  /// Copy bytes between host memory and this device's buffer at a byte offset. Both run the
+  /// recorded stream first (flush_stream).
+  void write(void* dst, int64_t dst_offset, const void* src, int64_t nbytes);
+  void read(const void* src, int64_t src_offset, void* dst, int64_t nbytes);
+  /// Runs one primitive now (or queues it on the device's own queue): the eager path, with no
+  /// regard to the recorded stream. The frontend calls submit().
   virtual void execute(const ir::Op& op) = 0;
   /// Runs an optional fused op (ir/fused.h) and returns true, or returns false (nothing written)
-  /// when this backend does not accelerate it; the frontend then runs the composite.
-  virtual bool execute_fused(const ir::Fused&) { return false; }
-  virtual void sync() {}
+  /// when this backend does not accelerate it; the frontend then runs the composite. Runs the
+  /// recorded stream first.
+  bool execute_fused(const ir::Fused& op);
+  /// Runs the recorded stream, then waits for the device (Backend::sync_device).
+  void sync();
+
+  // ---- the lazy stream and its fusion planner (src/runtime/stream.cpp) ----
+  /// What the frontend calls for each primitive: an op this backend can fuse (fusible()) is
+  /// recorded while fusion is on; any other op runs the recorded stream, then itself (execute).
+  /// The stream also runs at a read, write, sync, fused op or host access to a storage it uses
+  /// (Tensor::data_ptr), and when it holds stream_capacity() ops.
+  void submit(const ir::Op& op);
+  /// Plans the recorded ops into fused graphs and runs them (execute_graph, else op by op). An
+  /// output nobody holds any more is not written. Thread-safe; a no-op when nothing is recorded.
+  /// When a graph throws, the others still run and the stream is left empty; the first error is
+  /// rethrown.
+  void flush_stream();
+  /// Whether ops on this backend are recorded and fused (default: on for backends that fuse,
+  /// unless EMBER_FUSION=0). Turning it off runs the stream first.
+  bool fusion_enabled() const { return fusion_ && fusion_capable_; }
+  void set_fusion(bool on);
+  /// Recorded ops that make the stream run by themselves (>= 1; EMBER_STREAM_OPS, default 256).
+  int64_t stream_capacity() const { return capacity_; }
+  void set_stream_capacity(int64_t n);
+  /// Counters since start or reset_stream_stats(): what the stream ran.
+  StreamStats stream_stats() const;
+  void reset_stream_stats();
+
   virtual bool supports_dtype(DType t) const = 0;
   virtual DeviceInfo info() const = 0;
   /// Caching-allocator statistics and cache release (ember::memory_stats / empty_cache).
@@ -58,7 +87,40 @@ class Backend {
     offset_ = offset;
   }
 
+ protected:
+  /// Waits until the device has finished everything queued (sync() runs the stream first).
+  virtual void sync_device() {}
+  virtual void write_bytes(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) = 0;
+  virtual void read_bytes(const void* src, int64_t src_offset, void* dst, int64_t nbytes) = 0;
+  virtual bool run_fused(const ir::Fused&) { return false; }
+  /// Whether the backend can take `op` inside a fused graph (a Copy, Fill, Unary, Binary or
+  /// Where it has a graph kernel for). Never called for ops of other kinds. An op whose eager
+  /// kernel can throw on data (integer division by zero) must not be fusible.
+  virtual bool fusible(const ir::Op&) const { return false; }
+  /// Loads + outputs one graph kernel may bind (0: no limit); the planner splits above it.
+  virtual int64_t max_graph_buffers() const { return 0; }
+  /// Runs a fused graph as one kernel (or a few) and returns true, or returns false having
+  /// written nothing: the stream then runs the graph's ops one by one.
+  virtual bool execute_graph(const ir::FusedGraph&) { return false; }
+  /// Backends that fuse call it from their constructor.
+  void enable_fusion();
+
+  /// Drops what is recorded without running it (derived destructors call it while the device
+  /// is still there: the recorded tensors free their buffers through it).
+  void drop_stream() noexcept;
+
  private:
+  void run_stream_ops(const std::vector<ir::Op>& ops);
+
+  std::recursive_mutex stream_mutex_;
+  std::vector<ir::Op> pending_;
+  std::atomic<int64_t> pending_count_{0};  // pending_.size() until a flush has finished
+  std::atomic<bool> fusion_{false};
+  bool fusion_capable_ = false;
+  int64_t capacity_ = 256;
+  std::atomic<int64_t> n_recorded_{0}, n_graphs_{0}, n_fused_ops_{0}, n_eager_{0}, n_dropped_{0},
+      n_flushes_{0};
+
   uint64_t seed_ = 0x5eed;
   uint64_t offset_ = 0;
   std::mutex checks_mutex_;
@@ -70,7 +132,7 @@ void seed_all_backends(uint64_t seed);
 
 /// The backend that owns `device`. Throws ember::Error for devices that are not built/present.
 Backend& backend_for(const Device& device);
-/// Shorthand: backend_for(t.device()).execute(op).
+/// Shorthand: backend_for(t.device()).submit(op), after the version bump autodiff checks.
 void run(const ir::Op& op);
 
 }  // namespace ember

@@ -124,7 +124,7 @@ void KernelBackend::destroy_batches() {
   current_.reset();
 }
 
-void KernelBackend::sync() {
+void KernelBackend::sync_device() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   check_alive();
   if (!used_) return;

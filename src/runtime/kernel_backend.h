@@ -28,7 +28,7 @@ class KernelBackend : public Backend {
   void execute(const ir::Op& op) final;
   /// Submits the open batch, waits for every batch in flight, then check_device_errors() and
   /// the deferred data checks (Backend::defer_check). Reads of a backend sync first.
-  void sync() override;
+  void sync_device() override;
 
   /// Records the launches of a lowering (tests call it directly). Every kernel is compiled
   /// first, so a kernel that does not build leaves nothing recorded.

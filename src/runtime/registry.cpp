@@ -106,6 +106,11 @@ bool supports_dtype(const Device& device, DType dtype) {
 
 void sync(const Device& device) { backend_for(device).sync(); }
 
+void set_fusion(const Device& device, bool on) { backend_for(device).set_fusion(on); }
+bool fusion_enabled(const Device& device) { return backend_for(device).fusion_enabled(); }
+StreamStats stream_stats(const Device& device) { return backend_for(device).stream_stats(); }
+void reset_stream_stats(const Device& device) { backend_for(device).reset_stream_stats(); }
+
 MemoryStats memory_stats(const Device& device) { return backend_for(device).memory_stats(); }
 
 void empty_cache(const Device& device) { backend_for(device).empty_cache(); }

@@ -196,7 +196,10 @@ void* Tensor::raw_data() const {
   check_defined(*this, "data_ptr");
   if (!device().is_host())
     EMBER_FAIL("data_ptr", "tensor is on ", device().str(), "; call .to(Device::cpu()) first");
-  return static_cast<char*>(impl_->storage->data) + impl_->offset * element_size();
+  Storage& s = *impl_->storage;
+  // Host access sees every recorded op that reads or writes this storage done.
+  if (s.pending.load(std::memory_order_acquire) > 0) s.backend->flush_stream();
+  return static_cast<char*>(s.data) + impl_->offset * element_size();
 }
 
 Tensor Tensor::to(const Device& d) const {

@@ -82,6 +82,6 @@ void CpuBackend::execute(const ir::Op& op) {
   if (!std::visit(Fast{}, op)) RefBackend::execute(op);
 }
 
-bool CpuBackend::execute_fused(const ir::Fused& op) { return own_kernels() && fused(op); }
+bool CpuBackend::run_fused(const ir::Fused& op) { return own_kernels() && fused(op); }
 
 }  // namespace ember::cpu

@@ -8,6 +8,8 @@ namespace ember::cpu {
 
 class CpuBackend : public ref::RefBackend {
  public:
+  CpuBackend();
+  ~CpuBackend() override { drop_stream(); }
   std::string name() const override { return "cpu"; }
   Device device() const override { return Device::cpu(); }
   DeviceInfo info() const override;
@@ -18,7 +20,12 @@ class CpuBackend : public ref::RefBackend {
   /// Runs an op through the cpu kernels when one applies, else through the reference kernels.
   void execute(const ir::Op& op) override;
   /// Softmax, layer/rms norm (f32/f64) and convolution (f32, oneDNN) as one kernel (fused.cpp).
-  bool execute_fused(const ir::Fused& op) override;
+  bool run_fused(const ir::Fused& op) override;
+
+ protected:
+  /// Element-wise graphs evaluated tile by tile (fused_graph.cpp).
+  bool fusible(const ir::Op& op) const override;
+  bool execute_graph(const ir::FusedGraph& g) override;
 };
 
 }  // namespace ember::cpu

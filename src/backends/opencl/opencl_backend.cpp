@@ -173,6 +173,7 @@ OpenCLBackend::OpenCLBackend(int64_t index, cl_platform_id platform, cl_device_i
 }
 
 OpenCLBackend::~OpenCLBackend() {
+  drop_stream();
   drop_open_and_wait();
   const Fns& f = fn();
   f.clFinish(queue_);
@@ -250,7 +251,7 @@ MemoryStats OpenCLBackend::memory_stats() const {
 
 void OpenCLBackend::empty_cache() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
-  if (used()) sync();  // scratch and arenas of retired batches are free first
+  if (used()) sync_device();  // scratch and arenas of retired batches are free first
   std::lock_guard<std::mutex> mlock(mem_mutex_);
   for (auto& [c, m] : free_) {
     fn().clReleaseMemObject(m);
@@ -271,7 +272,7 @@ runtime::KernelBackend::ArenaBlock OpenCLBackend::alloc_arena(int64_t nbytes) {
 
 void OpenCLBackend::free_arena(const ArenaBlock& b) { free_arenas_.push_back(b); }
 
-void OpenCLBackend::write(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) {
+void OpenCLBackend::write_bytes(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   EMBER_CHECK(dst_offset >= 0 && nbytes >= 0, "opencl", "write of ", nbytes, " bytes at ",
               dst_offset);
@@ -297,12 +298,12 @@ void OpenCLBackend::write(void* dst, int64_t dst_offset, const void* src, int64_
 
 void OpenCLBackend::free_host_block(Buffer b) { delete[] static_cast<uint8_t*>(b); }
 
-void OpenCLBackend::read(const void* src, int64_t src_offset, void* dst, int64_t nbytes) {
+void OpenCLBackend::read_bytes(const void* src, int64_t src_offset, void* dst, int64_t nbytes) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   EMBER_CHECK(src_offset >= 0 && nbytes >= 0, "opencl", "read of ", nbytes, " bytes at ",
               src_offset);
   start_use();
-  sync();
+  sync_device();
   if (nbytes == 0) return;
   EMBER_CL(clEnqueueReadBuffer, queue_, cl_mem(const_cast<void*>(src)), CL_TRUE, size_t(src_offset),
            size_t(nbytes), dst, 0, nullptr, nullptr);

@@ -19,11 +19,11 @@ void* RefBackend::allocate(int64_t nbytes) {
 
 void RefBackend::deallocate(void* ptr, int64_t) { std::free(ptr); }
 
-void RefBackend::write(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) {
+void RefBackend::write_bytes(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) {
   if (nbytes > 0) std::memcpy(static_cast<char*>(dst) + dst_offset, src, size_t(nbytes));
 }
 
-void RefBackend::read(const void* src, int64_t src_offset, void* dst, int64_t nbytes) {
+void RefBackend::read_bytes(const void* src, int64_t src_offset, void* dst, int64_t nbytes) {
   if (nbytes > 0) std::memcpy(dst, static_cast<const char*>(src) + src_offset, size_t(nbytes));
 }
 

@@ -48,6 +48,7 @@ VulkanBackend::VulkanBackend(int64_t index, std::unique_ptr<Context> ctx, std::s
       kind_(std::move(kind)) {}
 
 VulkanBackend::~VulkanBackend() {
+  drop_stream();
   try {
     release();
   } catch (...) {
@@ -56,8 +57,9 @@ VulkanBackend::~VulkanBackend() {
 }
 
 void VulkanBackend::release() {
+  flush_stream();  // before the lock: the stream's lock comes first
   std::lock_guard<std::recursive_mutex> lock(mutex_);
-  if (!dead_ && !idle()) sync();
+  if (!dead_ && !idle()) sync_device();
   if (device_mem_ && device_mem_->stats().allocated > 0)
     EMBER_FAIL("vulkan", "cannot release ", device().str(), ": Vulkan tensors are still alive (",
                device_mem_->stats().allocated, " bytes)");
@@ -282,14 +284,14 @@ void VulkanBackend::profile_op(const ir::Op& op, const codegen::Lowering& l, dou
   profile::set_cache(index_, pipelines_->stats());
 }
 
-void VulkanBackend::write(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) {
+void VulkanBackend::write_bytes(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   start_use();
   if (profile::level() > 0) {
-    sync();
+    sync_device();
     const auto t0 = profile::Clock::now();
     write_now(dst, dst_offset, src, nbytes);
-    sync();
+    sync_device();
     return profile::add("(write: host -> device)", profile::since(t0));
   }
   write_now(dst, dst_offset, src, nbytes);
@@ -318,11 +320,11 @@ void VulkanBackend::write_now(void* dst, int64_t dst_offset, const void* src, in
   count_op();
 }
 
-void VulkanBackend::read(const void* src, int64_t src_offset, void* dst, int64_t nbytes) {
+void VulkanBackend::read_bytes(const void* src, int64_t src_offset, void* dst, int64_t nbytes) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   start_use();
   if (profile::level() > 0) {
-    sync();
+    sync_device();
     const auto t0 = profile::Clock::now();
     read_now(src, src_offset, dst, nbytes);
     return profile::add("(read: device -> host)", profile::since(t0));
@@ -335,16 +337,16 @@ void VulkanBackend::read_now(const void* src, int64_t src_offset, void* dst, int
   EMBER_CHECK(src_offset >= 0 && nbytes >= 0 && VkDeviceSize(src_offset + nbytes) <= blk->size,
               "vulkan", "read of ", nbytes, " bytes at ", src_offset, " exceeds the buffer");
   if (blk->mapped && device_mem_->coherent()) {
-    sync();
+    sync_device();
     std::memcpy(dst, blk->mapped + src_offset, size_t(nbytes));
     return;
   }
-  if (nbytes == 0) return sync();
+  if (nbytes == 0) return sync_device();
   Block* staging = host_allocator().allocate(nbytes);
   VkBufferCopy c{blk->offset + VkDeviceSize(src_offset), staging->offset, VkDeviceSize(nbytes)};
   try {
     ctx_->fn().vkCmdCopyBuffer(state(batch()).cmd, blk->buffer, staging->buffer, 1, &c);
-    sync();
+    sync_device();
   } catch (...) {
     host_allocator().free(staging);
     throw;
@@ -477,7 +479,7 @@ MemoryStats VulkanBackend::memory_stats() const {
 void VulkanBackend::empty_cache() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (!used()) return;
-  sync();  // pages of retired batches' scratch become free first
+  sync_device();  // pages of retired batches' scratch become free first
   device_mem_->empty_cache();
   if (staging_) staging_->empty_cache();
 }

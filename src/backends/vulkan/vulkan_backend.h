@@ -24,8 +24,8 @@ class VulkanBackend : public runtime::KernelBackend {
   Device device() const override { return Device(DeviceType::vulkan, index_); }
   void* allocate(int64_t nbytes) override;
   void deallocate(void* ptr, int64_t nbytes) override;
-  void write(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) override;
-  void read(const void* src, int64_t src_offset, void* dst, int64_t nbytes) override;
+  void write_bytes(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) override;
+  void read_bytes(const void* src, int64_t src_offset, void* dst, int64_t nbytes) override;
   bool supports_dtype(DType t) const override;
   DeviceInfo info() const override;
   MemoryStats memory_stats() const override;

@@ -1,0 +1,599 @@
+// The lazy stream every backend has (Backend::submit / flush_stream) and its fusion planner:
+// recorded element-wise ops are grouped into ir::FusedGraphs, outputs no tensor holds any more
+// are left unwritten, and each graph goes to the backend's execute_graph (else op by op).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "runtime/backend.h"
+
+namespace ember {
+
+namespace {
+
+bool env_off(const char* name) {
+  const char* v = std::getenv(name);
+  return v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 ||
+               std::strcmp(v, "false") == 0);
+}
+
+bool fusion_log() {
+  static const bool on = [] {
+    const char* v = std::getenv("EMBER_FUSION_LOG");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+int64_t env_capacity() {
+  const char* v = std::getenv("EMBER_STREAM_OPS");
+  if (!v || !*v) return 256;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  if (*end || n < 1) {
+    std::fprintf(stderr, "ember: EMBER_STREAM_OPS='%s' is not a positive integer; using 256\n", v);
+    return 256;
+  }
+  return int64_t(n);
+}
+
+// The tensors an element-wise op reads and the one it writes.
+struct OpIO {
+  const Tensor* reads[3] = {nullptr, nullptr, nullptr};
+  int nreads = 0;
+  const Tensor* dst = nullptr;
+};
+
+OpIO io_of(const ir::Op& op) {
+  OpIO r;
+  if (auto* c = std::get_if<ir::Copy>(&op)) {
+    r.reads[r.nreads++] = &c->src;
+    r.dst = &c->dst;
+  } else if (auto* f = std::get_if<ir::Fill>(&op)) {
+    r.dst = &f->dst;
+  } else if (auto* u = std::get_if<ir::Unary>(&op)) {
+    r.reads[r.nreads++] = &u->src;
+    r.dst = &u->dst;
+  } else if (auto* b = std::get_if<ir::Binary>(&op)) {
+    r.reads[r.nreads++] = &b->a;
+    r.reads[r.nreads++] = &b->b;
+    r.dst = &b->dst;
+  } else if (auto* w = std::get_if<ir::Where>(&op)) {
+    r.reads[r.nreads++] = &w->cond;
+    r.reads[r.nreads++] = &w->a;
+    r.reads[r.nreads++] = &w->b;
+    r.dst = &w->dst;
+  }
+  return r;
+}
+
+bool elementwise_kind(const ir::Op& op) {
+  return std::holds_alternative<ir::Copy>(op) || std::holds_alternative<ir::Fill>(op) ||
+         std::holds_alternative<ir::Unary>(op) || std::holds_alternative<ir::Binary>(op) ||
+         std::holds_alternative<ir::Where>(op);
+}
+
+// Integer division and remainder throw from host kernels (the frontend turns that into the
+// user's error at the call), so they always run at once.
+bool may_throw(const ir::Op& op) {
+  auto* b = std::get_if<ir::Binary>(&op);
+  if (!b || !is_integral(b->a.dtype())) return false;
+  return b->op == ir::BinaryOp::div_floor || b->op == ir::BinaryOp::div_trunc ||
+         b->op == ir::BinaryOp::remainder || b->op == ir::BinaryOp::fmod;
+}
+
+bool same_view(const Tensor& a, const Tensor& b) {
+  const TensorImpl& x = *a.impl();
+  const TensorImpl& y = *b.impl();
+  return x.storage == y.storage && x.offset == y.offset && x.dtype == y.dtype &&
+         x.shape == y.shape && x.strides == y.strides;
+}
+
+// Whether `t` is every element of its storage, each once (a Fill of it leaves one value).
+bool covers_storage(const Tensor& t) {
+  return t.is_contiguous() && t.offset() == 0 &&
+         t.numel() * int64_t(t.element_size()) == t.impl()->storage->nbytes;
+}
+
+bool has_broadcast(const Tensor& t) {
+  for (size_t d = 0; d < t.shape().size(); ++d)
+    if (t.strides()[d] == 0 && t.shape()[d] > 1) return true;
+  return false;
+}
+
+// Which storages something outside the recorded ops still holds: through a tensor (or a view's
+// base) that is not one of the ops' own copies. Those must be written; the others need only be
+// written when a later op reads them.
+std::unordered_set<const Storage*> held_storages(const std::vector<ir::Op>& ops) {
+  // Per impl: the references the ops' Tensors and the view_base links among reachable impls
+  // hold, and one shared_ptr to read its use_count from.
+  struct Impl {
+    long refs = 0;
+    const std::shared_ptr<TensorImpl>* ptr = nullptr;
+  };
+  std::unordered_map<const TensorImpl*, Impl> impls;
+  std::vector<const std::shared_ptr<TensorImpl>*> todo;
+  auto visit = [&](const std::shared_ptr<TensorImpl>& p) {
+    Impl& e = impls[p.get()];
+    if (!e.ptr) {
+      e.ptr = &p;
+      todo.push_back(&p);
+    }
+    e.refs++;
+  };
+  for (const ir::Op& op : ops) {
+    const OpIO io = io_of(op);
+    for (int i = 0; i < io.nreads; ++i) visit(io.reads[i]->impl_ptr());
+    visit(io.dst->impl_ptr());
+  }
+  for (size_t i = 0; i < todo.size(); ++i)  // each reachable impl once: its view_base link
+    if ((*todo[i])->view_base) visit((*todo[i])->view_base);
+  std::unordered_map<const Storage*, long> storage_refs;
+  for (auto& kv : impls) storage_refs[kv.first->storage.get()]++;
+  std::unordered_set<const Storage*> held;
+  for (auto& kv : impls) {
+    const std::shared_ptr<Storage>& s = kv.first->storage;
+    // use_count is exact here: the stream's lock keeps the recorded ops from changing.
+    if (kv.second.ptr->use_count() > kv.second.refs || s.use_count() > storage_refs[s.get()])
+      held.insert(s.get());
+  }
+  return held;
+}
+
+// One fused graph under construction.
+struct Group {
+  struct Written {
+    const Storage* storage;
+    Tensor view;  // the view every write of the group to this storage uses
+    int32_t node;
+    bool whole_fill;  // the last write is a Fill of every element
+    size_t op;        // index (in the flush) of the last write
+  };
+  ir::FusedGraph g;
+  std::vector<size_t> op_index;  // the flush's ops in this group, in order
+  std::vector<Written> written;
+  std::vector<Tensor> loads_view;  // == g.inputs
+  std::vector<int32_t> loads_node;
+  bool has_shape = false;
+  int64_t compute_ops = 0;
+
+  Written* find_written(const Storage* s) {
+    for (auto& w : written)
+      if (w.storage == s) return &w;
+    return nullptr;
+  }
+  bool reads_storage_otherwise(const Tensor& dst) const {
+    for (const Tensor& v : loads_view)
+      if (v.impl()->storage == dst.impl()->storage && !same_view(v, dst)) return true;
+    return false;
+  }
+};
+
+// How a read resolves: an existing node, or a new load of `view`.
+struct ReadPlan {
+  int32_t node = -1;
+  bool new_load = false;
+};
+
+class Planner {
+ public:
+  Planner(const std::vector<ir::Op>& ops, int64_t max_buffers)
+      : ops_(ops), max_buffers_(max_buffers) {}
+
+  // Appends op k to `grp`, or returns false (nothing changed) when it cannot join it.
+  bool add(Group& grp, size_t k) {
+    const ir::Op& op = ops_[k];
+    const OpIO io = io_of(op);
+    const Tensor& dst = *io.dst;
+    const bool fill = std::holds_alternative<ir::Fill>(op);
+    if (!fill && grp.has_shape && dst.shape() != grp.g.shape) return false;
+    if (has_broadcast(dst)) return grp.op_index.empty() ? add_alone(grp, k) : false;
+    ReadPlan plans[3];
+    int new_loads = 0;
+    for (int i = 0; i < io.nreads; ++i) {
+      const Tensor& r = *io.reads[i];
+      if (Group::Written* w = grp.find_written(r.impl()->storage.get())) {
+        if (same_view(w->view, r) || w->whole_fill) {
+          plans[i].node = w->node;
+          continue;
+        }
+        return false;  // reads memory the group writes in another order
+      }
+      bool found = false;
+      for (size_t j = 0; j < grp.loads_view.size(); ++j)
+        if (same_view(grp.loads_view[j], r)) {
+          plans[i].node = grp.loads_node[j];
+          found = true;
+          break;
+        }
+      for (int j = 0; j < i && !found; ++j)
+        if (plans[j].new_load && same_view(*io.reads[j], r)) {
+          plans[i] = plans[j];
+          plans[i].new_load = false;
+          plans[i].node = -2 - j;  // resolved after commit
+          found = true;
+        }
+      if (!found) {
+        plans[i].new_load = true;
+        ++new_loads;
+      }
+    }
+    // The destination: no other view of it may be read from memory, nor written.
+    Group::Written* w = grp.find_written(dst.impl()->storage.get());
+    if (w && !same_view(w->view, dst) && !(fill && covers_storage(dst) && w->whole_fill))
+      return false;
+    if (grp.reads_storage_otherwise(dst)) return false;
+    for (int i = 0; i < io.nreads; ++i)
+      if (plans[i].new_load && io.reads[i]->impl()->storage == dst.impl()->storage &&
+          !same_view(*io.reads[i], dst))
+        return false;
+    if (max_buffers_ > 0 && !grp.op_index.empty()) {
+      const int64_t outs = int64_t(grp.written.size()) + (w ? 0 : 1);
+      if (int64_t(grp.loads_view.size()) + new_loads + outs > max_buffers_) return false;
+    }
+    // Commit.
+    if (!fill && !grp.has_shape) {
+      grp.g.shape = dst.shape();
+      grp.has_shape = true;
+    }
+    int32_t operand[3] = {-1, -1, -1};
+    for (int i = 0; i < io.nreads; ++i) {
+      if (plans[i].new_load) {
+        ir::FusedGraph::Node n;
+        n.kind = ir::FusedGraph::Kind::load;
+        n.dtype = io.reads[i]->dtype();
+        n.input = int32_t(grp.g.inputs.size());
+        grp.g.inputs.push_back(*io.reads[i]);
+        grp.loads_view.push_back(*io.reads[i]);
+        grp.g.nodes.push_back(n);
+        grp.loads_node.push_back(int32_t(grp.g.nodes.size()) - 1);
+        operand[i] = int32_t(grp.g.nodes.size()) - 1;
+      } else if (plans[i].node <= -2) {
+        operand[i] = operand[-2 - plans[i].node];
+      } else {
+        operand[i] = plans[i].node;
+      }
+    }
+    const int32_t node = emit(grp, op, operand);
+    if (w) {
+      w->view = dst;
+      w->node = node;
+      w->whole_fill = fill && covers_storage(dst);
+      w->op = k;
+    } else {
+      grp.written.push_back(
+          {dst.impl()->storage.get(), dst, node, fill && covers_storage(dst), k});
+    }
+    grp.op_index.push_back(k);
+    if (!fill) ++grp.compute_ops;
+    return true;
+  }
+
+ private:
+  // An op that cannot be a graph node (a broadcast destination): its own group, run as it is.
+  bool add_alone(Group& grp, size_t k) {
+    grp.op_index.push_back(k);
+    grp.compute_ops = -1;  // never a graph
+    return true;
+  }
+
+  static int32_t emit(Group& grp, const ir::Op& op, const int32_t* a) {
+    using K = ir::FusedGraph::Kind;
+    ir::FusedGraph::Node n;
+    const OpIO io = io_of(op);
+    n.dtype = io.dst->dtype();
+    if (auto* f = std::get_if<ir::Fill>(&op)) {
+      n.kind = K::constant;
+      n.value = f->value;
+    } else if (std::holds_alternative<ir::Copy>(op)) {
+      if (grp.g.nodes[size_t(a[0])].dtype == n.dtype) return a[0];  // the same value
+      n.kind = K::cast;
+      n.a = a[0];
+    } else if (auto* u = std::get_if<ir::Unary>(&op)) {
+      n.kind = K::unary;
+      n.unary = u->op;
+      n.p0 = u->p0;
+      n.p1 = u->p1;
+      n.p2 = u->p2;
+      n.a = a[0];
+    } else if (auto* b = std::get_if<ir::Binary>(&op)) {
+      n.kind = K::binary;
+      n.binary = b->op;
+      n.a = a[0];
+      n.b = a[1];
+    } else {
+      n.kind = K::where;
+      n.a = a[0];
+      n.b = a[1];
+      n.c = a[2];
+    }
+    grp.g.nodes.push_back(n);
+    return int32_t(grp.g.nodes.size()) - 1;
+  }
+
+  const std::vector<ir::Op>& ops_;
+  int64_t max_buffers_;
+};
+
+}  // namespace
+
+// ---- Backend: the wrappers that run the stream first ----
+
+void Backend::write(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) {
+  flush_stream();
+  write_bytes(dst, dst_offset, src, nbytes);
+}
+
+void Backend::read(const void* src, int64_t src_offset, void* dst, int64_t nbytes) {
+  flush_stream();
+  read_bytes(src, src_offset, dst, nbytes);
+}
+
+bool Backend::execute_fused(const ir::Fused& op) {
+  flush_stream();
+  return run_fused(op);
+}
+
+void Backend::sync() {
+  flush_stream();
+  sync_device();
+}
+
+void Backend::enable_fusion() {
+  fusion_capable_ = true;
+  fusion_ = !env_off("EMBER_FUSION");
+  capacity_ = env_capacity();
+}
+
+void Backend::set_fusion(bool on) {
+  if (!on) flush_stream();
+  fusion_ = on;
+}
+
+void Backend::set_stream_capacity(int64_t n) {
+  if (n < 1) EMBER_FAIL("set_stream_capacity", "capacity must be >= 1, got ", n);
+  std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+  capacity_ = n;
+  if (int64_t(pending_.size()) >= capacity_) flush_stream();
+}
+
+StreamStats Backend::stream_stats() const {
+  StreamStats s;
+  s.recorded = n_recorded_;
+  s.graphs = n_graphs_;
+  s.fused_ops = n_fused_ops_;
+  s.eager_ops = n_eager_;
+  s.dropped = n_dropped_;
+  s.flushes = n_flushes_;
+  return s;
+}
+
+void Backend::reset_stream_stats() {
+  n_recorded_ = n_graphs_ = n_fused_ops_ = n_eager_ = n_dropped_ = n_flushes_ = 0;
+}
+
+void Backend::submit(const ir::Op& op) {
+  if (fusion_.load(std::memory_order_relaxed) && elementwise_kind(op) && !may_throw(op)) {
+    const OpIO io = io_of(op);
+    bool here = io.dst->device() == device();
+    for (int i = 0; i < io.nreads; ++i) here = here && io.reads[i]->device() == device();
+    if (here && fusible(op)) {
+      std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+      for (int i = 0; i < io.nreads; ++i) io.reads[i]->impl()->storage->pending++;
+      io.dst->impl()->storage->pending++;
+      pending_.push_back(op);
+      pending_count_ = int64_t(pending_.size());
+      ++n_recorded_;
+      if (int64_t(pending_.size()) >= capacity_) flush_stream();
+      return;
+    }
+  }
+  flush_stream();
+  ++n_eager_;
+  execute(op);
+}
+
+void Backend::drop_stream() noexcept {
+  std::vector<ir::Op> ops;
+  {
+    std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+    ops.swap(pending_);
+    pending_count_ = 0;
+  }
+  for (const ir::Op& op : ops) {
+    const OpIO io = io_of(op);
+    for (int i = 0; i < io.nreads; ++i) io.reads[i]->impl()->storage->pending--;
+    io.dst->impl()->storage->pending--;
+  }
+}
+
+void Backend::flush_stream() {
+  if (pending_count_.load(std::memory_order_acquire) == 0) return;
+  std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+  if (pending_.empty()) return;  // another thread ran it, or this one is running it
+  std::vector<ir::Op> ops;
+  ops.swap(pending_);
+  ++n_flushes_;
+  struct Release {  // the storages' counts drop when the ops are done (also on an error)
+    const std::vector<ir::Op>& ops;
+    std::atomic<int64_t>& count;
+    ~Release() {
+      for (const ir::Op& op : ops) {
+        const OpIO io = io_of(op);
+        for (int i = 0; i < io.nreads; ++i) io.reads[i]->impl()->storage->pending--;
+        io.dst->impl()->storage->pending--;
+      }
+      count = 0;
+    }
+  } release{ops, pending_count_};
+  run_stream_ops(ops);
+}
+
+void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
+  const std::unordered_set<const Storage*> held = held_storages(ops);
+  // The last op that reads each storage: a group's write is needed when a later group reads it.
+  std::unordered_map<const Storage*, size_t> last_read;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const OpIO io = io_of(ops[k]);
+    for (int i = 0; i < io.nreads; ++i) last_read[io.reads[i]->impl()->storage.get()] = k;
+  }
+  Planner planner(ops, max_graph_buffers());
+  std::exception_ptr first_error;
+  auto run_eager = [&](size_t k) {
+    ++n_eager_;
+    execute(ops[k]);
+  };
+  auto run_group = [&](Group& grp) {
+    if (grp.op_index.empty()) return;
+    const size_t last = grp.op_index.back();
+    auto needed = [&](const Group::Written& w) {
+      if (held.count(w.storage)) return true;
+      auto it = last_read.find(w.storage);
+      return it != last_read.end() && it->second > last;
+    };
+    try {
+      if (grp.compute_ops < 0) {  // an op that is no graph node
+        run_eager(grp.op_index[0]);
+        return;
+      }
+      // Fills of another shape than the graph's (scalars the graph reads as constants) run
+      // after it when something needs them; their readers in the graph use the constant.
+      std::vector<size_t> side_fills;
+      for (const Group::Written& w : grp.written) {
+        if (!needed(w)) continue;
+        const bool fill = std::holds_alternative<ir::Fill>(ops[w.op]);
+        if (fill && (!grp.has_shape || w.view.shape() != grp.g.shape))
+          side_fills.push_back(w.op);
+        else
+          grp.g.outputs.push_back({w.node, w.view});
+      }
+      n_dropped_ += int64_t(grp.written.size()) - int64_t(grp.g.outputs.size()) -
+                    int64_t(side_fills.size());
+      grp.g.ops = int64_t(grp.op_index.size());
+      if (!grp.g.outputs.empty()) {
+        bool done = false;
+        if (grp.compute_ops >= 2 || grp.g.outputs.size() < size_t(grp.compute_ops)) {
+          done = execute_graph(grp.g);
+          if (done) {
+            ++n_graphs_;
+            n_fused_ops_ += grp.g.ops;
+            if (fusion_log())
+              std::fprintf(stderr, "[ember fusion] %s: %lld ops -> 1 kernel\n%s", name().c_str(),
+                           (long long)grp.g.ops, grp.g.describe().c_str());
+          }
+        }
+        if (!done) {
+          // Op by op: every write the graph's ops make (later ops of the group read them).
+          for (size_t k : grp.op_index)
+            if (std::find(side_fills.begin(), side_fills.end(), k) == side_fills.end())
+              run_eager(k);
+          n_dropped_ -= int64_t(grp.written.size()) - int64_t(grp.g.outputs.size()) -
+                        int64_t(side_fills.size());
+        }
+      }
+      std::sort(side_fills.begin(), side_fills.end());
+      for (size_t k : side_fills) run_eager(k);
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  };
+  Group grp;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (grp.compute_ops >= 0 && planner.add(grp, k)) continue;
+    run_group(grp);
+    grp = Group();
+    if (!planner.add(grp, k)) {  // cannot happen for a fresh group; run it alone to be safe
+      run_group(grp);
+      grp = Group();
+      try {
+        run_eager(k);
+      } catch (...) {
+        if (!first_error) first_error = std::current_exception();
+      }
+    }
+  }
+  run_group(grp);
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+// ---- FusedGraph ----
+
+namespace ir {
+
+std::string FusedGraph::key() const {
+  std::string k = "g" + std::to_string(inputs.size()) + ":";
+  for (const Node& n : nodes) {
+    k += char('a' + int(n.kind));
+    k += dtype_name(n.dtype);
+    switch (n.kind) {
+      case Kind::load:
+        k += std::to_string(n.input);
+        break;
+      case Kind::constant:
+        break;
+      case Kind::unary:
+        k += name(n.unary);
+        break;
+      case Kind::binary:
+        k += name(n.binary);
+        break;
+      default:
+        break;
+    }
+    for (int32_t o : {n.a, n.b, n.c})
+      if (o >= 0) k += "," + std::to_string(o);
+    k += ";";
+  }
+  k += "|";
+  for (const Output& o : outputs) k += std::to_string(o.node) + ";";
+  return k;
+}
+
+std::string FusedGraph::describe() const {
+  std::string s;
+  auto shape_str = [](const Shape& sh) {
+    std::string r = "[";
+    for (size_t i = 0; i < sh.size(); ++i) r += (i ? ", " : "") + std::to_string(sh[i]);
+    return r + "]";
+  };
+  s += "  shape " + shape_str(shape) + ", " + std::to_string(inputs.size()) + " inputs, " +
+       std::to_string(outputs.size()) + " outputs\n";
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    s += "  %" + std::to_string(i) + " " + dtype_name(n.dtype) + " = ";
+    auto arg = [](int32_t o) { return "%" + std::to_string(o); };
+    switch (n.kind) {
+      case Kind::load:
+        s += "load in" + std::to_string(n.input);
+        break;
+      case Kind::constant:
+        s += "constant " + std::to_string(n.value.to_double());
+        break;
+      case Kind::unary:
+        s += std::string(name(n.unary)) + "(" + arg(n.a) + ")";
+        break;
+      case Kind::binary:
+        s += std::string(name(n.binary)) + "(" + arg(n.a) + ", " + arg(n.b) + ")";
+        break;
+      case Kind::where:
+        s += "where(" + arg(n.a) + ", " + arg(n.b) + ", " + arg(n.c) + ")";
+        break;
+      case Kind::cast:
+        s += "cast(" + arg(n.a) + ")";
+        break;
+    }
+    s += "\n";
+  }
+  for (size_t i = 0; i < outputs.size(); ++i)
+    s += "  out" + std::to_string(i) + " = %" + std::to_string(outputs[i].node) + "\n";
+  return s;
+}
+
+}  // namespace ir
+
+}  // namespace ember
