@@ -46,6 +46,7 @@ double rel_tol(DType t) {
 // dst (whatever its layout) = a @ b on the cpu kernel, compared with the reference kernel.
 void check(const Tensor& a, const Tensor& b, const Tensor& dst, const std::string& what) {
   SCOPED_TRACE(what + " " + dtype_name(dst.dtype()));
+  sync(Device::cpu());  // the kernels below are called directly, under the stream
   const int64_t K = a.size(2);
   const Tensor want = empty(dst.shape(), {dst.dtype(), Device::cpu()});
   ref::matmul(ir::Matmul{a, b, want});
@@ -163,6 +164,7 @@ TEST(CpuGemm, ZeroInnerDimensionWritesZeros) {
   for (DType t : kFloatTypes) {
     const Tensor a = rnd({2, 3, 0}, t, 18), b = rnd({2, 0, 4}, t, 19);
     const Tensor dst = full({2, 3, 4}, 5.0, {t, Device::cpu()});
+    sync(Device::cpu());  // the kernel is called directly, under the stream
     if (!cpu::sgemm_matmul(ir::Matmul{a, b, dst})) {
       EXPECT_TRUE(t == DType::f64 && !cpu::gemm::have_openblas());
       continue;
@@ -175,6 +177,7 @@ TEST(CpuGemm, EmptyResult) {
   for (DType t : kFloatTypes)
     for (Shape s : {Shape{0, 3, 4}, Shape{2, 0, 4}, Shape{2, 3, 0}}) {
       const Tensor a = rnd({s[0], s[1], 5}, t, 20), b = rnd({s[0], 5, s[2]}, t, 21);
+      sync(Device::cpu());
       EXPECT_EQ(cpu::sgemm_matmul(ir::Matmul{a, b, empty(s, {t, Device::cpu()})}),
                 t != DType::f64 || cpu::gemm::have_openblas());
     }
@@ -194,6 +197,7 @@ TEST(CpuGemm, Bf16RoundsTheF32ProductOnce) {
   const Tensor a = tensor({1.0, 1.0, 1.0}, {1, 1, 3}, Device::cpu()).to(DType::bf16);
   const Tensor b = tensor({1.0, 1.0 / 256, 1.0 / 256}, {1, 3, 1}, Device::cpu()).to(DType::bf16);
   const Tensor d = empty({1, 1, 1}, {DType::bf16, Device::cpu()});
+  sync(Device::cpu());
   ASSERT_TRUE(cpu::sgemm_matmul(ir::Matmul{a, b, d}));
   EXPECT_EQ(d.item<double>(), 1.0 + 1.0 / 128);
 }
@@ -222,9 +226,12 @@ TEST(CpuGemm, HalfIsTheWholeF32ProductRoundedOnce) {
       const Tensor b =
           c.tb ? rnd({c.B, c.N, c.K}, t, 6).transpose(1, 2) : rnd({c.B, c.K, c.N}, t, 6);
       const Tensor got = empty({c.B, c.M, c.N}, {t, Device::cpu()});
+      sync(Device::cpu());
       ASSERT_TRUE(cpu::sgemm_matmul(ir::Matmul{a, b, got}));
       const Tensor w32 = empty({c.B, c.M, c.N}, {DType::f32, Device::cpu()});
-      ASSERT_TRUE(cpu::sgemm_matmul(ir::Matmul{a.to(DType::f32), b.to(DType::f32), w32}));
+      const Tensor a32 = a.to(DType::f32), b32 = b.to(DType::f32);
+      sync(Device::cpu());
+      ASSERT_TRUE(cpu::sgemm_matmul(ir::Matmul{a32, b32, w32}));
       const std::vector<float> g = got.to(DType::f32).to_vector<float>();
       const std::vector<float> w = w32.to(t).to(DType::f32).to_vector<float>();
       ASSERT_EQ(g.size(), w.size());
@@ -254,6 +261,7 @@ TEST(CpuGemm, ConcurrentCallers) {
   const Tensor a = rnd({1, 180, 170}, DType::f32, 24), b = rnd({1, 170, 160}, DType::f32, 25);
   const Tensor a64 = a.to(DType::f64), b64 = b.to(DType::f64);
   const Tensor want = empty({1, 180, 160}, {DType::f32, Device::cpu()});
+  sync(Device::cpu());
   ref::matmul(ir::Matmul{a, b, want});
   const auto w = want.to_vector<double>();
   std::vector<double> worst(2, 0.0);

@@ -30,9 +30,9 @@ class Backend {
   /// recorded stream first (flush_stream).
   void write(void* dst, int64_t dst_offset, const void* src, int64_t nbytes);
   void read(const void* src, int64_t src_offset, void* dst, int64_t nbytes);
-  /// Runs one primitive now (or queues it on the device's own queue): the eager path, with no
-  /// regard to the recorded stream. The frontend calls submit().
-  virtual void execute(const ir::Op& op) = 0;
+  /// Runs one primitive now (or queues it on the device's own queue) after what the stream
+  /// recorded: the eager path (tests and internal callers). The frontend calls submit().
+  void execute(const ir::Op& op);
   /// Runs an optional fused op (ir/fused.h) and returns true, or returns false (nothing written)
   /// when this backend does not accelerate it; the frontend then runs the composite. Runs the
   /// recorded stream first.
@@ -88,6 +88,8 @@ class Backend {
   }
 
  protected:
+  /// Runs (or queues) one primitive; the stream has run what it recorded before.
+  virtual void run_op(const ir::Op& op) = 0;
   /// Waits until the device has finished everything queued (sync() runs the stream first).
   virtual void sync_device() {}
   virtual void write_bytes(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) = 0;

@@ -209,7 +209,7 @@ void KernelBackend::run(const codegen::Lowering& l) {
   count_op();
 }
 
-void KernelBackend::execute(const ir::Op& op) {
+void KernelBackend::run_op(const ir::Op& op) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   check_alive();
   if (!profiling()) {

@@ -25,7 +25,7 @@ class KernelBackend : public Backend {
 
   /// execute_native(op), else lower(op, dialect(), caps()) then run() (profiled when
   /// profiling() says so).
-  void execute(const ir::Op& op) final;
+  void run_op(const ir::Op& op) final;
   /// Submits the open batch, waits for every batch in flight, then check_device_errors() and
   /// the deferred data checks (Backend::defer_check). Reads of a backend sync first.
   void sync_device() override;

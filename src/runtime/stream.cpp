@@ -106,43 +106,63 @@ bool has_broadcast(const Tensor& t) {
   return false;
 }
 
-// Which storages something outside the recorded ops still holds: through a tensor (or a view's
-// base) that is not one of the ops' own copies. Those must be written; the others need only be
-// written when a later op reads them.
+// Which storages something outside the recorded ops still holds. The ops hold snapshots (one
+// impl per tensor, nothing else refers to them), so a storage is held when it has more owners
+// than snapshots: those must be written; the others only when a later op reads them.
 std::unordered_set<const Storage*> held_storages(const std::vector<ir::Op>& ops) {
-  // Per impl: the references the ops' Tensors and the view_base links among reachable impls
-  // hold, and one shared_ptr to read its use_count from.
-  struct Impl {
-    long refs = 0;
-    const std::shared_ptr<TensorImpl>* ptr = nullptr;
-  };
-  std::unordered_map<const TensorImpl*, Impl> impls;
-  std::vector<const std::shared_ptr<TensorImpl>*> todo;
-  auto visit = [&](const std::shared_ptr<TensorImpl>& p) {
-    Impl& e = impls[p.get()];
-    if (!e.ptr) {
-      e.ptr = &p;
-      todo.push_back(&p);
-    }
-    e.refs++;
-  };
+  std::unordered_map<const Storage*, long> snapshots;
   for (const ir::Op& op : ops) {
     const OpIO io = io_of(op);
-    for (int i = 0; i < io.nreads; ++i) visit(io.reads[i]->impl_ptr());
-    visit(io.dst->impl_ptr());
+    for (int i = 0; i < io.nreads; ++i) snapshots[io.reads[i]->impl()->storage.get()]++;
+    snapshots[io.dst->impl()->storage.get()]++;
   }
-  for (size_t i = 0; i < todo.size(); ++i)  // each reachable impl once: its view_base link
-    if ((*todo[i])->view_base) visit((*todo[i])->view_base);
-  std::unordered_map<const Storage*, long> storage_refs;
-  for (auto& kv : impls) storage_refs[kv.first->storage.get()]++;
   std::unordered_set<const Storage*> held;
-  for (auto& kv : impls) {
-    const std::shared_ptr<Storage>& s = kv.first->storage;
-    // use_count is exact here: the stream's lock keeps the recorded ops from changing.
-    if (kv.second.ptr->use_count() > kv.second.refs || s.use_count() > storage_refs[s.get()])
-      held.insert(s.get());
+  for (const ir::Op& op : ops) {
+    const OpIO io = io_of(op);
+    auto check = [&](const Tensor& t) {
+      const std::shared_ptr<Storage>& s = t.impl()->storage;
+      // use_count is exact here: the stream's lock keeps the recorded ops from changing.
+      if (s.use_count() > snapshots[s.get()]) held.insert(s.get());
+    };
+    for (int i = 0; i < io.nreads; ++i) check(*io.reads[i]);
+    check(*io.dst);
   }
   return held;
+}
+
+// The op with each tensor replaced by a snapshot of its view: later metadata changes to the
+// caller's tensors (Module::to swaps storages, in-place view ops) do not reach recorded work.
+ir::Op snapshot(const ir::Op& op) {
+  ir::Op r = op;
+  auto snap = [](Tensor& t) {
+    auto impl = std::make_shared<TensorImpl>();
+    const TensorImpl& src = *t.impl();
+    impl->storage = src.storage;
+    impl->shape = src.shape;
+    impl->strides = src.strides;
+    impl->offset = src.offset;
+    impl->dtype = src.dtype;
+    t = Tensor(std::move(impl));
+  };
+  if (auto* c = std::get_if<ir::Copy>(&r)) {
+    snap(c->src);
+    snap(c->dst);
+  } else if (auto* f = std::get_if<ir::Fill>(&r)) {
+    snap(f->dst);
+  } else if (auto* u = std::get_if<ir::Unary>(&r)) {
+    snap(u->src);
+    snap(u->dst);
+  } else if (auto* b = std::get_if<ir::Binary>(&r)) {
+    snap(b->a);
+    snap(b->b);
+    snap(b->dst);
+  } else if (auto* w = std::get_if<ir::Where>(&r)) {
+    snap(w->cond);
+    snap(w->a);
+    snap(w->b);
+    snap(w->dst);
+  }
+  return r;
 }
 
 // One fused graph under construction.
@@ -344,6 +364,12 @@ void Backend::sync() {
   sync_device();
 }
 
+void Backend::execute(const ir::Op& op) {
+  flush_stream();
+  ++n_eager_;
+  run_op(op);
+}
+
 void Backend::enable_fusion() {
   fusion_capable_ = true;
   fusion_ = !env_off("EMBER_FUSION");
@@ -386,15 +412,13 @@ void Backend::submit(const ir::Op& op) {
       std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
       for (int i = 0; i < io.nreads; ++i) io.reads[i]->impl()->storage->pending++;
       io.dst->impl()->storage->pending++;
-      pending_.push_back(op);
+      pending_.push_back(snapshot(op));
       pending_count_ = int64_t(pending_.size());
       ++n_recorded_;
       if (int64_t(pending_.size()) >= capacity_) flush_stream();
       return;
     }
   }
-  flush_stream();
-  ++n_eager_;
   execute(op);
 }
 
@@ -446,7 +470,7 @@ void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
   std::exception_ptr first_error;
   auto run_eager = [&](size_t k) {
     ++n_eager_;
-    execute(ops[k]);
+    run_op(ops[k]);
   };
   auto run_group = [&](Group& grp) {
     if (grp.op_index.empty()) return;
@@ -488,12 +512,11 @@ void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
           }
         }
         if (!done) {
-          // Op by op: every write the graph's ops make (later ops of the group read them).
-          for (size_t k : grp.op_index)
-            if (std::find(side_fills.begin(), side_fills.end(), k) == side_fills.end())
-              run_eager(k);
+          // Op by op, in order: every write the graph's ops make (later ops read them).
           n_dropped_ -= int64_t(grp.written.size()) - int64_t(grp.g.outputs.size()) -
                         int64_t(side_fills.size());
+          for (size_t k : grp.op_index) run_eager(k);
+          return;
         }
       }
       std::sort(side_fills.begin(), side_fills.end());

@@ -72,14 +72,14 @@ struct Fast {
 };
 }  // namespace
 
-void CpuBackend::execute(const ir::Op& op) {
+void CpuBackend::run_op(const ir::Op& op) {
   if (!own_kernels()) {
     if (const auto* mm = std::get_if<ir::Matmul>(&op))
       if (sgemm_matmul(*mm)) return;
-    RefBackend::execute(op);
+    RefBackend::run_op(op);
     return;
   }
-  if (!std::visit(Fast{}, op)) RefBackend::execute(op);
+  if (!std::visit(Fast{}, op)) RefBackend::run_op(op);
 }
 
 bool CpuBackend::run_fused(const ir::Fused& op) { return own_kernels() && fused(op); }

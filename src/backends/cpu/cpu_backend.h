@@ -18,7 +18,7 @@ class CpuBackend : public ref::RefBackend {
   MemoryStats memory_stats() const override;
   void empty_cache() override;
   /// Runs an op through the cpu kernels when one applies, else through the reference kernels.
-  void execute(const ir::Op& op) override;
+  void run_op(const ir::Op& op) override;
   /// Softmax, layer/rms norm (f32/f64) and convolution (f32, oneDNN) as one kernel (fused.cpp).
   bool run_fused(const ir::Fused& op) override;
 

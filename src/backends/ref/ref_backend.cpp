@@ -51,7 +51,7 @@ struct Exec {
 };
 }  // namespace
 
-void RefBackend::execute(const ir::Op& op) { std::visit(Exec{}, op); }
+void RefBackend::run_op(const ir::Op& op) { std::visit(Exec{}, op); }
 
 DeviceInfo RefBackend::info() const {
   DeviceInfo d;

@@ -14,7 +14,7 @@ class RefBackend : public Backend {
   void deallocate(void* ptr, int64_t nbytes) override;
   void write_bytes(void* dst, int64_t dst_offset, const void* src, int64_t nbytes) override;
   void read_bytes(const void* src, int64_t src_offset, void* dst, int64_t nbytes) override;
-  void execute(const ir::Op& op) override;
+  void run_op(const ir::Op& op) override;
   bool supports_dtype(DType) const override { return true; }
   DeviceInfo info() const override;
 };
