@@ -144,6 +144,21 @@ bool eager_contiguous_run(const Shape& shape, const Strides& dst, const Strides&
   return m.stride[0][m.rank - 1] == 1 && m.stride[1][m.rank - 1] == 1;
 }
 
+// Whether no two elements of t share memory (tiles run in parallel: an output that overlaps
+// itself, as a window view, must be written element by element in order, so it is declined).
+bool non_overlapping(const Tensor& t) {
+  std::vector<std::pair<int64_t, int64_t>> d;  // |stride|, size
+  for (size_t i = 0; i < t.shape().size(); ++i)
+    if (t.shape()[i] > 1) d.push_back({std::abs(t.strides()[i]), t.shape()[i]});
+  std::sort(d.begin(), d.end());
+  int64_t extent = 0;  // span of the dims so far, in elements, minus one
+  for (const auto& [stride, size] : d) {
+    if (stride <= extent) return false;
+    extent += (size - 1) * stride;
+  }
+  return true;
+}
+
 // Plans the graph; false when the executor cannot run it.
 bool make_plan(const ir::FusedGraph& g, Plan& p) {
   p.g = &g;
@@ -167,6 +182,7 @@ bool make_plan(const ir::FusedGraph& g, Plan& p) {
   for (const auto& o : g.outputs) {
     if (o.node < 0 || size_t(o.node) >= nn) return false;
     if (o.dst.dtype() != g.nodes[size_t(o.node)].dtype || o.dst.shape() != g.shape) return false;
+    if (o.dst.device() != Device::cpu() || !non_overlapping(o.dst)) return false;
     last[size_t(o.node)] = nn;
   }
   for (const auto& t : g.inputs)
