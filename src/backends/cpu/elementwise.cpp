@@ -677,6 +677,93 @@ void binary_f32_run(BinaryOp op, void* d, const float* a, const float* b, int64_
   });
 }
 
+namespace {
+// The row kernels of unary_row / binary_row for one compute type T.
+template <typename T>
+bool unary_row_typed(UnaryOp op, double p0, bool pred, void* d, const void* s, int64_t n,
+                     bool vec) {
+  const T* sp = static_cast<const T*>(s);
+  auto go = [&](auto f, auto* dp) {
+    if (vec && has_avx2())
+      unary_row_avx2(f, dp, sp, n, 1, 1);
+    else
+      unary_row_base(f, dp, sp, n, 1, 1);
+  };
+  if (pred) {
+    if constexpr (std::is_floating_point_v<T>) {
+      bool* dp = static_cast<bool*>(d);
+      switch (op) {
+        case UnaryOp::isnan:
+          return go(IsNan{}, dp), true;
+        case UnaryOp::isinf:
+          return go(IsInf{}, dp), true;
+        case UnaryOp::isfinite:
+          return go(IsFinite{}, dp), true;
+        case UnaryOp::logical_not:
+          return go(LogicalNot{}, dp), true;
+        default:
+          return false;
+      }
+    }
+    return false;
+  }
+  if constexpr (std::is_same_v<T, bool>) {
+    return false;
+  } else {
+    return with_unary_functor<T>(op, p0, [&](auto f) { go(f, static_cast<T*>(d)); });
+  }
+}
+
+template <typename T>
+bool binary_row_typed(BinaryOp op, void* d, const void* a, const void* b, int64_t n, int64_t sa,
+                      int64_t sb) {
+  const T* ap = static_cast<const T*>(a);
+  const T* bp = static_cast<const T*>(b);
+  const bool avx2 = has_avx2();
+  auto go = [&](auto f, auto* dp) {
+    if (avx2)
+      binary_row_avx2(f, dp, ap, bp, n, 1, sa, sb);
+    else
+      binary_row_base(f, dp, ap, bp, n, 1, sa, sb);
+  };
+  if constexpr (std::is_same_v<T, bool>) {
+    return with_bool_functor(op, [&](auto f) { go(f, static_cast<bool*>(d)); });
+  } else {
+    return with_binary_functor<T>(op, [&](auto f, auto cmp) {
+      if constexpr (checks_zero<decltype(f)>::value) {
+        return;  // integer division is never fused (it throws on zero)
+      } else if constexpr (decltype(cmp)::value) {
+        go(f, static_cast<bool*>(d));
+      } else {
+        go(f, static_cast<T*>(d));
+      }
+    });
+  }
+}
+}  // namespace
+
+bool unary_row(UnaryOp op, double p0, DType t, bool pred, void* d, const void* s, int64_t n,
+               bool vec) {
+  bool done = false;
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!is_half_v<T>) done = unary_row_typed<T>(op, p0, pred, d, s, n, vec);
+  });
+  return done;
+}
+
+bool binary_row(BinaryOp op, DType t, void* d, const void* a, const void* b, int64_t n, int64_t sa,
+                int64_t sb) {
+  if (op == BinaryOp::div_floor || op == BinaryOp::div_trunc || op == BinaryOp::remainder)
+    if (t == DType::i32) return false;
+  bool done = false;
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!is_half_v<T>) done = binary_row_typed<T>(op, d, a, b, n, sa, sb);
+  });
+  return done;
+}
+
 bool unary(const ir::Unary& op) {
   const DType t = op.src.dtype();
   if (op.dst.numel() <= kGrainElementwise) return false;  // the reference loop is as fast

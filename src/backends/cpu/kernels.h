@@ -56,6 +56,18 @@ bool fused(const ir::Fused& op);
 /// How many fused ops the cpu kernels have run (for tests that check the fused path is taken).
 int64_t fused_runs();
 
+/// elementwise.cpp: the elementwise kernels' row loops on contiguous runs (single-threaded), for
+/// the fused-graph executor: d[i] = op(s[i]), d[i] = op(a[i * sa], b[i * sb]) (sa, sb in {0, 1}),
+/// operands of dtype t (not f16/bf16: those compute in f32), d bool for predicates (`pred`) and
+/// comparisons, else t. vec: the AVX2 clone where the CPU has it (the elementwise kernels' choice
+/// for contiguous runs; false: the baseline clone, their choice for strided runs, which differs in
+/// the last bit for exp, sigmoid and silu on f32). False, nothing written: no cpu functor (the
+/// reference kernel computes it).
+bool unary_row(ir::UnaryOp op, double p0, DType t, bool pred, void* d, const void* s, int64_t n,
+               bool vec = true);
+bool binary_row(ir::BinaryOp op, DType t, void* d, const void* a, const void* b, int64_t n,
+                int64_t sa, int64_t sb);
+
 /// True when the CPU runs AVX2 and FMA (the kernels' fast clones), checked once.
 bool has_avx2();
 
