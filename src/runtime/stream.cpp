@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "runtime/backend.h"
+#include "tensor/overlap.h"
 
 namespace ember {
 
@@ -100,11 +101,6 @@ bool covers_storage(const Tensor& t) {
          t.numel() * int64_t(t.element_size()) == t.impl()->storage->nbytes;
 }
 
-bool has_broadcast(const Tensor& t) {
-  for (size_t d = 0; d < t.shape().size(); ++d)
-    if (t.strides()[d] == 0 && t.shape()[d] > 1) return true;
-  return false;
-}
 
 // Which storages something outside the recorded ops still holds. The ops hold snapshots (one
 // impl per tensor, nothing else refers to them), so a storage is held when it has more owners
@@ -212,7 +208,8 @@ class Planner {
     const Tensor& dst = *io.dst;
     const bool fill = std::holds_alternative<ir::Fill>(op);
     if (!fill && grp.has_shape && dst.shape() != grp.g.shape) return false;
-    if (has_broadcast(dst)) return grp.op_index.empty() ? add_alone(grp, k) : false;
+    // A destination whose elements share memory is written in the eager loop's order.
+    if (detail::overlaps_itself(dst)) return grp.op_index.empty() ? add_alone(grp, k) : false;
     ReadPlan plans[3];
     int new_loads = 0;
     for (int i = 0; i < io.nreads; ++i) {
@@ -295,7 +292,8 @@ class Planner {
   }
 
  private:
-  // An op that cannot be a graph node (a broadcast destination): its own group, run as it is.
+  // An op that cannot be a graph node (a self-overlapping destination): its own group, run as
+  // it is.
   bool add_alone(Group& grp, size_t k) {
     grp.op_index.push_back(k);
     grp.compute_ops = -1;  // never a graph
