@@ -1,1 +1,316 @@
-int main(){}
+// Issue 16's lazy stream and kernel fusion on the cpu backend, against LibTorch in the same
+// process (built with -DEMBER_BUILD_BENCH=ON -DEMBER_BENCH_LIBTORCH=ON, Debian libtorch-dev).
+//  1. exp(relu(x * 2 + 1)) on 16M f32 with --threads T: Ember fused (set_fusion on), Ember eager
+//     (set_fusion off), LibTorch eager, and a memory bound: a plain one-read-one-write loop
+//     y[i] = x[i] * 2 + 1 over the same number of std::threads. Bytes per pass: 2 x 64 MB.
+//  2. The per-op cost on tiny tensors, one thread: a = log1p(a * b + b) on [1, 8, 8, 8] f32,
+//     --iters iterations (3 ops each): Ember eager, Ember recorded (the loop never reads, so the
+//     stream flushes when it reaches its capacity; one sync at the end) and LibTorch, then the
+//     same with b.requires_grad (a detached each iteration, so each graph is freed at once).
+//  3. The stream's counters (stream_stats) for the fused runs, to show that fusion happened.
+// Every time is the median of --reps repetitions after --warmup untimed ones; Ember's stop the
+// clock after ember::sync(Device::cpu()).
+//   bench_fusion [--threads T] [--reps N] [--warmup N] [--iters N] [--elems N]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ember/ember.h"
+
+#ifdef EMBER_BENCH_HAVE_TORCH
+#include <torch/torch.h>
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  int threads = 2, reps = 9, warmup = 2, iters = 20000;
+  int64_t elems = int64_t(16) << 20;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--threads")
+      a.threads = std::stoi(v);
+    else if (k == "--reps")
+      a.reps = std::stoi(v);
+    else if (k == "--warmup")
+      a.warmup = std::stoi(v);
+    else if (k == "--iters")
+      a.iters = std::stoi(v);
+    else if (k == "--elems")
+      a.elems = std::stoll(v);
+    else {
+      std::fprintf(stderr, "unknown option %s\n", k.c_str());
+      std::exit(2);
+    }
+  }
+  if ((argc - 1) % 2 != 0) {
+    std::fprintf(stderr, "options take a value: %s\n", argv[argc - 1]);
+    std::exit(2);
+  }
+  return a;
+}
+
+// Median wall time (s) of `reps` calls of f after `warmup` untimed ones.
+template <typename F>
+double median_s(int warmup, int reps, F&& f) {
+  for (int i = 0; i < warmup; ++i) f();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = Clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+bool has_flag(const std::string& flags, const std::string& f) {
+  std::istringstream in(flags);
+  for (std::string w; in >> w;)
+    if (w == f) return true;
+  return false;
+}
+
+void print_machine(const Args& a) {
+  std::string model = "?", flags;
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = line.substr(0, line.find_first_of(" \t"));
+    const std::string val = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (line.rfind("model name", 0) == 0 && model == "?") model = val;
+    if (key == "flags" && flags.empty()) flags = val;
+  }
+  char date[64];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", std::localtime(&now));
+  double load = -1;
+  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+    std::fclose(f);
+  }
+  std::printf("bench_fusion  %s\n", date);
+  std::printf("cpu: %s, %u hardware threads, load average %.2f\n", model.c_str(),
+              std::thread::hardware_concurrency(), load);
+  std::printf("cpu flags: avx2 %s, fma %s, avx512f %s, avx512bw %s, avx512_bf16 %s\n",
+              has_flag(flags, "avx2") ? "yes" : "no", has_flag(flags, "fma") ? "yes" : "no",
+              has_flag(flags, "avx512f") ? "yes" : "no",
+              has_flag(flags, "avx512bw") ? "yes" : "no",
+              has_flag(flags, "avx512_bf16") ? "yes" : "no");
+  const char* env = std::getenv("EMBER_FUSION");
+  const char* omp = std::getenv("OMP_WAIT_POLICY");
+  std::printf("EMBER_FUSION=%s OMP_WAIT_POLICY=%s; %d timed reps (median) after %d warm-up\n",
+              env ? env : "(unset)", omp ? omp : "(unset)", a.reps, a.warmup);
+#ifdef EMBER_BENCH_HAVE_TORCH
+  std::printf("libtorch %s\n", TORCH_VERSION);
+#endif
+  std::printf("\n");
+}
+
+void print_stats(const char* what, const ember::StreamStats& s, int passes) {
+  std::printf(
+      "  stream_stats (%s, %d passes): recorded %lld, graphs %lld, fused_ops %lld, dropped %lld, "
+      "eager_ops %lld, flushes %lld, kernels %lld (%.2f per pass)\n",
+      what, passes, (long long)s.recorded, (long long)s.graphs, (long long)s.fused_ops,
+      (long long)s.dropped, (long long)s.eager_ops, (long long)s.flushes, (long long)s.kernels(),
+      double(s.kernels()) / passes);
+}
+
+// Largest |a - b| / max(1, |b|) over n floats.
+double max_rel_diff(const float* a, const float* b, int64_t n) {
+  double m = 0;
+  for (int64_t i = 0; i < n; ++i)
+    m = std::max(m, double(std::fabs(a[i] - b[i])) / std::max(1.0, double(std::fabs(b[i]))));
+  return m;
+}
+
+// The memory bound: y[i] = x[i] * 2 + 1 over `threads` std::threads, contiguous chunks.
+void plain_loop(const float* __restrict x, float* __restrict y, int64_t n, int threads) {
+  auto body = [=](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) y[i] = x[i] * 2.0f + 1.0f;
+  };
+  const int64_t chunk = ((n + threads - 1) / threads + 63) / 64 * 64;
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) {
+    const int64_t lo = std::min(n, t * chunk), hi = std::min(n, lo + chunk);
+    pool.emplace_back(body, lo, hi);
+  }
+  body(0, std::min(n, chunk));
+  for (auto& th : pool) th.join();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  using namespace ember;
+  const Device cpu = Device::cpu();
+  try {
+    print_machine(a);
+
+    // ---- 1. exp(relu(x * 2 + 1)), large ----
+    set_num_threads(a.threads);
+    const int64_t n = a.elems;
+    const double bytes = 2.0 * double(n) * sizeof(float);
+    std::printf("1. y = exp(relu(x * 2 + 1)), %lld f32 (%.0f MB in, %.0f MB out), %d threads\n",
+                (long long)n, n * 4 / 1e6, n * 4 / 1e6, get_num_threads());
+    manual_seed(0);
+    Tensor x = randn({n});
+    sync(cpu);
+
+    Tensor y_fused, y_eager;
+    set_fusion(cpu, true);
+    auto fused = [&] {
+      y_fused = (x * 2 + 1).relu().exp();
+      sync(cpu);
+    };
+    for (int i = 0; i < a.warmup; ++i) fused();
+    reset_stream_stats(cpu);
+    const double t_fused = median_s(0, a.reps, fused);
+    const StreamStats s_fused = stream_stats(cpu);
+
+    set_fusion(cpu, false);
+    const double t_eager = median_s(a.warmup, a.reps, [&] {
+      y_eager = (x * 2 + 1).relu().exp();
+      sync(cpu);
+    });
+    set_fusion(cpu, true);
+
+    // The memory bound, on buffers touched once before timing.
+    const float* xp = x.data_ptr<float>();
+    std::vector<float> y_plain(size_t(n), 0.0f);
+    const double t_plain =
+        median_s(a.warmup, a.reps, [&] { plain_loop(xp, y_plain.data(), n, a.threads); });
+
+    std::printf("  %-38s %8.2f ms  %6.1f GB/s\n", "Ember fused (set_fusion on)", 1e3 * t_fused,
+                bytes / t_fused / 1e9);
+    std::printf("  %-38s %8.2f ms  %6.1f GB/s (4 passes: %.1f GB/s moved)\n",
+                "Ember eager (set_fusion off)", 1e3 * t_eager, bytes / t_eager / 1e9,
+                4 * bytes / t_eager / 1e9);
+#ifdef EMBER_BENCH_HAVE_TORCH
+    torch::set_num_threads(a.threads);
+    torch::Tensor tx = torch::from_blob(const_cast<float*>(xp), {n}, torch::kFloat32).clone();
+    torch::Tensor ty;
+    const double t_torch =
+        median_s(a.warmup, a.reps, [&] { ty = torch::exp(torch::relu(tx * 2 + 1)); });
+    std::printf("  %-38s %8.2f ms  %6.1f GB/s\n",
+                (std::string("LibTorch eager (") + std::to_string(torch::get_num_threads()) +
+                 " threads)")
+                    .c_str(),
+                1e3 * t_torch, bytes / t_torch / 1e9);
+#endif
+    std::printf("  %-38s %8.2f ms  %6.1f GB/s\n", "memory bound: y[i] = x[i] * 2 + 1 loop",
+                1e3 * t_plain, bytes / t_plain / 1e9);
+    std::printf("  fused vs eager:    %.2fx faster\n", t_eager / t_fused);
+#ifdef EMBER_BENCH_HAVE_TORCH
+    std::printf("  fused vs LibTorch: %.2fx faster\n", t_torch / t_fused);
+#endif
+    std::printf("  fused vs memory bound: %.0f%% of the bound's GB/s (bound / fused time)\n",
+                100.0 * t_plain / t_fused);
+    print_stats("fused runs", s_fused, a.reps);
+    {
+      const float* f = y_fused.data_ptr<float>();
+      std::printf("  check: max rel diff fused vs eager %.2g", max_rel_diff(f, y_eager.data_ptr<float>(), n));
+#ifdef EMBER_BENCH_HAVE_TORCH
+      std::printf(", fused vs LibTorch %.2g", max_rel_diff(f, ty.data_ptr<float>(), n));
+#endif
+      std::printf("\n\n");
+    }
+    y_fused = Tensor();
+    y_eager = Tensor();
+    x = Tensor();
+    std::vector<float>().swap(y_plain);
+
+    // ---- 2. per-op cost, tiny tensors, one thread ----
+    set_num_threads(1);
+    const int iters = a.iters;
+    const double ops = 3.0 * iters;
+    std::printf("2. a = log1p(a * b + b) on [1, 8, 8, 8] f32, %d iterations (3 ops each), 1 thread\n",
+                iters);
+    manual_seed(1);
+    const Tensor a0 = rand({1, 8, 8, 8}), b = rand({1, 8, 8, 8});
+    Tensor bg = rand({1, 8, 8, 8});
+    bg.requires_grad_();
+    Tensor last;
+    auto ember_loop = [&](const Tensor& bb, bool detach) {
+      Tensor v = a0;
+      for (int i = 0; i < iters; ++i) {
+        v = log1p(v * bb + bb);
+        if (detach) v = v.detach();
+      }
+      sync(cpu);
+      last = v;
+    };
+    set_fusion(cpu, false);
+    const double t_small_eager = median_s(a.warmup, a.reps, [&] { ember_loop(b, false); });
+    const double t_small_eager_g = median_s(a.warmup, a.reps, [&] { ember_loop(bg, true); });
+    set_fusion(cpu, true);
+    const double t_small_rec = median_s(a.warmup, a.reps, [&] { ember_loop(b, false); });
+    reset_stream_stats(cpu);
+    ember_loop(b, false);
+    const StreamStats s_small = stream_stats(cpu);
+    const double t_small_rec_g = median_s(a.warmup, a.reps, [&] { ember_loop(bg, true); });
+    reset_stream_stats(cpu);
+    ember_loop(bg, true);
+    const StreamStats s_small_g = stream_stats(cpu);
+    const float ember_last = last.detach().data_ptr<float>()[0];
+
+    std::printf("  %-44s %7.3f us/op\n", "Ember eager (fusion off)", 1e6 * t_small_eager / ops);
+    std::printf("  %-44s %7.3f us/op\n", "Ember recorded (fusion on, one sync at end)",
+                1e6 * t_small_rec / ops);
+#ifdef EMBER_BENCH_HAVE_TORCH
+    torch::set_num_threads(1);
+    torch::Tensor ta0 = torch::from_blob(const_cast<float*>(a0.data_ptr<float>()), {1, 8, 8, 8},
+                                         torch::kFloat32)
+                            .clone();
+    torch::Tensor tb = torch::from_blob(const_cast<float*>(b.data_ptr<float>()), {1, 8, 8, 8},
+                                        torch::kFloat32)
+                           .clone();
+    torch::Tensor tbg = tb.clone().requires_grad_();
+    torch::Tensor tlast;
+    auto torch_loop = [&](const torch::Tensor& bb, bool detach) {
+      torch::Tensor v = ta0;
+      for (int i = 0; i < iters; ++i) {
+        v = torch::log1p(v * bb + bb);
+        if (detach) v = v.detach();
+      }
+      tlast = v;
+    };
+    const double t_small_torch = median_s(a.warmup, a.reps, [&] { torch_loop(tb, false); });
+    const double t_small_torch_g = median_s(a.warmup, a.reps, [&] { torch_loop(tbg, true); });
+    std::printf("  %-44s %7.3f us/op\n", "LibTorch", 1e6 * t_small_torch / ops);
+#endif
+    std::printf("  with b.requires_grad (a.detach() each iteration):\n");
+    std::printf("  %-44s %7.3f us/op\n", "Ember eager (fusion off)", 1e6 * t_small_eager_g / ops);
+    std::printf("  %-44s %7.3f us/op\n", "Ember recorded (fusion on)", 1e6 * t_small_rec_g / ops);
+#ifdef EMBER_BENCH_HAVE_TORCH
+    std::printf("  %-44s %7.3f us/op\n", "LibTorch", 1e6 * t_small_torch_g / ops);
+#endif
+    print_stats("recorded loop", s_small, 1);
+    print_stats("recorded loop, requires_grad", s_small_g, 1);
+    std::printf("  check: a[0] after the loop: Ember %.6g", ember_last);
+#ifdef EMBER_BENCH_HAVE_TORCH
+    std::printf(", LibTorch %.6g", tlast.detach().data_ptr<float>()[0]);
+#endif
+    std::printf("\n");
+  } catch (const Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

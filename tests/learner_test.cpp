@@ -405,5 +405,7 @@ TEST(LearnerTest, ProgressBarShowsEtaAndLiveMetrics) {
   EXPECT_NE(text.find("8/8 loss "), std::string::npos) << text;
   EXPECT_NE(text.find(" acc "), std::string::npos) << text;
   EXPECT_NE(text.find("ETA 0:00"), std::string::npos) << text;
-  EXPECT_NE(text.find("\nepoch 1/1  lr "), std::string::npos) << text;  // the epoch summary
+  EXPECT_NE(text.find("\nepoch 1/1  fused_kernels_per_step "), std::string::npos) << text;
+  EXPECT_NE(text.find("  kernels_per_step "), std::string::npos) << text;  // the epoch summary
+  EXPECT_NE(text.find("  lr 0.02"), std::string::npos) << text;
 }

@@ -217,6 +217,8 @@ void Learner::train_epoch(detail::BatchSource& train, Run& run) {
   run.acc = MetricAccumulator(opts_.top_k);
   for (const auto& m : metrics_) m->reset();
   run.epoch_start = Clock::now();
+  run.stream_start = stream_stats(opts_.device);
+  run.batches = 0;
   run.last_draw = -1;
   const int64_t nb = train.size();
   const int64_t n_acc = opts_.accumulation_steps;
@@ -239,6 +241,7 @@ void Learner::train_epoch(detail::BatchSource& train, Run& run) {
     const Tensor& loss = step_loss(*s);
     (group_size == 1 ? loss : loss / double(group_size)).backward();
     const double loss_value = loss.item<double>();
+    ++run.batches;
     update_metrics(run.acc, loss_value, *s);
     if (step_due) {
       if (opts_.clip_grad_norm > 0) nn::clip_grad_norm_(params, opts_.clip_grad_norm);

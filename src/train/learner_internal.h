@@ -22,6 +22,8 @@ struct Learner::Run {
   std::string last_checkpoint;
   MetricAccumulator acc{5};
   Clock::time_point epoch_start;
+  StreamStats stream_start;  // the device's stream counters when the epoch started
+  int64_t batches = 0;       // batches trained this epoch
   double last_draw = -1;
   bool interrupted = false;
 };

@@ -102,6 +102,13 @@ bool Learner::end_epoch(detail::BatchSource* valid, Run& run) {
   for (const auto& [k, v] : run.acc.compute()) s.metrics["train_" + k] = v;
   for (const auto& m : metrics_) s.metrics["train_" + m->name()] = m->compute();
   if (train_seconds > 0) s.metrics["samples_per_sec"] = double(run.acc.samples()) / train_seconds;
+  if (run.batches > 0) {
+    // Kernels the device launched per training batch: fused graphs plus ops run one by one.
+    const StreamStats now = stream_stats(opts_.device);
+    const double nb = double(run.batches);
+    s.metrics["kernels_per_step"] = double(now.kernels() - run.stream_start.kernels()) / nb;
+    s.metrics["fused_kernels_per_step"] = double(now.graphs - run.stream_start.graphs) / nb;
+  }
   s.metrics["lr"] = optimizer_->param_groups().at(0).lr();  // the lr this epoch ended with
   if (valid)
     for (const auto& [k, v] : evaluate_source(*valid)) s.metrics["valid_" + k] = v;
