@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -64,18 +65,49 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-// Median wall time (s) of `reps` calls of f after `warmup` untimed ones.
-template <typename F>
-double median_s(int warmup, int reps, F&& f) {
-  for (int i = 0; i < warmup; ++i) f();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = Clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+// One variant of a measurement: `setup` runs untimed before each call of `body` (set_fusion).
+struct Variant {
+  std::function<void()> setup, body;
+};
+
+// Median wall time (s) of each variant: `warmup` untimed rounds, then `reps` rounds that run
+// every variant once in turn (so a change in the machine's load hits all of them alike).
+std::vector<double> interleaved_medians(int warmup, int reps, const std::vector<Variant>& vs) {
+  std::vector<std::vector<double>> t(vs.size());
+  for (int r = 0; r < warmup + reps; ++r)
+    for (size_t v = 0; v < vs.size(); ++v) {
+      if (vs[v].setup) vs[v].setup();
+      const auto t0 = Clock::now();
+      vs[v].body();
+      const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (r >= warmup) t[v].push_back(dt);
+    }
+  std::vector<double> med;
+  for (auto& x : t) {
+    std::sort(x.begin(), x.end());
+    med.push_back(x[x.size() / 2]);
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return med;
+}
+
+ember::StreamStats operator-(const ember::StreamStats& a, const ember::StreamStats& b) {
+  ember::StreamStats d;
+  d.recorded = a.recorded - b.recorded;
+  d.graphs = a.graphs - b.graphs;
+  d.fused_ops = a.fused_ops - b.fused_ops;
+  d.eager_ops = a.eager_ops - b.eager_ops;
+  d.dropped = a.dropped - b.dropped;
+  d.flushes = a.flushes - b.flushes;
+  return d;
+}
+ember::StreamStats& operator+=(ember::StreamStats& a, const ember::StreamStats& b) {
+  a.recorded += b.recorded;
+  a.graphs += b.graphs;
+  a.fused_ops += b.fused_ops;
+  a.eager_ops += b.eager_ops;
+  a.dropped += b.dropped;
+  a.flushes += b.flushes;
+  return a;
 }
 
 bool has_flag(const std::string& flags, const std::string& f) {
@@ -109,8 +141,7 @@ void print_machine(const Args& a) {
               std::thread::hardware_concurrency(), load);
   std::printf("cpu flags: avx2 %s, fma %s, avx512f %s, avx512bw %s, avx512_bf16 %s\n",
               has_flag(flags, "avx2") ? "yes" : "no", has_flag(flags, "fma") ? "yes" : "no",
-              has_flag(flags, "avx512f") ? "yes" : "no",
-              has_flag(flags, "avx512bw") ? "yes" : "no",
+              has_flag(flags, "avx512f") ? "yes" : "no", has_flag(flags, "avx512bw") ? "yes" : "no",
               has_flag(flags, "avx512_bf16") ? "yes" : "no");
   const char* env = std::getenv("EMBER_FUSION");
   const char* omp = std::getenv("OMP_WAIT_POLICY");
@@ -124,8 +155,8 @@ void print_machine(const Args& a) {
 
 void print_stats(const char* what, const ember::StreamStats& s, int passes) {
   std::printf(
-      "  stream_stats (%s, %d passes): recorded %lld, graphs %lld, fused_ops %lld, dropped %lld, "
-      "eager_ops %lld, flushes %lld, kernels %lld (%.2f per pass)\n",
+      "  stream_stats (%s, %d calls): recorded %lld, graphs %lld, fused_ops %lld, dropped %lld, "
+      "eager_ops %lld, flushes %lld, kernels %lld (%.2f per call)\n",
       what, passes, (long long)s.recorded, (long long)s.graphs, (long long)s.fused_ops,
       (long long)s.dropped, (long long)s.eager_ops, (long long)s.flushes, (long long)s.kernels(),
       double(s.kernels()) / passes);
@@ -173,29 +204,57 @@ int main(int argc, char** argv) {
     Tensor x = randn({n});
     sync(cpu);
 
-    Tensor y_fused, y_eager;
-    set_fusion(cpu, true);
-    auto fused = [&] {
-      y_fused = (x * 2 + 1).relu().exp();
-      sync(cpu);
-    };
-    for (int i = 0; i < a.warmup; ++i) fused();
-    reset_stream_stats(cpu);
-    const double t_fused = median_s(0, a.reps, fused);
-    const StreamStats s_fused = stream_stats(cpu);
-
-    set_fusion(cpu, false);
-    const double t_eager = median_s(a.warmup, a.reps, [&] {
-      y_eager = (x * 2 + 1).relu().exp();
-      sync(cpu);
-    });
-    set_fusion(cpu, true);
-
-    // The memory bound, on buffers touched once before timing.
     const float* xp = x.data_ptr<float>();
-    std::vector<float> y_plain(size_t(n), 0.0f);
-    const double t_plain =
-        median_s(a.warmup, a.reps, [&] { plain_loop(xp, y_plain.data(), n, a.threads); });
+    std::vector<float> y_plain(size_t(n), 0.0f);  // the bound's output, touched before timing
+    Tensor y_fused, y_eager, y_lin;
+    // The fused runs' stream counters: the difference around each timed fused call, summed.
+    StreamStats s_fused;
+    int fused_calls = 0;
+    auto on = [&] { set_fusion(cpu, true); };
+    auto off = [&] { set_fusion(cpu, false); };
+    std::vector<Variant> vs = {
+        {on,
+         [&] {
+           const StreamStats before = stream_stats(cpu);
+           y_fused = (x * 2 + 1).relu().exp();
+           sync(cpu);
+           s_fused += stream_stats(cpu) - before;
+           ++fused_calls;
+         }},
+        {off,
+         [&] {
+           y_eager = (x * 2 + 1).relu().exp();
+           sync(cpu);
+         }},
+        {nullptr, [&] { plain_loop(xp, y_plain.data(), n, a.threads); }},
+        // The bound's own expression through Ember (one fused kernel, or two passes).
+        {on,
+         [&] {
+           y_lin = x * 2 + 1;
+           sync(cpu);
+         }},
+        {off,
+         [&] {
+           y_lin = x * 2 + 1;
+           sync(cpu);
+         }},
+    };
+#ifdef EMBER_BENCH_HAVE_TORCH
+    torch::set_num_threads(a.threads);
+    torch::Tensor tx = torch::from_blob(const_cast<float*>(xp), {n}, torch::kFloat32).clone();
+    torch::Tensor ty;
+    vs.push_back({nullptr, [&] { ty = torch::exp(torch::relu(tx * 2 + 1)); }});
+#endif
+    const std::vector<double> med = interleaved_medians(a.warmup, a.reps, vs);
+    set_fusion(cpu, true);
+    const double t_fused = med[0], t_eager = med[1], t_plain = med[2], t_lin_fused = med[3],
+                 t_lin_eager = med[4];
+    const int passes = fused_calls;
+    const StreamStats s_fused_total = s_fused;
+#ifdef EMBER_BENCH_HAVE_TORCH
+    const double t_torch = med[5];
+#endif
+    y_lin = Tensor();
 
     std::printf("  %-38s %8.2f ms  %6.1f GB/s\n", "Ember fused (set_fusion on)", 1e3 * t_fused,
                 bytes / t_fused / 1e9);
@@ -203,29 +262,31 @@ int main(int argc, char** argv) {
                 "Ember eager (set_fusion off)", 1e3 * t_eager, bytes / t_eager / 1e9,
                 4 * bytes / t_eager / 1e9);
 #ifdef EMBER_BENCH_HAVE_TORCH
-    torch::set_num_threads(a.threads);
-    torch::Tensor tx = torch::from_blob(const_cast<float*>(xp), {n}, torch::kFloat32).clone();
-    torch::Tensor ty;
-    const double t_torch =
-        median_s(a.warmup, a.reps, [&] { ty = torch::exp(torch::relu(tx * 2 + 1)); });
-    std::printf("  %-38s %8.2f ms  %6.1f GB/s\n",
-                (std::string("LibTorch eager (") + std::to_string(torch::get_num_threads()) +
-                 " threads)")
-                    .c_str(),
-                1e3 * t_torch, bytes / t_torch / 1e9);
+    std::printf(
+        "  %-38s %8.2f ms  %6.1f GB/s\n",
+        (std::string("LibTorch eager (") + std::to_string(torch::get_num_threads()) + " threads)")
+            .c_str(),
+        1e3 * t_torch, bytes / t_torch / 1e9);
 #endif
     std::printf("  %-38s %8.2f ms  %6.1f GB/s\n", "memory bound: y[i] = x[i] * 2 + 1 loop",
                 1e3 * t_plain, bytes / t_plain / 1e9);
+    std::printf("  %-38s %8.2f ms  %6.1f GB/s (%.0f%% of the bound)\n",
+                "(Ember fused x * 2 + 1, same work)", 1e3 * t_lin_fused, bytes / t_lin_fused / 1e9,
+                100.0 * t_plain / t_lin_fused);
+    std::printf("  %-38s %8.2f ms  %6.1f GB/s (%.0f%% of the bound)\n",
+                "(Ember eager x * 2 + 1, 2 passes)", 1e3 * t_lin_eager, bytes / t_lin_eager / 1e9,
+                100.0 * t_plain / t_lin_eager);
     std::printf("  fused vs eager:    %.2fx faster\n", t_eager / t_fused);
 #ifdef EMBER_BENCH_HAVE_TORCH
     std::printf("  fused vs LibTorch: %.2fx faster\n", t_torch / t_fused);
 #endif
     std::printf("  fused vs memory bound: %.0f%% of the bound's GB/s (bound / fused time)\n",
                 100.0 * t_plain / t_fused);
-    print_stats("fused runs", s_fused, a.reps);
+    print_stats("fused exp(relu(x * 2 + 1)) runs, warm-up included", s_fused_total, passes);
     {
       const float* f = y_fused.data_ptr<float>();
-      std::printf("  check: max rel diff fused vs eager %.2g", max_rel_diff(f, y_eager.data_ptr<float>(), n));
+      std::printf("  check: max rel diff fused vs eager %.2g",
+                  max_rel_diff(f, y_eager.data_ptr<float>(), n));
 #ifdef EMBER_BENCH_HAVE_TORCH
       std::printf(", fused vs LibTorch %.2g", max_rel_diff(f, ty.data_ptr<float>(), n));
 #endif
@@ -237,77 +298,92 @@ int main(int argc, char** argv) {
     std::vector<float>().swap(y_plain);
 
     // ---- 2. per-op cost, tiny tensors, one thread ----
-    set_num_threads(1);
-    const int iters = a.iters;
-    const double ops = 3.0 * iters;
-    std::printf("2. a = log1p(a * b + b) on [1, 8, 8, 8] f32, %d iterations (3 ops each), 1 thread\n",
-                iters);
-    manual_seed(1);
-    const Tensor a0 = rand({1, 8, 8, 8}), b = rand({1, 8, 8, 8});
-    Tensor bg = rand({1, 8, 8, 8});
-    bg.requires_grad_();
-    Tensor last;
-    auto ember_loop = [&](const Tensor& bb, bool detach) {
-      Tensor v = a0;
-      for (int i = 0; i < iters; ++i) {
-        v = log1p(v * bb + bb);
-        if (detach) v = v.detach();
-      }
-      sync(cpu);
-      last = v;
-    };
-    set_fusion(cpu, false);
-    const double t_small_eager = median_s(a.warmup, a.reps, [&] { ember_loop(b, false); });
-    const double t_small_eager_g = median_s(a.warmup, a.reps, [&] { ember_loop(bg, true); });
-    set_fusion(cpu, true);
-    const double t_small_rec = median_s(a.warmup, a.reps, [&] { ember_loop(b, false); });
-    reset_stream_stats(cpu);
-    ember_loop(b, false);
-    const StreamStats s_small = stream_stats(cpu);
-    const double t_small_rec_g = median_s(a.warmup, a.reps, [&] { ember_loop(bg, true); });
-    reset_stream_stats(cpu);
-    ember_loop(bg, true);
-    const StreamStats s_small_g = stream_stats(cpu);
-    const float ember_last = last.detach().data_ptr<float>()[0];
-
-    std::printf("  %-44s %7.3f us/op\n", "Ember eager (fusion off)", 1e6 * t_small_eager / ops);
-    std::printf("  %-44s %7.3f us/op\n", "Ember recorded (fusion on, one sync at end)",
-                1e6 * t_small_rec / ops);
+    {
+      set_num_threads(1);
+      const int iters = a.iters;
+      const double ops = 3.0 * iters;
+      std::printf(
+          "2. a = log1p(a * b + b) on [1, 8, 8, 8] f32, %d iterations (3 ops each), 1 thread\n",
+          iters);
+      manual_seed(1);
+      const Tensor a0 = rand({1, 8, 8, 8}), b = rand({1, 8, 8, 8});
+      Tensor bg = b.detach().clone();  // b's values, as a leaf that requires grad
+      bg.requires_grad_();
+      auto ember_loop = [&](const Tensor& bb, bool detach) {
+        Tensor v = a0;
+        for (int i = 0; i < iters; ++i) {
+          v = log1p(v * bb + bb);
+          if (detach) v = v.detach();
+        }
+        sync(cpu);
+        return v;
+      };
+      Tensor last_eager, last_rec, last_eager_g, last_rec_g;
+      StreamStats s_rec, s_rec_g;  // one recorded loop's counters (the last timed one)
+      std::vector<Variant> vs = {
+          {off, [&] { last_eager = ember_loop(b, false); }},
+          {on,
+           [&] {
+             const StreamStats before = stream_stats(cpu);
+             last_rec = ember_loop(b, false);
+             s_rec = stream_stats(cpu) - before;
+           }},
+          {off, [&] { last_eager_g = ember_loop(bg, true); }},
+          {on,
+           [&] {
+             const StreamStats before = stream_stats(cpu);
+             last_rec_g = ember_loop(bg, true);
+             s_rec_g = stream_stats(cpu) - before;
+           }},
+      };
 #ifdef EMBER_BENCH_HAVE_TORCH
-    torch::set_num_threads(1);
-    torch::Tensor ta0 = torch::from_blob(const_cast<float*>(a0.data_ptr<float>()), {1, 8, 8, 8},
-                                         torch::kFloat32)
-                            .clone();
-    torch::Tensor tb = torch::from_blob(const_cast<float*>(b.data_ptr<float>()), {1, 8, 8, 8},
-                                        torch::kFloat32)
-                           .clone();
-    torch::Tensor tbg = tb.clone().requires_grad_();
-    torch::Tensor tlast;
-    auto torch_loop = [&](const torch::Tensor& bb, bool detach) {
-      torch::Tensor v = ta0;
-      for (int i = 0; i < iters; ++i) {
-        v = torch::log1p(v * bb + bb);
-        if (detach) v = v.detach();
-      }
-      tlast = v;
-    };
-    const double t_small_torch = median_s(a.warmup, a.reps, [&] { torch_loop(tb, false); });
-    const double t_small_torch_g = median_s(a.warmup, a.reps, [&] { torch_loop(tbg, true); });
-    std::printf("  %-44s %7.3f us/op\n", "LibTorch", 1e6 * t_small_torch / ops);
+      torch::set_num_threads(1);
+      auto to_torch = [](const Tensor& t) {
+        return torch::from_blob(const_cast<float*>(t.data_ptr<float>()), t.shape(), torch::kFloat32)
+            .clone();
+      };
+      const torch::Tensor ta0 = to_torch(a0), tb = to_torch(b);
+      const torch::Tensor tbg = tb.clone().requires_grad_();
+      auto torch_loop = [&](const torch::Tensor& bb, bool detach) {
+        torch::Tensor v = ta0;
+        for (int i = 0; i < iters; ++i) {
+          v = torch::log1p(v * bb + bb);
+          if (detach) v = v.detach();
+        }
+        return v;
+      };
+      torch::Tensor tlast, tlast_g;
+      vs.push_back({nullptr, [&] { tlast = torch_loop(tb, false); }});
+      vs.push_back({nullptr, [&] { tlast_g = torch_loop(tbg, true); }});
 #endif
-    std::printf("  with b.requires_grad (a.detach() each iteration):\n");
-    std::printf("  %-44s %7.3f us/op\n", "Ember eager (fusion off)", 1e6 * t_small_eager_g / ops);
-    std::printf("  %-44s %7.3f us/op\n", "Ember recorded (fusion on)", 1e6 * t_small_rec_g / ops);
+      const std::vector<double> med = interleaved_medians(a.warmup, a.reps, vs);
+      set_fusion(cpu, true);
+      auto us = [&](double t) { return 1e6 * t / ops; };
+      std::printf("  %-44s %7.3f us/op\n", "Ember eager (fusion off)", us(med[0]));
+      std::printf("  %-44s %7.3f us/op\n", "Ember recorded (fusion on, one sync at end)",
+                  us(med[1]));
 #ifdef EMBER_BENCH_HAVE_TORCH
-    std::printf("  %-44s %7.3f us/op\n", "LibTorch", 1e6 * t_small_torch_g / ops);
+      std::printf("  %-44s %7.3f us/op\n", "LibTorch", us(med[4]));
 #endif
-    print_stats("recorded loop", s_small, 1);
-    print_stats("recorded loop, requires_grad", s_small_g, 1);
-    std::printf("  check: a[0] after the loop: Ember %.6g", ember_last);
+      std::printf("  with b.requires_grad (a.detach() each iteration, so each graph is freed):\n");
+      std::printf("  %-44s %7.3f us/op\n", "Ember eager (fusion off)", us(med[2]));
+      std::printf("  %-44s %7.3f us/op\n", "Ember recorded (fusion on)", us(med[3]));
 #ifdef EMBER_BENCH_HAVE_TORCH
-    std::printf(", LibTorch %.6g", tlast.detach().data_ptr<float>()[0]);
+      std::printf("  %-44s %7.3f us/op\n", "LibTorch", us(med[5]));
 #endif
-    std::printf("\n");
+      print_stats("one recorded loop", s_rec, 1);
+      print_stats("one recorded loop, requires_grad", s_rec_g, 1);
+      std::printf(
+          "  check: a[0] after the loop: Ember eager %.6g, recorded %.6g, requires_grad %.6g / "
+          "%.6g",
+          last_eager.data_ptr<float>()[0], last_rec.data_ptr<float>()[0],
+          last_eager_g.detach().data_ptr<float>()[0], last_rec_g.detach().data_ptr<float>()[0]);
+#ifdef EMBER_BENCH_HAVE_TORCH
+      std::printf("; LibTorch %.6g, requires_grad %.6g", tlast.data_ptr<float>()[0],
+                  tlast_g.detach().data_ptr<float>()[0]);
+#endif
+      std::printf("\n");
+    }
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
