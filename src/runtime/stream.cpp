@@ -178,10 +178,11 @@ struct Group {
   bool has_shape = false;
   int64_t compute_ops = 0;
 
+  std::unordered_map<const Storage*, size_t> written_at;  // storage -> index in written
+
   Written* find_written(const Storage* s) {
-    for (auto& w : written)
-      if (w.storage == s) return &w;
-    return nullptr;
+    auto it = written_at.find(s);
+    return it == written_at.end() ? nullptr : &written[it->second];
   }
   bool reads_storage_otherwise(const Tensor& dst) const {
     for (const Tensor& v : loads_view)
@@ -283,6 +284,7 @@ class Planner {
       w->whole_fill = fill && covers_storage(dst);
       w->op = k;
     } else {
+      grp.written_at[dst.impl()->storage.get()] = grp.written.size();
       grp.written.push_back(
           {dst.impl()->storage.get(), dst, node, fill && covers_storage(dst), k});
     }
