@@ -266,5 +266,21 @@ TEST(StreamTest, IntegerDivisionByZeroStillThrowsAtTheCall) {
   EXPECT_EQ((a * 2).to_vector<int32_t>()[0], 14);
 }
 
+// EMBER_CHECK=1 (set by the ctest group StreamTest/check): every graph above also ran op by op
+// and was compared; here a run with many graph shapes under it must pass.
+TEST(StreamTest, CheckModeAgreesOnMixedChains) {
+  FusionOn guard;
+  for (const Device& d : fusing_devices()) {
+    SCOPED_TRACE(d.str());
+    reset_stream_stats(d);
+    Tensor x = rnd({257, 3}, 21, d);
+    Tensor m = gt(x, 0.5);
+    Tensor y = where(m, exp(x) - 1, x * x).to(DType::f64);
+    Tensor z = (y * 2).to(DType::f32) + x.t().t();
+    EXPECT_EQ(z.to_vector<float>().size(), 771u);
+    EXPECT_GT(stream_stats(d).graphs, 0);
+  }
+}
+
 }  // namespace
 }  // namespace ember

@@ -113,6 +113,10 @@ class Backend {
 
  private:
   void run_stream_ops(const std::vector<ir::Op>& ops);
+  /// execute_graph(g), then (EMBER_CHECK=1) ops[index] one by one on copies of what they write;
+  /// throws ember::Error at the first element that differs (stream_check.cpp).
+  bool execute_graph_checked(const ir::FusedGraph& g, const std::vector<ir::Op>& ops,
+                             const std::vector<size_t>& index);
 
   std::recursive_mutex stream_mutex_;
   std::vector<ir::Op> pending_;

@@ -15,6 +15,8 @@
 
 namespace ember {
 
+bool stream_check_mode();  // stream_check.cpp
+
 namespace {
 
 bool env_off(const char* name) {
@@ -502,7 +504,8 @@ void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
       if (!grp.g.outputs.empty()) {
         bool done = false;
         if (grp.compute_ops >= 2 || grp.g.outputs.size() < size_t(grp.compute_ops)) {
-          done = execute_graph(grp.g);
+          done = stream_check_mode() ? execute_graph_checked(grp.g, ops, grp.op_index)
+                                     : execute_graph(grp.g);
           if (done) {
             ++n_graphs_;
             n_fused_ops_ += grp.g.ops;

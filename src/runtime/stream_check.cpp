@@ -1,0 +1,125 @@
+// Check mode (EMBER_CHECK=1): every fused graph also runs as its ops one by one, on copies of the
+// storages it writes, and the first element where the two differ is an ember::Error naming the
+// device, the graph, its dtypes and shapes.
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "runtime/backend.h"
+
+namespace ember {
+
+namespace {
+
+Tensor on_storage(const Tensor& t, const std::shared_ptr<Storage>& s) {
+  auto impl = std::make_shared<TensorImpl>(*t.impl());
+  impl->storage = s;
+  return Tensor(std::move(impl));
+}
+
+double element(const std::vector<unsigned char>& bytes, DType t, int64_t i) {
+  double v = 0;
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    T x;
+    std::memcpy(&x, bytes.data() + i * int64_t(sizeof(T)), sizeof(T));
+    v = scalar_cast<double>(x);
+  });
+  return v;
+}
+
+}  // namespace
+
+bool stream_check_mode() {
+  static const bool on = [] {
+    const char* v = std::getenv("EMBER_CHECK");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+bool Backend::execute_graph_checked(const ir::FusedGraph& g, const std::vector<ir::Op>& ops,
+                                    const std::vector<size_t>& index) {
+  // Copies of every storage the graph's ops write, made before the graph runs (an op may read
+  // what it writes).
+  std::unordered_map<const Storage*, std::shared_ptr<Storage>> copy;
+  auto bytes_of = [&](const Storage& s) {
+    std::vector<unsigned char> b(size_t(s.nbytes));
+    if (s.nbytes > 0) read_bytes(s.data, 0, b.data(), s.nbytes);
+    return b;
+  };
+  auto remap = [&](Tensor& t) {
+    auto it = copy.find(t.impl()->storage.get());
+    if (it != copy.end()) t = on_storage(t, it->second);
+  };
+  for (size_t k : index) {
+    ir::Op op = ops[k];
+    std::visit(
+        [&](auto& o) {
+          using O = std::decay_t<decltype(o)>;
+          if constexpr (std::is_same_v<O, ir::Copy> || std::is_same_v<O, ir::Fill> ||
+                        std::is_same_v<O, ir::Unary> || std::is_same_v<O, ir::Binary> ||
+                        std::is_same_v<O, ir::Where>) {
+            const std::shared_ptr<Storage>& s = o.dst.impl()->storage;
+            if (copy.count(s.get())) return;
+            auto c = std::make_shared<Storage>(this, device(), s->nbytes);
+            const std::vector<unsigned char> b = bytes_of(*s);
+            if (s->nbytes > 0) write_bytes(c->data, 0, b.data(), s->nbytes);
+            copy[s.get()] = c;
+          }
+        },
+        op);
+  }
+  if (!execute_graph(g)) return false;
+  for (size_t k : index) {
+    ir::Op op = ops[k];
+    std::visit(
+        [&](auto& o) {
+          using O = std::decay_t<decltype(o)>;
+          if constexpr (std::is_same_v<O, ir::Copy>) {
+            remap(o.src);
+            remap(o.dst);
+          } else if constexpr (std::is_same_v<O, ir::Fill>) {
+            remap(o.dst);
+          } else if constexpr (std::is_same_v<O, ir::Unary>) {
+            remap(o.src);
+            remap(o.dst);
+          } else if constexpr (std::is_same_v<O, ir::Binary>) {
+            remap(o.a);
+            remap(o.b);
+            remap(o.dst);
+          } else if constexpr (std::is_same_v<O, ir::Where>) {
+            remap(o.cond);
+            remap(o.a);
+            remap(o.b);
+            remap(o.dst);
+          }
+        },
+        op);
+    run_op(op);
+  }
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const Tensor& dst = g.outputs[i].dst;
+    const Storage& s = *dst.impl()->storage;
+    const std::vector<unsigned char> fused = bytes_of(s);
+    const std::vector<unsigned char> eager = bytes_of(*copy.at(&s));
+    if (fused == eager) continue;
+    const int64_t es = int64_t(dtype_size(dst.dtype()));
+    for (int64_t e = 0; e * es < s.nbytes; ++e) {
+      if (std::memcmp(fused.data() + e * es, eager.data() + e * es, size_t(es)) == 0) continue;
+      const double f = element(fused, dst.dtype(), e), w = element(eager, dst.dtype(), e);
+      if (std::isnan(f) && std::isnan(w)) continue;
+      EMBER_FAIL("EMBER_CHECK", "a fused graph on ", device().str(),
+                 " differs from its ops run one by one: output ", i, " (", dtype_name(dst.dtype()),
+                 "), storage element ", e, ": fused ", f, ", one by one ", w, "\n", g.describe());
+    }
+  }
+  return true;
+}
+
+}  // namespace ember
