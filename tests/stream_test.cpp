@@ -103,14 +103,14 @@ TEST(StreamTest, AThrowingOpDoesNotPoisonTheStream) {
 TEST(StreamTest, InPlaceWritesAndViewsOfPendingTensors) {
   expect_same("in place and views", [](Device d) {
     Tensor x = rnd({8, 16}, 4, d);
-    Tensor y = x * 2;                    // pending
-    Tensor v = y.slice(1, 2, 10);        // a view of a pending tensor
-    v.add_(1);                           // in place through the view
-    Tensor t = y.t();                    // permuted view
-    Tensor z = t * t + y.t();            // reads the written view
-    y.mul_(0.5);                         // in place on the base after its views were read
-    Tensor w = v + 1;                    // reads the view after the base changed
-    Tensor e = x.expand({3, 8, 16}) * 2; // broadcast input
+    Tensor y = x * 2;                     // pending
+    Tensor v = y.slice(1, 2, 10);         // a view of a pending tensor
+    v.add_(1);                            // in place through the view
+    Tensor t = y.t();                     // permuted view
+    Tensor z = t * t + y.t();             // reads the written view
+    y.mul_(0.5);                          // in place on the base after its views were read
+    Tensor w = v + 1;                     // reads the view after the base changed
+    Tensor e = x.expand({3, 8, 16}) * 2;  // broadcast input
     return std::vector<Tensor>{x, y, z, w, e};
   });
 }
@@ -184,8 +184,8 @@ TEST(StreamTest, TrainingLoopWithoutASyncPoint) {
   // non-element-wise op; parameters must come out as eager's.
   expect_same("training loop", [](Device d) {
     manual_seed(11);
-    auto net = nn::make_sequential(std::make_shared<nn::Linear>(6, 8),
-                                   std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(8, 1));
+    auto net = nn::make_sequential(std::make_shared<nn::Linear>(6, 8), std::make_shared<nn::ReLU>(),
+                                   std::make_shared<nn::Linear>(8, 1));
     net->to(d);
     auto opt = std::make_shared<optim::Adam>(net->parameters(), optim::AdamOptions(0.01));
     const Tensor x = rnd({16, 6}, 12, d);

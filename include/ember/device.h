@@ -96,12 +96,12 @@ void sync(const Device& device);
 /// What a device's lazy stream ran (stream_stats), counted since start or reset_stream_stats.
 /// A "kernel" is one launch of the backend's: a fused graph, or one primitive run eagerly.
 struct StreamStats {
-  int64_t recorded = 0;      // ops recorded into the stream (fusion on)
-  int64_t graphs = 0;        // fused graphs run as one kernel (execute_graph)
-  int64_t fused_ops = 0;     // recorded ops those graphs replaced
-  int64_t eager_ops = 0;     // primitives run one by one (not fusible, fusion off, fallback)
-  int64_t dropped = 0;       // recorded outputs never written: no tensor held them any more
-  int64_t flushes = 0;       // times the stream ran
+  int64_t recorded = 0;   // ops recorded into the stream (fusion on)
+  int64_t graphs = 0;     // fused graphs run as one kernel (execute_graph)
+  int64_t fused_ops = 0;  // recorded ops those graphs replaced
+  int64_t eager_ops = 0;  // primitives run one by one (not fusible, fusion off, fallback)
+  int64_t dropped = 0;    // recorded outputs never written: no tensor held them any more
+  int64_t flushes = 0;    // times the stream ran
   int64_t kernels() const { return graphs + eager_ops; }
 };
 

@@ -26,7 +26,7 @@ struct FusedGraph {
   };
   struct Node {
     Kind kind = Kind::load;
-    DType dtype = DType::f32;  // the value's dtype
+    DType dtype = DType::f32;        // the value's dtype
     int32_t a = -1, b = -1, c = -1;  // operand nodes (earlier in `nodes`)
     int32_t input = -1;              // load: index into inputs
     UnaryOp unary = UnaryOp::neg;
@@ -36,7 +36,8 @@ struct FusedGraph {
   };
   struct Output {
     int32_t node = -1;
-    Tensor dst;  // the node's dtype, the graph's shape, never a broadcast (no stride-0 dim of size > 1)
+    Tensor dst;  // the node's dtype, the graph's shape, never a broadcast (no stride-0 dim of size
+                 // > 1)
   };
 
   Shape shape;

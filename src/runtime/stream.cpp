@@ -21,8 +21,8 @@ namespace {
 
 bool env_off(const char* name) {
   const char* v = std::getenv(name);
-  return v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 ||
-               std::strcmp(v, "false") == 0);
+  return v &&
+         (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "false") == 0);
 }
 
 bool fusion_log() {
@@ -102,7 +102,6 @@ bool covers_storage(const Tensor& t) {
   return t.is_contiguous() && t.offset() == 0 &&
          t.numel() * int64_t(t.element_size()) == t.impl()->storage->nbytes;
 }
-
 
 // Which storages something outside the recorded ops still holds. The ops hold snapshots (one
 // impl per tensor, nothing else refers to them), so a storage is held when it has more owners
@@ -287,8 +286,7 @@ class Planner {
       w->op = k;
     } else {
       grp.written_at[dst.impl()->storage.get()] = grp.written.size();
-      grp.written.push_back(
-          {dst.impl()->storage.get(), dst, node, fill && covers_storage(dst), k});
+      grp.written.push_back({dst.impl()->storage.get(), dst, node, fill && covers_storage(dst), k});
     }
     grp.op_index.push_back(k);
     if (!fill) ++grp.compute_ops;
@@ -498,8 +496,8 @@ void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
         else
           grp.g.outputs.push_back({w.node, w.view});
       }
-      n_dropped_ += int64_t(grp.written.size()) - int64_t(grp.g.outputs.size()) -
-                    int64_t(side_fills.size());
+      n_dropped_ +=
+          int64_t(grp.written.size()) - int64_t(grp.g.outputs.size()) - int64_t(side_fills.size());
       grp.g.ops = int64_t(grp.op_index.size());
       if (!grp.g.outputs.empty()) {
         bool done = false;
