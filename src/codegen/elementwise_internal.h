@@ -30,7 +30,8 @@ kir::Kernel iter_kernel(const std::string& name, const std::vector<BufferDecl>& 
 
 /// Fill `value` cast to dtype t on the host as the ref backend's fill, as raw bits (params u64).
 uint64_t fill_bits(DType t, const Scalar& value);
-/// The fill value fill_bits wrote at params word w, in t's compute type.
+/// The fill value fill_bits wrote at params word w, in t's compute type; narrow integers give
+/// their low bits unwrapped (an i8 -1 is 255), which a store wraps (convert(k, t, t, v) wraps).
 kir::Expr fill_value(DType t, uint32_t w);
 /// Appends unary parameters p0..p2 (f64 when src is f64, or an integer on a device with f64;
 /// else f32) and returns their first word, for unary_expr / unary_value.

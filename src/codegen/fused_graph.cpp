@@ -128,7 +128,8 @@ Lowering lower_graph(const ir::FusedGraph& g, Dialect d, const Caps& caps) {
                 e = k.load(b[nout + size_t(n.input)], o[nout + size_t(n.input)]);
                 break;
               case K::constant:
-                e = fill_value(n.dtype, word[i]);
+                // narrow integers: the low bits wrapped (a fill's store wraps them)
+                e = convert(k, n.dtype, n.dtype, fill_value(n.dtype, word[i]));
                 break;
               case K::unary:
                 e = stored_value(k, n.dtype,
