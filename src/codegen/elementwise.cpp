@@ -15,7 +15,84 @@ namespace ember::codegen {
 using kir::Expr;
 using kir::Type;
 
-namespace {
+uint64_t fill_bits(DType t, const Scalar& value) {
+  // the value cast on the host exactly as the ref backend's fill
+  uint64_t bits = 0;
+  dispatch_dtype(t, [&](auto tag) {
+    using D = decltype(tag);
+    const D v =
+        value.is_float() ? scalar_cast<D>(value.to_double()) : scalar_cast<D>(value.to_int());
+    std::memcpy(&bits, &v, sizeof(D));
+  });
+  return bits;
+}
+
+Expr fill_value(DType t, uint32_t w) {
+  const Expr lo = kir::param_u32(w);
+  switch (t) {
+    case DType::f32:
+      return kir::param_f32(w);
+    case DType::f64:
+      return kir::param_f64(w);
+    case DType::i64:
+      return cast(Type::i64, kir::param_u64(w));
+    case DType::u64:
+      return kir::param_u64(w);
+    case DType::i32:
+      return kir::param_i32(w);
+    case DType::f16:
+      return kir::call(kir::Fn::f32_from_half, {lo});
+    case DType::bf16:
+      return kir::bitcast(Type::f32, lo << 16);
+    case DType::b8:
+      return lo != 0;
+    default:  // narrow integers: the low bits
+      return cast(kir::compute_of(t), lo);
+  }
+}
+
+uint32_t unary_params(Params& p, DType src, double p0, double p1, double p2, const Caps& caps) {
+  const uint32_t pbase = uint32_t(p.words().size());
+  if (src == DType::f64 || (!is_floating(src) && caps.f64)) {
+    p.f64(p0);
+    p.f64(p1);
+    p.f64(p2);
+  } else {
+    p.f32(float(p0));
+    p.f32(float(p1));
+    p.f32(float(p2));
+  }
+  return pbase;
+}
+
+Expr unary_value(kir::Kernel& k, ir::UnaryOp op, DType src, DType dst, Expr x, uint32_t pbase,
+                 const Caps& caps) {
+  const DType rt = ir::traits(op).predicate ? DType::b8 : src;
+  const Expr y = k.let("y", unary_expr(k, op, src, x, pbase, caps));
+  return convert(k, rt, dst, y);
+}
+
+Expr binary_value(kir::Kernel& k, ir::BinaryOp op, DType t, DType dst, Expr a, Expr b,
+                  const Caps& caps) {
+  const DType rt = ir::traits(op).predicate ? DType::b8 : t;
+  const Expr r = k.let("y", binary_expr(k, op, t, a, b, caps));
+  return convert(k, rt, dst, r);
+}
+
+Expr stored_value(kir::Kernel& k, DType t, Expr v) {
+  if (t == DType::f16) return kir::cast(Type::f32, kir::cast(Type::f16, v));
+  if (t != DType::bf16) return v;
+  // ember_bf16_from_float then ember_bf16_to_float (kir_render.cpp's storage rule): round to
+  // nearest even, NaN kept quiet
+  kir::Function f =
+      k.function("ember_round_bf16", Type::f32, {Type::f32}, [&](const std::vector<Expr>& a) {
+        const Expr x = kir::bitcast(Type::u32, a[0]);
+        const Expr nan = (x & 0x7fffffffu) > 0x7f800000u;
+        const Expr hi = select(nan, (x >> 16) | 0x40u, (x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+        k.ret(kir::bitcast(Type::f32, (hi & 0xffffu) << 16));
+      });
+  return k.call(f, {std::move(v)});
+}
 
 // The key part of an iteration: its merged rank and, for rank 1, each operand's access.
 std::string rank_tag(const Iter& it) { return "_r" + std::to_string(it.rank()) + it.access(); }
@@ -24,8 +101,6 @@ std::string rank_tag(const Iter& it) { return "_r" + std::to_string(it.rank()) +
 // element i, whose offset in operand v is offsets[v]. A rank-1 iteration reads each operand's
 // offset (and stride) once, before the loop, and walks idx offsets: 64-bit where the dialect
 // addresses so, which lets CPU OpenCL drivers vectorise.
-using IterBody =
-    std::function<void(kir::Kernel&, const std::vector<kir::Buf>&, const std::vector<Expr>&, Expr)>;
 kir::Kernel iter_kernel(const std::string& name, const std::vector<BufferDecl>& decls,
                         const Iter& it, const Caps& caps, const IterBody& body) {
   kir::Kernel k(name, ew_local_size(caps));
@@ -61,6 +136,8 @@ kir::Kernel iter_kernel(const std::string& name, const std::vector<BufferDecl>& 
   });
   return k;
 }
+
+namespace {
 
 Binding bind(const Tensor& t) { return Binding{t, -1}; }
 
@@ -153,44 +230,14 @@ Lowering lower_fill(const ir::Fill& op, Dialect d, const Caps& caps) {
   Iter it = make_iter({op.dst});
   Params p;
   add_iter(p, it, "fill");
-  // the value cast on the host exactly as the ref backend's fill, passed as raw bits
-  uint64_t bits = 0;
-  dispatch_dtype(dd, [&](auto tag) {
-    using D = decltype(tag);
-    const D v = op.value.is_float() ? scalar_cast<D>(op.value.to_double())
-                                    : scalar_cast<D>(op.value.to_int());
-    std::memcpy(&bits, &v, sizeof(D));
-  });
-  const uint32_t w = p.u64(bits);
-  // the value in dst's compute type (stores round or wrap it back to exactly those bits)
-  auto value = [&]() -> Expr {
-    const Expr lo = kir::param_u32(w);
-    switch (dd) {
-      case DType::f32:
-        return kir::param_f32(w);
-      case DType::f64:
-        return kir::param_f64(w);
-      case DType::i64:
-        return cast(Type::i64, kir::param_u64(w));
-      case DType::u64:
-        return kir::param_u64(w);
-      case DType::i32:
-        return kir::param_i32(w);
-      case DType::f16:
-        return kir::call(kir::Fn::f32_from_half, {lo});
-      case DType::bf16:
-        return kir::bitcast(Type::f32, lo << 16);
-      case DType::b8:
-        return lo != 0;
-      default:  // narrow integers: the low bits
-        return cast(kir::compute_of(dd), lo);
-    }
-  };
+  const uint32_t w = p.u64(fill_bits(dd, op.value));
   const std::string key = std::string("fill_") + dtype_tag(dd) + rank_tag(it);
   auto k = cached_kernel(key, d, caps, [&] {
-    return iter_kernel(key, {{"dst", dd, true}}, it, caps,
-                       [&](kir::Kernel& k, const std::vector<kir::Buf>& b,
-                           const std::vector<Expr>& o, Expr) { k.store(b[0], o[0], value()); });
+    return iter_kernel(
+        key, {{"dst", dd, true}}, it, caps,
+        [&](kir::Kernel& k, const std::vector<kir::Buf>& b, const std::vector<Expr>& o, Expr) {
+          k.store(b[0], o[0], fill_value(dd, w));
+        });
   });
   l.launches.push_back(launch_1d(k, {bind(op.dst)}, p.take(), it.numel, caps));
   return l;
@@ -207,27 +254,15 @@ Lowering lower_unary(const ir::Unary& op, Dialect d, const Caps& caps) {
   Iter it = make_iter({op.dst, op.src});
   Params p;
   add_iter(p, it, tag);
-  const bool wide = sd == DType::f64 || (!is_floating(sd) && caps.f64);
-  uint32_t pbase = uint32_t(p.words().size());
-  if (wide) {
-    p.f64(op.p0);
-    p.f64(op.p1);
-    p.f64(op.p2);
-  } else {
-    p.f32(float(op.p0));
-    p.f32(float(op.p1));
-    p.f32(float(op.p2));
-  }
+  const uint32_t pbase = unary_params(p, sd, op.p0, op.p1, op.p2, caps);
   const std::string key =
       std::string("unary_") + name + "_" + dtype_tag(sd) + "_" + dtype_tag(dd) + rank_tag(it);
   auto k = cached_kernel(key, d, caps, [&] {
-    const DType rt = ir::traits(op.op).predicate ? DType::b8 : sd;
     return iter_kernel(
         key, {{"dst", dd, true}, {"src", sd, false}}, it, caps,
         [&](kir::Kernel& k, const std::vector<kir::Buf>& b, const std::vector<Expr>& o, Expr) {
           const Expr x = k.let("x", k.load(b[1], o[1]));
-          const Expr y = k.let("y", unary_expr(k, op.op, sd, x, pbase, caps));
-          k.store(b[0], o[0], convert(k, rt, dd, y));
+          k.store(b[0], o[0], unary_value(k, op.op, sd, dd, x, pbase, caps));
         });
   });
   l.launches.push_back(launch_1d(k, {bind(op.dst), bind(op.src)}, p.take(), it.numel, caps));
@@ -250,14 +285,12 @@ Lowering lower_binary(const ir::Binary& op, Dialect d, const Caps& caps) {
   const std::string key =
       std::string("binary_") + name + "_" + dtype_tag(t) + "_" + dtype_tag(dd) + rank_tag(it);
   auto k = cached_kernel(key, d, caps, [&] {
-    const DType rt = ir::traits(op.op).predicate ? DType::b8 : t;
     return iter_kernel(
         key, {{"dst", dd, true}, {"a", t, false}, {"b", t, false}}, it, caps,
         [&](kir::Kernel& k, const std::vector<kir::Buf>& b, const std::vector<Expr>& o, Expr) {
           const Expr x = k.let("a", k.load(b[1], o[1]));
           const Expr y = k.let("b", k.load(b[2], o[2]));
-          const Expr r = k.let("y", binary_expr(k, op.op, t, x, y, caps));
-          k.store(b[0], o[0], convert(k, rt, dd, r));
+          k.store(b[0], o[0], binary_value(k, op.op, t, dd, x, y, caps));
         });
   });
   l.launches.push_back(

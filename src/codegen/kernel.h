@@ -33,6 +33,10 @@ struct Caps {
   uint32_t max_workgroup_size = 256;  // x
   uint32_t max_shared_bytes = 16384;
   uint32_t max_groups_x = 65535;
+  /// Storage buffers one kernel may bind besides its params block (Vulkan: the per-stage and
+  /// per-set storage buffer limits; OpenCL: from the kernel argument size limit). Bounds the
+  /// loads + outputs of a fused graph kernel.
+  uint32_t max_buffers = 8;
   bool cpu = false;  // a CPU implementation (lavapipe): kernels favour few, wide memory accesses
 };
 

@@ -1,6 +1,7 @@
 // Per-family lowering functions behind codegen::lower (internal to src/codegen).
 #pragma once
 #include "codegen/kernel.h"
+#include "ir/graph.h"
 
 namespace ember::codegen {
 
@@ -11,6 +12,11 @@ Lowering lower_unary(const ir::Unary& op, Dialect d, const Caps& caps);
 Lowering lower_binary(const ir::Binary& op, Dialect d, const Caps& caps);
 Lowering lower_where(const ir::Where& op, Dialect d, const Caps& caps);
 Lowering lower_random(const ir::Random& op, Dialect d, const Caps& caps);
+// fused_graph.cpp: one kernel for a fused element-wise graph (the stream's planner makes them),
+// bit-identical to running its ops one by one. Keyed by the graph's structure, rank and access
+// variant only (constants and unary parameters are params). Throws ember::Error when the device
+// lacks a dtype or a function the graph needs (the backend then runs the ops one by one).
+Lowering lower_graph(const ir::FusedGraph& g, Dialect d, const Caps& caps);
 // reduce.cpp
 Lowering lower_reduce(const ir::Reduce& op, Dialect d, const Caps& caps);
 Lowering lower_scan(const ir::Scan& op, Dialect d, const Caps& caps);

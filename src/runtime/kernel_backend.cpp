@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "codegen/common.h"
 #include "codegen/lower.h"
 #include "ember/error.h"
 
@@ -19,7 +20,9 @@ double since(Clock::time_point t0) {
 }
 }  // namespace
 
-KernelBackend::KernelBackend(int64_t max_tasks) : max_tasks_(std::max<int64_t>(max_tasks, 1)) {}
+KernelBackend::KernelBackend(int64_t max_tasks) : max_tasks_(std::max<int64_t>(max_tasks, 1)) {
+  enable_fusion();
+}
 
 KernelBackend::~KernelBackend() = default;
 
@@ -209,6 +212,38 @@ void KernelBackend::run(const codegen::Lowering& l) {
   count_op();
 }
 
+bool KernelBackend::fusible(const ir::Op& op) const {
+  const codegen::Caps& c = caps();
+  auto ok = [&](const Tensor& t) { return codegen::supports(t.dtype(), c); };
+  if (auto* x = std::get_if<ir::Copy>(&op)) return ok(x->src) && ok(x->dst);
+  if (auto* x = std::get_if<ir::Fill>(&op)) return ok(x->dst);
+  if (auto* x = std::get_if<ir::Unary>(&op)) return ok(x->src) && ok(x->dst);
+  if (auto* x = std::get_if<ir::Binary>(&op))
+    return x->a.dtype() == x->b.dtype() && ok(x->a) && ok(x->dst);
+  if (auto* x = std::get_if<ir::Where>(&op))
+    return x->cond.dtype() == DType::b8 && x->a.dtype() == x->dst.dtype() &&
+           x->b.dtype() == x->dst.dtype() && ok(x->cond) && ok(x->dst);
+  return false;
+}
+
+int64_t KernelBackend::max_graph_buffers() const { return int64_t(caps().max_buffers); }
+
+bool KernelBackend::execute_graph(const ir::FusedGraph& g) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  check_alive();
+  std::string key = g.key();
+  if (unsupported_graphs_.count(key)) return false;
+  codegen::Lowering l;
+  try {
+    l = codegen::lower_graph(g, dialect(), caps());
+  } catch (const Error&) {
+    unsupported_graphs_.insert(std::move(key));
+    return false;
+  }
+  run(l);
+  return true;
+}
+
 void KernelBackend::run_op(const ir::Op& op) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   check_alive();
@@ -218,13 +253,13 @@ void KernelBackend::run_op(const ir::Op& op) {
     return run(codegen::lower(op, dialect(), caps()));
   }
   // Each op lowered, run and waited for alone, both timed.
-  if (used_) sync();
+  if (used_) sync_device();
   auto t0 = Clock::now();
   const codegen::Lowering l = codegen::lower(op, dialect(), caps());
   const double lower_s = since(t0);
   t0 = Clock::now();
   run(l);
-  sync();
+  sync_device();
   profile_op(op, l, lower_s, since(t0));
 }
 

@@ -10,6 +10,8 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "codegen/kernel.h"
@@ -40,6 +42,16 @@ class KernelBackend : public Backend {
   int64_t submissions() const { return submissions_; }
   /// Whether the device has allocated or run anything (options may change only before).
   bool used() const { return used_; }
+
+ protected:
+  // ---- fusion (Backend's stream): one generated kernel per fused graph ----
+  /// Copy, Fill, Unary, Binary and Where whose dtypes the device supports (codegen::Caps).
+  bool fusible(const ir::Op& op) const override;
+  /// Caps::max_buffers: what one kernel may bind besides its params.
+  int64_t max_graph_buffers() const override;
+  /// codegen::lower_graph, then run() (one op counted); false when the graph needs something
+  /// the device lacks (a dtype, or f64 for a function), remembered per graph key.
+  bool execute_graph(const ir::FusedGraph& g) override;
 
  protected:
   /// A device buffer the base binds or owns: a tensor's Storage::data, or a scratch buffer.
@@ -162,6 +174,7 @@ class KernelBackend : public Backend {
 
   int64_t max_tasks_;
   bool used_ = false;
+  std::unordered_set<std::string> unsupported_graphs_;  // keys lower_graph rejected
   std::unique_ptr<Batch> current_;
   std::deque<std::unique_ptr<Batch>> in_flight_, free_batches_;
   int64_t submissions_ = 0;

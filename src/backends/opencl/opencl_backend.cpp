@@ -148,6 +148,12 @@ OpenCLBackend::OpenCLBackend(int64_t index, cl_platform_id platform, cl_device_i
   caps_.max_shared_bytes = uint32_t(
       std::min<cl_ulong>(48 << 10, device_value<cl_ulong>(dev_, CL_DEVICE_LOCAL_MEM_SIZE)));
   caps_.max_groups_x = 1u << 20;
+  // Buffers besides the params: kernel arguments are the buffers, the params buffer and its
+  // word offset (record()), within CL_DEVICE_MAX_PARAMETER_SIZE; 31 at most, as on Vulkan.
+  const size_t arg_bytes = device_value<size_t>(dev_, CL_DEVICE_MAX_PARAMETER_SIZE);
+  const size_t fixed = sizeof(cl_mem) + sizeof(cl_uint);
+  caps_.max_buffers =
+      uint32_t(std::min<size_t>(31, arg_bytes > fixed ? (arg_bytes - fixed) / sizeof(cl_mem) : 0));
   caps_.cpu = (type_ & CL_DEVICE_TYPE_CPU) != 0;
   options_ = "-cl-std=CL1.2";
   const cl_context_properties props[] = {CL_CONTEXT_PLATFORM, cl_context_properties(platform), 0};

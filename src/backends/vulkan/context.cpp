@@ -56,6 +56,13 @@ void Context::fill_caps() {
                                                 props_.limits.maxComputeWorkGroupInvocations);
   caps_.max_shared_bytes = props_.limits.maxComputeSharedMemorySize;
   caps_.max_groups_x = props_.limits.maxComputeWorkGroupCount[0];
+  // Storage buffers besides the params uniform buffer: within the per-stage and per-set limits
+  // (and the per-stage resources, which count the uniform buffer too) and the bindings a launch
+  // records.
+  const VkPhysicalDeviceLimits& lim = props_.limits;
+  caps_.max_buffers =
+      std::min({lim.maxPerStageDescriptorStorageBuffers, lim.maxDescriptorSetStorageBuffers,
+                lim.maxPerStageResources > 0 ? lim.maxPerStageResources - 1 : 0, kMaxBindings - 1});
 }
 
 Context::Context(VkInstance, const InstanceFns& ifn, VkPhysicalDevice physical)

@@ -9,6 +9,10 @@
 
 namespace ember::vk {
 
+/// Descriptors one launch binds at most (storage buffers + the params uniform buffer): the
+/// backend records them from fixed arrays of this size.
+constexpr uint32_t kMaxBindings = 32;
+
 /// The optional features Ember uses, as enabled on the logical device.
 struct Features {
   bool float16 = false, float64 = false, int64 = false, int16 = false, int8 = false;

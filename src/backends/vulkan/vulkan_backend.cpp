@@ -13,7 +13,6 @@ namespace ember::vk {
 
 namespace {
 constexpr uint32_t kSetsPerPool = 256;
-constexpr uint32_t kMaxBindings = 32;
 
 int64_t env_max_tasks() {
   const char* e = std::getenv("EMBER_VULKAN_MAX_TASKS");
