@@ -237,6 +237,38 @@ TEST(StreamTest, DataPtrRunsTheStream) {
   EXPECT_EQ(z.to_vector<float>()[0], 3.0f);
 }
 
+TEST(StreamTest, AKeptDataPtrSeesLaterOpsInProgramOrder) {
+  FusionOn guard;
+  const Device d = Device::cpu();
+  Tensor x = full({8}, 2.0f, {DType::f32, d});
+  Tensor y = x * 3;  // recorded: y's pointer is not kept yet
+  EXPECT_GT(y.impl()->storage->pending.load(), 0);
+  float* px = x.data_ptr<float>();
+  float* py = y.data_ptr<float>();
+  reset_stream_stats(d);
+  // Ops on storages whose pointer was kept run at once: the pointers see each write, and host
+  // writes through them land before the ops that follow.
+  y.mul_(2);
+  EXPECT_EQ(py[0], 12.0f);
+  x.add_(1);
+  EXPECT_EQ(px[3], 3.0f);
+  px[0] = 10;
+  Tensor z = x + y;  // reads both at once
+  EXPECT_EQ(z.to_vector<float>()[0], 22.0f);
+  py[1] = -1;
+  y.add_(x);
+  EXPECT_EQ(py[1], 2.0f);
+  // Nothing that touches x or y waits in the stream (the scalar operands' fills may).
+  EXPECT_EQ(x.impl()->storage->pending.load(), 0);
+  EXPECT_EQ(y.impl()->storage->pending.load(), 0);
+  EXPECT_GT(stream_stats(d).eager_ops, 0);
+  // Other tensors still record and fuse.
+  Tensor w = full({8}, 1.0f, {DType::f32, d});
+  Tensor v = (w * 2 + 1).exp();
+  EXPECT_GT(stream_stats(d).recorded, 0);
+  EXPECT_FLOAT_EQ(v.to_vector<float>()[7], std::exp(3.0f));
+}
+
 TEST(StreamTest, FusionOffRunsWhatIsRecordedAndCapacityFlushes) {
   FusionOn guard;
   const Device d = Device::cpu();

@@ -56,6 +56,10 @@ struct Storage {
   /// Recorded, not yet run ops of the backend's stream that read or write this storage: host
   /// access (Tensor::data_ptr) runs the stream first while it is not 0.
   std::atomic<int32_t> pending{0};
+  /// Set once Tensor::data_ptr has handed out a host pointer into this storage: from then on the
+  /// backend runs every op that reads or writes it at once (never recorded), so reads and writes
+  /// through the pointer stay in program order with the ops.
+  std::atomic<bool> host_pointer_kept{false};
   Storage(Backend* b, Device d, int64_t bytes);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -149,14 +153,17 @@ class Tensor {
   /// True when both share a Storage.
   bool is_alias_of(const Tensor& o) const;
 
-  /// Host pointer to element 0 of this view. Throws unless the device is host memory and T
-  /// matches the dtype.
+  /// Host pointer to element 0 of this view, valid while the storage lives. Throws unless the
+  /// device is host memory and T matches the dtype. The pointer stays current: later ops on this
+  /// storage run at once instead of being recorded in the lazy stream (they are not fused).
   template <typename T>
   T* data_ptr() const {
-    check_host_access(dtype_of<T>::value, "data_ptr");
-    return static_cast<T*>(raw_data());
+    return static_cast<T*>(kept_host_pointer(dtype_of<T>::value, "data_ptr"));
   }
-  void* raw_data() const;  // host pointer to element 0 (host devices only)
+  /// Host pointer to element 0 (host devices only; throws otherwise), current at this call only:
+  /// ops recorded after it are not seen through it until ember::sync. For reading or filling
+  /// the values at once (Ember's own loaders use it); keep a pointer with data_ptr.
+  void* raw_data() const;
 
   // ---- conversion and host access ----
   /// Copy to another device (returns *this when already there).
@@ -306,7 +313,8 @@ class Tensor {
   Tensor matmul(const Tensor& o) const;
   Tensor pow(const Scalar& e) const;
 
-  void check_host_access(DType expected, const char* op) const;
+  // data_ptr's checks; marks the storage's host_pointer_kept.
+  void* kept_host_pointer(DType expected, const char* op) const;
   Shape shape_copy() const;
   Strides strides_copy() const;
 

@@ -235,7 +235,7 @@ Pixels to_pixels(const Tensor& image, const char* op, const std::string& path) {
   x = x.permute({1, 2, 0}).to(Device::cpu()).contiguous();
   Pixels p;
   p.c = x.size(2), p.h = x.size(0), p.w = x.size(1);
-  const auto* src = x.data_ptr<uint8_t>();
+  const auto* src = static_cast<uint8_t*>(x.raw_data());
   if (!try_alloc(&p.hwc, size_t(x.numel()))) throw std::bad_alloc();
   std::memcpy(p.hwc.data(), src, size_t(x.numel()));
   return p;
@@ -282,7 +282,7 @@ Tensor load_image(const std::string& path, int channels) {
   } catch (const std::bad_alloc&) {
     fail_no_memory("load_image", path, uint64_t(p.w), uint64_t(p.h), uint64_t(p.c));
   }
-  uint8_t* dst = out.data_ptr<uint8_t>();
+  uint8_t* dst = static_cast<uint8_t*>(out.raw_data());
   const int64_t plane = p.h * p.w;
   for (int64_t i = 0; i < plane; ++i)
     for (int64_t c = 0; c < p.c; ++c) dst[c * plane + i] = p.hwc[size_t(i * p.c + c)];

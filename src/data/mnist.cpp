@@ -40,7 +40,7 @@ TensorDataset load_idx_pair(const std::string& dir, bool train, const char* op) 
   if (images.size(0) != labels.size(0))
     EMBER_FAIL(op, lpath, ": dims/size mismatch: ", labels.size(0), " labels for ", images.size(0),
                " images in ", ipath);
-  const uint8_t* l = labels.data_ptr<uint8_t>();
+  const uint8_t* l = static_cast<uint8_t*>(labels.raw_data());
   for (int64_t i = 0; i < labels.numel(); ++i)
     if (l[i] > 9)
       EMBER_FAIL(op, lpath, ": label ", int(l[i]), " at index ", i, " out of range [0, 10)");
@@ -114,8 +114,8 @@ MnistJsonCounts convert_mnist_json(const std::string& json_dir, const std::strin
     const int64_t m = hi - lo;
     Tensor images = empty({m, 28, 28}, TensorOptions(DType::u8, Device::cpu()));
     Tensor labels = empty({m}, TensorOptions(DType::u8, Device::cpu()));
-    uint8_t* ip = images.data_ptr<uint8_t>();
-    uint8_t* lp = labels.data_ptr<uint8_t>();
+    uint8_t* ip = static_cast<uint8_t*>(images.raw_data());
+    uint8_t* lp = static_cast<uint8_t*>(labels.raw_data());
     for (int64_t i = 0; i < m; ++i) {
       const auto& [d, k] = order[size_t(perm[size_t(lo + i)])];
       const uint8_t* src = digits[size_t(d)].data() + k * kPixels;

@@ -45,8 +45,8 @@ Tensor ToTensor::operator()(const Tensor& image, const ItemContext&) const {
                                            : image;
   x = host(x);
   Tensor out = empty(x.shape(), TensorOptions(DType::f32, x.device()));
-  const uint8_t* src = x.data_ptr<uint8_t>();
-  float* dst = out.data_ptr<float>();
+  const uint8_t* src = static_cast<uint8_t*>(x.raw_data());
+  float* dst = static_cast<float*>(out.raw_data());
   for (int64_t i = 0, n = x.numel(); i < n; ++i) dst[i] = float(src[i]) / 255.0f;
   return back(out, image);
 }
@@ -77,12 +77,12 @@ Tensor Normalize::operator()(const Tensor& image, const ItemContext&) const {
     const size_t k = mean_.size() == 1 ? 0 : size_t(ch);
     const double m = mean_[k], inv = 1.0 / std_[k];
     if (dt == DType::f64) {
-      const double* s = x.data_ptr<double>() + ch * plane;
-      double* d = out.data_ptr<double>() + ch * plane;
+      const double* s = static_cast<double*>(x.raw_data()) + ch * plane;
+      double* d = static_cast<double*>(out.raw_data()) + ch * plane;
       for (int64_t i = 0; i < plane; ++i) d[i] = (s[i] - m) * inv;
     } else {
-      const float* s = x.data_ptr<float>() + ch * plane;
-      float* d = out.data_ptr<float>() + ch * plane;
+      const float* s = static_cast<float*>(x.raw_data()) + ch * plane;
+      float* d = static_cast<float*>(out.raw_data()) + ch * plane;
       for (int64_t i = 0; i < plane; ++i) d[i] = float((double(s[i]) - m) * inv);
     }
   }

@@ -87,6 +87,10 @@ class Backend {
     offset_ = offset;
   }
 
+  /// Loads + outputs one graph kernel may bind (0: no limit); the planner splits above it,
+  /// counting only the writes still needed when the graph closes.
+  virtual int64_t max_graph_buffers() const { return 0; }
+
  protected:
   /// Runs (or queues) one primitive; the stream has run what it recorded before.
   virtual void run_op(const ir::Op& op) = 0;
@@ -99,8 +103,6 @@ class Backend {
   /// Where it has a graph kernel for). Never called for ops of other kinds. An op whose eager
   /// kernel can throw on data (integer division by zero) must not be fusible.
   virtual bool fusible(const ir::Op&) const { return false; }
-  /// Loads + outputs one graph kernel may bind (0: no limit); the planner splits above it.
-  virtual int64_t max_graph_buffers() const { return 0; }
   /// Runs a fused graph as one kernel (or a few) and returns true, or returns false having
   /// written nothing: the stream then runs the graph's ops one by one.
   virtual bool execute_graph(const ir::FusedGraph&) { return false; }

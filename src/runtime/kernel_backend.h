@@ -43,12 +43,13 @@ class KernelBackend : public Backend {
   /// Whether the device has allocated or run anything (options may change only before).
   bool used() const { return used_; }
 
+  /// Caps::max_buffers: what one fused-graph kernel may bind besides its params.
+  int64_t max_graph_buffers() const override;
+
  protected:
   // ---- fusion (Backend's stream): one generated kernel per fused graph ----
   /// Copy, Fill, Unary, Binary and Where whose dtypes the device supports (codegen::Caps).
   bool fusible(const ir::Op& op) const override;
-  /// Caps::max_buffers: what one kernel may bind besides its params.
-  int64_t max_graph_buffers() const override;
   /// codegen::lower_graph, then run() (one op counted); false when the graph needs something
   /// the device lacks (a dtype, or f64 for a function), remembered per graph key.
   bool execute_graph(const ir::FusedGraph& g) override;

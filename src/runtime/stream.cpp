@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "runtime/backend.h"
+#include "runtime/stream_io.h"
 #include "tensor/overlap.h"
 
 namespace ember {
@@ -45,35 +46,7 @@ int64_t env_capacity() {
   return int64_t(n);
 }
 
-// The tensors an element-wise op reads and the one it writes.
-struct OpIO {
-  const Tensor* reads[3] = {nullptr, nullptr, nullptr};
-  int nreads = 0;
-  const Tensor* dst = nullptr;
-};
-
-OpIO io_of(const ir::Op& op) {
-  OpIO r;
-  if (auto* c = std::get_if<ir::Copy>(&op)) {
-    r.reads[r.nreads++] = &c->src;
-    r.dst = &c->dst;
-  } else if (auto* f = std::get_if<ir::Fill>(&op)) {
-    r.dst = &f->dst;
-  } else if (auto* u = std::get_if<ir::Unary>(&op)) {
-    r.reads[r.nreads++] = &u->src;
-    r.dst = &u->dst;
-  } else if (auto* b = std::get_if<ir::Binary>(&op)) {
-    r.reads[r.nreads++] = &b->a;
-    r.reads[r.nreads++] = &b->b;
-    r.dst = &b->dst;
-  } else if (auto* w = std::get_if<ir::Where>(&op)) {
-    r.reads[r.nreads++] = &w->cond;
-    r.reads[r.nreads++] = &w->a;
-    r.reads[r.nreads++] = &w->b;
-    r.dst = &w->dst;
-  }
-  return r;
-}
+using detail::io_of;
 
 bool elementwise_kind(const ir::Op& op) {
   return std::holds_alternative<ir::Copy>(op) || std::holds_alternative<ir::Fill>(op) ||
@@ -109,13 +82,13 @@ bool covers_storage(const Tensor& t) {
 std::unordered_set<const Storage*> held_storages(const std::vector<ir::Op>& ops) {
   std::unordered_map<const Storage*, long> snapshots;
   for (const ir::Op& op : ops) {
-    const OpIO io = io_of(op);
+    const auto io = io_of(op);
     for (int i = 0; i < io.nreads; ++i) snapshots[io.reads[i]->impl()->storage.get()]++;
     snapshots[io.dst->impl()->storage.get()]++;
   }
   std::unordered_set<const Storage*> held;
   for (const ir::Op& op : ops) {
-    const OpIO io = io_of(op);
+    const auto io = io_of(op);
     auto check = [&](const Tensor& t) {
       const std::shared_ptr<Storage>& s = t.impl()->storage;
       // use_count is exact here: the stream's lock keeps the recorded ops from changing.
@@ -141,24 +114,9 @@ ir::Op snapshot(const ir::Op& op) {
     impl->dtype = src.dtype;
     t = Tensor(std::move(impl));
   };
-  if (auto* c = std::get_if<ir::Copy>(&r)) {
-    snap(c->src);
-    snap(c->dst);
-  } else if (auto* f = std::get_if<ir::Fill>(&r)) {
-    snap(f->dst);
-  } else if (auto* u = std::get_if<ir::Unary>(&r)) {
-    snap(u->src);
-    snap(u->dst);
-  } else if (auto* b = std::get_if<ir::Binary>(&r)) {
-    snap(b->a);
-    snap(b->b);
-    snap(b->dst);
-  } else if (auto* w = std::get_if<ir::Where>(&r)) {
-    snap(w->cond);
-    snap(w->a);
-    snap(w->b);
-    snap(w->dst);
-  }
+  const auto io = io_of(r);
+  for (int i = 0; i < io.nreads; ++i) snap(*io.reads[i]);
+  if (io.dst) snap(*io.dst);
   return r;
 }
 
@@ -200,13 +158,24 @@ struct ReadPlan {
 
 class Planner {
  public:
-  Planner(const std::vector<ir::Op>& ops, int64_t max_buffers)
-      : ops_(ops), max_buffers_(max_buffers) {}
+  // held: storages something outside the stream holds; last_read: the last op reading each.
+  Planner(const std::vector<ir::Op>& ops, int64_t max_buffers,
+          const std::unordered_set<const Storage*>& held,
+          const std::unordered_map<const Storage*, size_t>& last_read)
+      : ops_(ops), max_buffers_(max_buffers), held_(held), last_read_(last_read) {}
+
+  // Whether a write to `s` that op k leaves may still be an output when the group closes at or
+  // after k: something holds it or an op after k reads it (exact when the group ends at k).
+  bool may_be_output(const Storage* s, size_t k) const {
+    if (held_.count(s)) return true;
+    auto it = last_read_.find(s);
+    return it != last_read_.end() && it->second > k;
+  }
 
   // Appends op k to `grp`, or returns false (nothing changed) when it cannot join it.
   bool add(Group& grp, size_t k) {
     const ir::Op& op = ops_[k];
-    const OpIO io = io_of(op);
+    const auto io = io_of(op);
     const Tensor& dst = *io.dst;
     const bool fill = std::holds_alternative<ir::Fill>(op);
     if (!fill && grp.has_shape && dst.shape() != grp.g.shape) return false;
@@ -252,7 +221,12 @@ class Planner {
           !same_view(*io.reads[i], dst))
         return false;
     if (max_buffers_ > 0 && !grp.op_index.empty()) {
-      const int64_t outs = int64_t(grp.written.size()) + (w ? 0 : 1);
+      // Buffers the kernel binds if the group closes after this op: its loads and the writes
+      // that are still needed then (dead intermediates bind nothing).
+      const Storage* ds = dst.impl()->storage.get();
+      int64_t outs = may_be_output(ds, k) ? 1 : 0;
+      for (const Group::Written& x : grp.written)
+        if (x.storage != ds && may_be_output(x.storage, k)) ++outs;
       if (int64_t(grp.loads_view.size()) + new_loads + outs > max_buffers_) return false;
     }
     // Commit.
@@ -305,7 +279,7 @@ class Planner {
   static int32_t emit(Group& grp, const ir::Op& op, const int32_t* a) {
     using K = ir::FusedGraph::Kind;
     ir::FusedGraph::Node n;
-    const OpIO io = io_of(op);
+    const auto io = io_of(op);
     n.dtype = io.dst->dtype();
     if (auto* f = std::get_if<ir::Fill>(&op)) {
       n.kind = K::constant;
@@ -338,6 +312,8 @@ class Planner {
 
   const std::vector<ir::Op>& ops_;
   int64_t max_buffers_;
+  const std::unordered_set<const Storage*>& held_;
+  const std::unordered_map<const Storage*, size_t>& last_read_;
 };
 
 }  // namespace
@@ -405,9 +381,15 @@ void Backend::reset_stream_stats() {
 
 void Backend::submit(const ir::Op& op) {
   if (fusion_.load(std::memory_order_relaxed) && elementwise_kind(op) && !may_throw(op)) {
-    const OpIO io = io_of(op);
-    bool here = io.dst->device() == device();
-    for (int i = 0; i < io.nreads; ++i) here = here && io.reads[i]->device() == device();
+    const auto io = io_of(op);
+    // Recorded only when every tensor is on this device and no host pointer into its storage
+    // was kept (data_ptr): such a storage is read and written in program order, at once.
+    auto recordable = [&](const Tensor& t) {
+      return t.device() == device() &&
+             !t.impl()->storage->host_pointer_kept.load(std::memory_order_acquire);
+    };
+    bool here = recordable(*io.dst);
+    for (int i = 0; i < io.nreads; ++i) here = here && recordable(*io.reads[i]);
     if (here && fusible(op)) {
       std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
       for (int i = 0; i < io.nreads; ++i) io.reads[i]->impl()->storage->pending++;
@@ -430,7 +412,7 @@ void Backend::drop_stream() noexcept {
     pending_count_ = 0;
   }
   for (const ir::Op& op : ops) {
-    const OpIO io = io_of(op);
+    const auto io = io_of(op);
     for (int i = 0; i < io.nreads; ++i) io.reads[i]->impl()->storage->pending--;
     io.dst->impl()->storage->pending--;
   }
@@ -448,7 +430,7 @@ void Backend::flush_stream() {
     std::atomic<int64_t>& count;
     ~Release() {
       for (const ir::Op& op : ops) {
-        const OpIO io = io_of(op);
+        const auto io = io_of(op);
         for (int i = 0; i < io.nreads; ++i) io.reads[i]->impl()->storage->pending--;
         io.dst->impl()->storage->pending--;
       }
@@ -463,10 +445,10 @@ void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
   // The last op that reads each storage: a group's write is needed when a later group reads it.
   std::unordered_map<const Storage*, size_t> last_read;
   for (size_t k = 0; k < ops.size(); ++k) {
-    const OpIO io = io_of(ops[k]);
+    const auto io = io_of(ops[k]);
     for (int i = 0; i < io.nreads; ++i) last_read[io.reads[i]->impl()->storage.get()] = k;
   }
-  Planner planner(ops, max_graph_buffers());
+  Planner planner(ops, max_graph_buffers(), held, last_read);
   std::exception_ptr first_error;
   auto run_eager = [&](size_t k) {
     ++n_eager_;
@@ -475,11 +457,7 @@ void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
   auto run_group = [&](Group& grp) {
     if (grp.op_index.empty()) return;
     const size_t last = grp.op_index.back();
-    auto needed = [&](const Group::Written& w) {
-      if (held.count(w.storage)) return true;
-      auto it = last_read.find(w.storage);
-      return it != last_read.end() && it->second > last;
-    };
+    auto needed = [&](const Group::Written& w) { return planner.may_be_output(w.storage, last); };
     try {
       if (grp.compute_ops < 0) {  // an op that is no graph node
         run_eager(grp.op_index[0]);

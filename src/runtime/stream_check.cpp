@@ -11,8 +11,11 @@
 
 #include "core/dispatch.h"
 #include "runtime/backend.h"
+#include "runtime/stream_io.h"
 
 namespace ember {
+
+using detail::io_of;
 
 namespace {
 
@@ -58,49 +61,19 @@ bool Backend::execute_graph_checked(const ir::FusedGraph& g, const std::vector<i
     if (it != copy.end()) t = on_storage(t, it->second);
   };
   for (size_t k : index) {
-    ir::Op op = ops[k];
-    std::visit(
-        [&](auto& o) {
-          using O = std::decay_t<decltype(o)>;
-          if constexpr (std::is_same_v<O, ir::Copy> || std::is_same_v<O, ir::Fill> ||
-                        std::is_same_v<O, ir::Unary> || std::is_same_v<O, ir::Binary> ||
-                        std::is_same_v<O, ir::Where>) {
-            const std::shared_ptr<Storage>& s = o.dst.impl()->storage;
-            if (copy.count(s.get())) return;
-            auto c = std::make_shared<Storage>(this, device(), s->nbytes);
-            const std::vector<unsigned char> b = bytes_of(*s);
-            if (s->nbytes > 0) write_bytes(c->data, 0, b.data(), s->nbytes);
-            copy[s.get()] = c;
-          }
-        },
-        op);
+    const std::shared_ptr<Storage>& s = io_of(ops[k]).dst->impl()->storage;
+    if (copy.count(s.get())) continue;
+    auto c = std::make_shared<Storage>(this, device(), s->nbytes);
+    const std::vector<unsigned char> b = bytes_of(*s);
+    if (s->nbytes > 0) write_bytes(c->data, 0, b.data(), s->nbytes);
+    copy[s.get()] = c;
   }
   if (!execute_graph(g)) return false;
   for (size_t k : index) {
     ir::Op op = ops[k];
-    std::visit(
-        [&](auto& o) {
-          using O = std::decay_t<decltype(o)>;
-          if constexpr (std::is_same_v<O, ir::Copy>) {
-            remap(o.src);
-            remap(o.dst);
-          } else if constexpr (std::is_same_v<O, ir::Fill>) {
-            remap(o.dst);
-          } else if constexpr (std::is_same_v<O, ir::Unary>) {
-            remap(o.src);
-            remap(o.dst);
-          } else if constexpr (std::is_same_v<O, ir::Binary>) {
-            remap(o.a);
-            remap(o.b);
-            remap(o.dst);
-          } else if constexpr (std::is_same_v<O, ir::Where>) {
-            remap(o.cond);
-            remap(o.a);
-            remap(o.b);
-            remap(o.dst);
-          }
-        },
-        op);
+    const auto io = io_of(op);
+    for (int i = 0; i < io.nreads; ++i) remap(*io.reads[i]);
+    remap(*io.dst);
     run_op(op);
   }
   for (size_t i = 0; i < g.outputs.size(); ++i) {

@@ -184,12 +184,15 @@ bool Tensor::is_alias_of(const Tensor& o) const {
   return defined() && o.defined() && impl_->storage == o.impl_->storage;
 }
 
-void Tensor::check_host_access(DType expected, const char* op) const {
+void* Tensor::kept_host_pointer(DType expected, const char* op) const {
   check_defined(*this, op);
   if (!device().is_host())
     EMBER_FAIL(op, "tensor is on ", device().str(), "; call .to(Device::cpu()) first");
   if (expected != dtype())
     EMBER_FAIL(op, "requested ", dtype_name(expected), " but the tensor is ", describe(*this));
+  // Set before the stream runs: an op recorded from now on sees the flag and runs at once.
+  impl_->storage->host_pointer_kept.store(true, std::memory_order_release);
+  return raw_data();
 }
 
 void* Tensor::raw_data() const {

@@ -1,0 +1,45 @@
+// The tensors a recordable (element-wise) op reads and writes, for the stream, its planner and
+// check mode. Internal.
+#pragma once
+#include <type_traits>
+#include <variant>
+
+#include "ir/ops.h"
+
+namespace ember::detail {
+
+/// Pointers into an op's fields: reads[0..nreads) in operand order, dst the written tensor.
+/// Tensor is const when the op is.
+template <typename T>
+struct OpIO {
+  T* reads[3] = {nullptr, nullptr, nullptr};
+  int nreads = 0;
+  T* dst = nullptr;  // null: not a Copy, Fill, Unary, Binary or Where
+};
+
+template <typename OpT>
+auto io_of(OpT& op) {
+  using T = std::conditional_t<std::is_const_v<OpT>, const Tensor, Tensor>;
+  OpIO<T> r;
+  if (auto* c = std::get_if<ir::Copy>(&op)) {
+    r.reads[r.nreads++] = &c->src;
+    r.dst = &c->dst;
+  } else if (auto* f = std::get_if<ir::Fill>(&op)) {
+    r.dst = &f->dst;
+  } else if (auto* u = std::get_if<ir::Unary>(&op)) {
+    r.reads[r.nreads++] = &u->src;
+    r.dst = &u->dst;
+  } else if (auto* b = std::get_if<ir::Binary>(&op)) {
+    r.reads[r.nreads++] = &b->a;
+    r.reads[r.nreads++] = &b->b;
+    r.dst = &b->dst;
+  } else if (auto* w = std::get_if<ir::Where>(&op)) {
+    r.reads[r.nreads++] = &w->cond;
+    r.reads[r.nreads++] = &w->a;
+    r.reads[r.nreads++] = &w->b;
+    r.dst = &w->dst;
+  }
+  return r;
+}
+
+}  // namespace ember::detail
