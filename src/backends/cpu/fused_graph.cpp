@@ -25,6 +25,7 @@
 #include "backends/cpu/convert.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/parallel.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/ref/dispatch.h"
 #include "backends/ref/kernels.h"
@@ -129,17 +130,7 @@ struct EagerLayout {
 // Whether the eager cpu kernel's walk (parallel_rows: dims in the result's memory order, merged)
 // has unit inner strides for both the result and the operand: its vectorised branch.
 bool eager_contiguous_run(const Shape& shape, const Strides& dst, const Strides& src) {
-  size_t order[kMaxMergedDims];
-  size_t len = 0;
-  bool by_memory = true;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    order[len++] = d;
-    by_memory = by_memory && dst[d] > 0;
-  }
-  if (by_memory)
-    std::stable_sort(order, order + len, [&](size_t a, size_t b) { return dst[a] > dst[b]; });
-  const MergedDims<2> m = merge_dims<2>(shape, {&dst, &src}, order, len);
+  const MergedDims<2> m = merge_in_memory_order<2>(shape, {&dst, &src});
   if (m.rank == 0) return false;
   return m.stride[0][m.rank - 1] == 1 && m.stride[1][m.rank - 1] == 1;
 }

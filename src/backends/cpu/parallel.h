@@ -13,17 +13,13 @@
 
 namespace ember::cpu {
 
-/// Calls row(off, n, inner) for runs of the innermost merged dim: off[k] is operand k's element
-/// offset of the run's first element, n its length, inner[k] operand k's stride along it.
-template <size_t N, typename Row>
-void parallel_rows(const Shape& shape, const std::array<const Strides*, N>& strides, int64_t grain,
-                   Row&& row) {
-  // Walk the dims in operand 0's memory order (outermost first), so a channels-last or other
-  // permuted-dense operand 0 is read and written in runs of its innermost dim. Rows are
-  // independent, so the order of the walk changes no result. Size-1 dims are left out of the
-  // order (merge_dims drops them), which keeps it within kMaxMergedDims entries.
-  const int64_t total = numel_of(shape);
-  if (total == 0) return;
+/// The dims of `shape` in operand 0's memory order (outermost first), so a channels-last or
+/// other permuted-dense operand 0 is walked in runs of its innermost dim, then merged. Size-1
+/// dims are left out of the order (merge_dims drops them), which keeps it within kMaxMergedDims
+/// entries. parallel_rows walks this; fused graphs ask whether its inner run is unit-stride.
+template <size_t N>
+MergedDims<N> merge_in_memory_order(const Shape& shape,
+                                    const std::array<const Strides*, N>& strides) {
   size_t order[kMaxMergedDims];
   size_t len = 0;
   bool by_memory = true;
@@ -35,7 +31,18 @@ void parallel_rows(const Shape& shape, const std::array<const Strides*, N>& stri
   if (by_memory)
     std::stable_sort(order, order + len,
                      [&](size_t a, size_t b) { return (*strides[0])[a] > (*strides[0])[b]; });
-  MergedDims<N> m = merge_dims<N>(shape, strides, order, len);
+  return merge_dims<N>(shape, strides, order, len);
+}
+
+/// Calls row(off, n, inner) for runs of the innermost merged dim: off[k] is operand k's element
+/// offset of the run's first element, n its length, inner[k] operand k's stride along it. Rows
+/// are independent, so the order of the walk (merge_in_memory_order's) changes no result.
+template <size_t N, typename Row>
+void parallel_rows(const Shape& shape, const std::array<const Strides*, N>& strides, int64_t grain,
+                   Row&& row) {
+  const int64_t total = numel_of(shape);
+  if (total == 0) return;
+  MergedDims<N> m = merge_in_memory_order<N>(shape, strides);
   int64_t r = int64_t(m.rank);
   int64_t* sz = m.size;
   auto& st = m.stride;
