@@ -204,7 +204,10 @@ int main(int argc, char** argv) {
     Tensor x = randn({n});
     sync(cpu);
 
-    const float* xp = x.data_ptr<float>();
+    // A copy of the input for the other runs: data_ptr() would keep a pointer into x, and ops
+    // on a storage whose pointer is kept are never recorded (they would not fuse).
+    const std::vector<float> xv = x.to_vector<float>();
+    const float* xp = xv.data();
     std::vector<float> y_plain(size_t(n), 0.0f);  // the bound's output, touched before timing
     Tensor y_fused, y_eager, y_lin;
     // The fused runs' stream counters: the difference around each timed fused call, summed.
@@ -338,9 +341,9 @@ int main(int argc, char** argv) {
       };
 #ifdef EMBER_BENCH_HAVE_TORCH
       torch::set_num_threads(1);
-      auto to_torch = [](const Tensor& t) {
-        return torch::from_blob(const_cast<float*>(t.data_ptr<float>()), t.shape(), torch::kFloat32)
-            .clone();
+      auto to_torch = [](const Tensor& t) {  // a copy (a kept data_ptr would stop recording)
+        std::vector<float> v = t.to_vector<float>();
+        return torch::from_blob(v.data(), t.shape(), torch::kFloat32).clone();
       };
       const torch::Tensor ta0 = to_torch(a0), tb = to_torch(b);
       const torch::Tensor tbg = tb.clone().requires_grad_();

@@ -28,7 +28,7 @@ const Device kRef = Device::ref();
 std::vector<uint8_t> bytes_of(const Tensor& t) {
   const Tensor c = t.to(kRef).contiguous();
   const size_t es = size_t(dtype_size(c.dtype()));
-  const auto* p = static_cast<const uint8_t*>(c.impl()->storage->data) + size_t(c.offset()) * es;
+  const auto* p = static_cast<const uint8_t*>(c.impl()->storage->data()) + size_t(c.offset()) * es;
   return std::vector<uint8_t>(p, p + size_t(c.numel()) * es);
 }
 

@@ -25,7 +25,7 @@ Tensor input(const Shape& s, DType t, uint64_t seed, double lo = -3, double hi =
 std::vector<unsigned char> bits(const Tensor& t) {
   const Tensor c = t.contiguous();
   backend_for(kCpu).sync();
-  const auto* p = static_cast<const unsigned char*>(c.impl()->storage->data) +
+  const auto* p = static_cast<const unsigned char*>(c.impl()->storage->data()) +
                   c.offset() * int64_t(c.element_size());
   return std::vector<unsigned char>(p, p + c.numel() * int64_t(c.element_size()));
 }

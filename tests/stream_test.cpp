@@ -237,6 +237,25 @@ TEST(StreamTest, DataPtrRunsTheStream) {
   EXPECT_EQ(z.to_vector<float>()[0], 3.0f);
 }
 
+TEST(StreamTest, BuffersAreAllocatedWhenTheWorkRuns) {
+  FusionOn guard;
+  const Device d = Device::cpu();
+  const Tensor x = rnd({4096}, 21, d);
+  sync(d);
+  const int64_t before = memory_stats(d).allocated;
+  Tensor y = ((x * 2 + 1).relu()).exp();  // four results, scalar operands: nothing allocated yet
+  const std::weak_ptr<Storage> ys = y.impl()->storage;
+  EXPECT_FALSE(ys.lock()->allocated());
+  EXPECT_EQ(memory_stats(d).allocated, before);
+  sync(d);
+  // Only y's buffer: the dropped intermediates and scalars were never allocated.
+  EXPECT_TRUE(ys.lock()->allocated());
+  EXPECT_EQ(memory_stats(d).allocated - before, 4096 * 4);
+  const std::vector<float> xv = x.to_vector<float>(), yv = y.to_vector<float>();
+  for (size_t i = 0; i < xv.size(); i += 511)
+    EXPECT_FLOAT_EQ(yv[i], std::exp(std::max(xv[i] * 2 + 1, 0.0f))) << i;
+}
+
 TEST(StreamTest, AKeptDataPtrSeesLaterOpsInProgramOrder) {
   FusionOn guard;
   const Device d = Device::cpu();

@@ -50,7 +50,6 @@ class RemovableHandle {
 struct Storage {
   Backend* backend = nullptr;
   Device device;
-  void* data = nullptr;  // host pointer for host devices, an opaque handle otherwise
   int64_t nbytes = 0;
   int64_t version = 0;
   /// Recorded, not yet run ops of the backend's stream that read or write this storage: host
@@ -60,10 +59,29 @@ struct Storage {
   /// backend runs every op that reads or writes it at once (never recorded), so reads and writes
   /// through the pointer stay in program order with the ops.
   std::atomic<bool> host_pointer_kept{false};
-  Storage(Backend* b, Device d, int64_t bytes);
+  /// `lazy`: the buffer is allocated by the first data() call, not here (the result of a
+  /// recorded op that is never written never gets one). Otherwise allocated now; both throw what
+  /// the backend's allocate throws (ember::Error when out of memory).
+  Storage(Backend* b, Device d, int64_t bytes, bool lazy = false);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
+
+  /// The buffer: a host pointer for host devices, an opaque handle otherwise; allocated now if
+  /// it was deferred (thread-safe).
+  void* data() const {
+    void* p = data_.load(std::memory_order_acquire);
+    return p || nbytes == 0 ? p : allocate_now();
+  }
+  /// Whether the buffer exists (false for a lazy storage nothing has used yet).
+  bool allocated() const { return data_.load(std::memory_order_acquire) != nullptr; }
+  /// Replaces the buffer pointer and returns the old one, for internal wrappers over memory the
+  /// storage does not own (they restore the original before it is destroyed).
+  void* exchange_data(void* p) { return data_.exchange(p, std::memory_order_acq_rel); }
+
+ private:
+  void* allocate_now() const;
+  mutable std::atomic<void*> data_{nullptr};
 };
 
 struct TensorImpl {

@@ -47,7 +47,7 @@ Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, DType rt, cons
   const DType compute = binary_compute_dtype(op, rt, a, b, c);
   const Shape s = broadcast_shapes(a.shape(), b.shape(), c.name);
   Tensor out = make_tensor(s, ir::traits(op).predicate ? DType::b8 : compute, a.device(),
-                           detail::format_for(s, {&a, &b}));
+                           detail::format_for(s, {&a, &b}), /*lazy=*/true);
   const Tensor ac = cast(a, compute), bc = cast(b, compute);
   try {
     run(ir::Binary{op, ac.expand(s), bc.expand(s), out});
@@ -85,7 +85,8 @@ Tensor unary(UnaryOp op, const Tensor& x, double p0, double p1, double p2) {
   if (const char* why = ir::rejects(tr.rule, x.dtype())) EMBER_FAIL(n, why, ", got ", describe(x));
   Tensor src = cast(x, ir::compute_dtype(tr.rule, x.dtype()));
   Tensor out =
-      make_tensor(x.shape(), tr.predicate ? DType::b8 : src.dtype(), x.device(), x.memory_format());
+      make_tensor(x.shape(), tr.predicate ? DType::b8 : src.dtype(), x.device(), x.memory_format(),
+                  /*lazy=*/true);
   run(ir::Unary{op, src, out, p0, p1, p2});
   autograd::rules::unary(op, src, out, p0, p1, p2);
   return out;
@@ -263,7 +264,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   auto t = detail::broadcast_all({cond, a, b}, "where");
   const DType rt = detail::result_type(a, b);
   const Shape& s = t[0].shape();
-  Tensor out = make_tensor(s, rt, a.device(), detail::format_for(s, {&cond, &a, &b}));
+  Tensor out =
+      make_tensor(s, rt, a.device(), detail::format_for(s, {&cond, &a, &b}), /*lazy=*/true);
   const Tensor ac = detail::cast(a, rt), bc = detail::cast(b, rt);
   run(ir::Where{t[0], ac.expand(t[0].shape()), bc.expand(t[0].shape()), out});
   autograd::rules::where(cond, ac, bc, out);

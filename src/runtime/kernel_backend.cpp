@@ -199,7 +199,7 @@ void KernelBackend::run(const codegen::Lowering& l) {
         a.buffers.push_back(scratch[size_t(bd.scratch)]);
         a.buffer_bytes.push_back(l.scratch_bytes[size_t(bd.scratch)]);
       } else {
-        a.buffers.push_back(bd.tensor.impl()->storage->data);
+        a.buffers.push_back(bd.tensor.impl()->storage->data());
         a.buffer_bytes.push_back(bd.tensor.impl()->storage->nbytes);
         keep_alive(b, bd.tensor);
       }

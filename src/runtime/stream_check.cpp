@@ -53,7 +53,7 @@ bool Backend::execute_graph_checked(const ir::FusedGraph& g, const std::vector<i
   std::unordered_map<const Storage*, std::shared_ptr<Storage>> copy;
   auto bytes_of = [&](const Storage& s) {
     std::vector<unsigned char> b(size_t(s.nbytes));
-    if (s.nbytes > 0) read_bytes(s.data, 0, b.data(), s.nbytes);
+    if (s.nbytes > 0) read_bytes(s.data(), 0, b.data(), s.nbytes);
     return b;
   };
   auto remap = [&](Tensor& t) {
@@ -65,7 +65,7 @@ bool Backend::execute_graph_checked(const ir::FusedGraph& g, const std::vector<i
     if (copy.count(s.get())) continue;
     auto c = std::make_shared<Storage>(this, device(), s->nbytes);
     const std::vector<unsigned char> b = bytes_of(*s);
-    if (s->nbytes > 0) write_bytes(c->data, 0, b.data(), s->nbytes);
+    if (s->nbytes > 0) write_bytes(c->data(), 0, b.data(), s->nbytes);
     copy[s.get()] = c;
   }
   if (!execute_graph(g)) return false;

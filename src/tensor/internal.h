@@ -8,10 +8,12 @@
 
 namespace ember::detail {
 
-/// A new contiguous tensor (uninitialised).
-Tensor make_tensor(const Shape& shape, DType dtype, const Device& device);
+/// A new contiguous tensor (uninitialised). `lazy`: its buffer is allocated when first used
+/// (for results of ops the stream may record: one never written is never allocated).
+Tensor make_tensor(const Shape& shape, DType dtype, const Device& device, bool lazy = false);
 /// A new tensor laid out as `f` (contiguous or a channels-last format matching the rank).
-Tensor make_tensor(const Shape& shape, DType dtype, const Device& device, MemoryFormat f);
+Tensor make_tensor(const Shape& shape, DType dtype, const Device& device, MemoryFormat f,
+                   bool lazy = false);
 /// The strides `f` gives shape `s`; throws (tagged "memory_format") on a rank mismatch.
 Strides format_strides(const Shape& s, MemoryFormat f);
 /// Throws "[op] channels_last needs a 4-d tensor ..." when `f` cannot lay out `s`.

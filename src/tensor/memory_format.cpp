@@ -124,8 +124,9 @@ MemoryFormat preserve_format(const Tensor& t) {
   return is_f && !is_plain ? f : MemoryFormat::contiguous;
 }
 
-Tensor make_tensor(const Shape& shape, DType dtype, const Device& device, MemoryFormat f) {
-  Tensor t = make_tensor(shape, dtype, device);
+Tensor make_tensor(const Shape& shape, DType dtype, const Device& device, MemoryFormat f,
+                   bool lazy) {
+  Tensor t = make_tensor(shape, dtype, device, lazy);
   if (f != MemoryFormat::contiguous) t.impl()->strides = format_strides(shape, f);
   return t;
 }

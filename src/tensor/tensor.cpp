@@ -12,16 +12,24 @@
 
 namespace ember {
 
-Storage::Storage(Backend* b, Device d, int64_t bytes) : backend(b), device(d), nbytes(bytes) {
-  data = backend->allocate(bytes);
+Storage::Storage(Backend* b, Device d, int64_t bytes, bool lazy)
+    : backend(b), device(d), nbytes(bytes) {
+  if (!lazy || bytes == 0) data_ = backend->allocate(bytes);
 }
 Storage::~Storage() {
-  if (data) backend->deallocate(data, nbytes);
+  if (void* p = data_.load()) backend->deallocate(p, nbytes);
+}
+void* Storage::allocate_now() const {
+  void* p = backend->allocate(nbytes);
+  void* none = nullptr;
+  if (data_.compare_exchange_strong(none, p, std::memory_order_acq_rel)) return p;
+  backend->deallocate(p, nbytes);  // another thread allocated first
+  return none;
 }
 
 namespace detail {
 
-Tensor make_tensor(const Shape& shape, DType dtype, const Device& device) {
+Tensor make_tensor(const Shape& shape, DType dtype, const Device& device, bool lazy) {
   if (shape.size() > 64) EMBER_FAIL("empty", "rank ", shape.size(), " exceeds the maximum of 64");
   const int64_t n = checked_numel(shape, "empty");
   if (n > (int64_t(1) << 62) / dtype_size(dtype))
@@ -30,7 +38,7 @@ Tensor make_tensor(const Shape& shape, DType dtype, const Device& device) {
   Backend& b = backend_for(device);
   if (!b.supports_dtype(dtype))
     EMBER_FAIL("empty", "dtype ", dtype_name(dtype), " is not supported on device ", device.str());
-  impl->storage = std::make_shared<Storage>(&b, device, n * dtype_size(dtype));
+  impl->storage = std::make_shared<Storage>(&b, device, n * dtype_size(dtype), lazy);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -103,7 +111,7 @@ DType result_type(const Tensor& a, const Scalar& b) {
 }
 
 Tensor scalar_to_tensor(const Scalar& v, DType dtype, const Device& device) {
-  Tensor t = make_tensor({}, dtype, device);
+  Tensor t = make_tensor({}, dtype, device, /*lazy=*/true);
   t.fill_(v);
   return t;
 }
@@ -202,7 +210,7 @@ void* Tensor::raw_data() const {
   Storage& s = *impl_->storage;
   // Host access sees every recorded op that reads or writes this storage done.
   if (s.pending.load(std::memory_order_acquire) > 0) s.backend->flush_stream();
-  return static_cast<char*>(s.data) + impl_->offset * element_size();
+  return static_cast<char*>(s.data()) + impl_->offset * element_size();
 }
 
 Tensor Tensor::to(const Device& d) const {
@@ -220,7 +228,7 @@ Tensor Tensor::to(const Device& d) const {
 Tensor Tensor::to(DType t) const {
   check_defined(*this, "to");
   if (t == dtype()) return *this;
-  Tensor out = detail::make_tensor(shape(), t, device(), memory_format());
+  Tensor out = detail::make_tensor(shape(), t, device(), memory_format(), /*lazy=*/true);
   run(ir::Copy{*this, out});
   autograd::rules::convert(*this, out, "ToDtypeBackward");
   return out;
@@ -229,7 +237,8 @@ Tensor Tensor::to(DType t) const {
 Tensor Tensor::clone() const {
   check_defined(*this, "clone");
   // torch's memory_format=preserve: a channels-last tensor clones channels-last.
-  Tensor out = detail::make_tensor(shape(), dtype(), device(), detail::preserve_format(*this));
+  Tensor out =
+      detail::make_tensor(shape(), dtype(), device(), detail::preserve_format(*this), true);
   run(ir::Copy{*this, out});
   autograd::rules::convert(*this, out, "CloneBackward");
   return out;
@@ -290,7 +299,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
     Tensor host = detail::make_tensor(c.shape(), c.dtype(), Device::ref());
     Backend& sb = backend_for(c.device());
     sb.sync();
-    sb.read(c.impl()->storage->data, c.offset() * c.element_size(), host.raw_data(),
+    sb.read(c.impl()->storage->data(), c.offset() * c.element_size(), host.raw_data(),
             c.numel() * c.element_size());
     if (device().is_host()) {
       run(ir::Copy{host, *this});
@@ -298,7 +307,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
       Tensor staged = is_contiguous() && dtype() == host.dtype()
                           ? *this
                           : detail::make_tensor(shape(), host.dtype(), device());
-      backend_for(device()).write(staged.impl()->storage->data,
+      backend_for(device()).write(staged.impl()->storage->data(),
                                   staged.offset() * staged.element_size(), host.raw_data(),
                                   host.numel() * host.element_size());
       staged.impl()->storage->version++;

@@ -73,7 +73,7 @@ bool binary_half(const ir::Binary& op) {
   if (!binary_f32_supported(op.op)) return false;
   const bool cmp = ir::traits(op.op).predicate;
   if (op.dst.dtype() != (cmp ? DType::b8 : t)) return false;
-  void* d = op.dst.impl()->storage->data;
+  void* d = op.dst.impl()->storage->data();
   const int64_t doff = op.dst.offset();
   const uint16_t* a = ref::ptr<uint16_t>(op.a);
   const uint16_t* b = ref::ptr<uint16_t>(op.b);

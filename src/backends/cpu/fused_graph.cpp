@@ -273,12 +273,12 @@ bool make_plan(const ir::FusedGraph& g, Plan& p) {
   for (const auto& t : g.inputs) st.push_back(&t.strides());
   for (const auto& o : g.outputs) st.push_back(&o.dst.strides());
   for (const auto& t : g.inputs) {
-    p.base.push_back(static_cast<char*>(t.impl()->storage->data) +
+    p.base.push_back(static_cast<char*>(t.impl()->storage->data()) +
                      t.offset() * int64_t(t.element_size()));
     p.esize.push_back(int64_t(t.element_size()));
   }
   for (const auto& o : g.outputs) {
-    p.base.push_back(static_cast<char*>(o.dst.impl()->storage->data) +
+    p.base.push_back(static_cast<char*>(o.dst.impl()->storage->data()) +
                      o.dst.offset() * int64_t(o.dst.element_size()));
     p.esize.push_back(int64_t(o.dst.element_size()));
   }
@@ -401,14 +401,14 @@ class Wrappers {
   Tensor wrap(int k, const void* p, DType t, int64_t n) {
     if (!st_[k]) {
       auto* s = new Storage(backend_, Device::cpu(), 0);
-      void* own = s->data;
+      void* own = s->data();
       st_[k] = std::shared_ptr<Storage>(s, [own](Storage* x) {
-        x->data = own;
+        x->exchange_data(own);
         x->nbytes = 0;
         delete x;
       });
     }
-    st_[k]->data = const_cast<void*>(p);
+    st_[k]->exchange_data(const_cast<void*>(p));
     st_[k]->nbytes = n * int64_t(dtype_size(t));
     auto impl = std::make_shared<TensorImpl>();
     impl->storage = st_[k];

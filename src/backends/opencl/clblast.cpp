@@ -75,8 +75,8 @@ bool OpenCLBackend::execute_native(const ir::Op& op) {
   if (!operand(a, m, k, lda, ta) || !operand(b, k, n, ldb, tb)) return false;
   const size_t sa = d == 3 ? size_t(a.strides()[0]) : 0, sb = d == 3 ? size_t(b.strides()[0]) : 0;
   if (d == 3 && (a.strides()[0] < 0 || b.strides()[0] < 0)) return false;
-  cl_mem ma = cl_mem(a.impl()->storage->data), mb = cl_mem(b.impl()->storage->data),
-         mc = cl_mem(c.impl()->storage->data);
+  cl_mem ma = cl_mem(a.impl()->storage->data()), mb = cl_mem(b.impl()->storage->data()),
+         mc = cl_mem(c.impl()->storage->data());
   Batch& bt = batch();
   cl_command_queue q = queue_;
   CLBlastStatusCode s;

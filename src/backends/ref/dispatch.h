@@ -15,7 +15,7 @@ namespace ember::ref {
 /// Typed pointer to element 0 of a host tensor view.
 template <typename T>
 inline T* ptr(const Tensor& t) {
-  return static_cast<T*>(t.impl()->storage->data) + t.impl()->offset;
+  return static_cast<T*>(t.impl()->storage->data()) + t.impl()->offset;
 }
 
 /// Iterates every index of `shape` and calls f(offs) with offs[k] the element offset of operand k
