@@ -203,5 +203,105 @@ TEST(OptimFusionTest, FusedStepsEqualEagerStepsBitForBit) {
   }
 }
 
+// A training step of Linear-ReLU-Linear-cross_entropy with SGD momentum, fused and eager: the
+// same parameters bit for bit, and fusion at least halves the kernels (measured 36 vs 96 per
+// step on the cpu: the forward and backward element-wise chains and each parameter's update are
+// one graph each; the matmuls, reductions, gather and scatter of cross_entropy run one by one).
+TEST(OptimFusionTest, MlpTrainingStepFusedEqualsEager) {
+  FusionSaved saved;
+  for (const Device& d : fusing_devices()) {
+    SCOPED_TRACE(d.str());
+    auto run = [&](bool fused) {
+      set_fusion(d, fused);
+      manual_seed(3);
+      auto net =
+          nn::make_sequential(std::make_shared<nn::Linear>(16, 32), std::make_shared<nn::ReLU>(),
+                              std::make_shared<nn::Linear>(32, 4));
+      net->to(d);
+      optim::SGD opt(net->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+      const Tensor x = testing::uniform({8, 16}, DType::f32, 1).to(d);
+      const Tensor t = from_vector<int64_t>({0, 1, 2, 3, 0, 1, 2, 3}, {8}, d);
+      StreamStats last;
+      for (int step = 0; step < 4; ++step) {
+        sync(d);
+        reset_stream_stats(d);
+        opt.zero_grad();
+        nn::functional::cross_entropy(net->forward(x), t).backward();
+        opt.step();
+        sync(d);
+        last = stream_stats(d);
+      }
+      std::vector<std::vector<float>> out;
+      for (const Tensor& p : net->parameters()) out.push_back(p.detach().to_vector<float>());
+      return std::make_pair(out, last);
+    };
+    const auto eager = run(false);
+    const auto fused = run(true);
+    EXPECT_EQ(fused.first, eager.first);
+    EXPECT_EQ(eager.second.recorded, 0);
+    EXPECT_GE(fused.second.graphs, 4);  // at least one per parameter update
+    EXPECT_LE(2 * fused.second.kernels(), eager.second.kernels())
+        << "fused " << fused.second.kernels() << " vs eager " << eager.second.kernels();
+  }
+}
+
+// AccumulateGrad takes the incoming gradient as .grad when nothing else holds it (no copy, one
+// kernel less per parameter and step), and copies it whenever something else could see a later
+// in-place change of .grad (optimizers and clip_grad_norm_ write grads in place).
+TEST(AccumulateGradTest, TakesTheGradientOnlyWhenNothingElseHoldsIt) {
+  const Device d = Device::cpu();
+  auto leaf = [&](uint64_t seed) {
+    return testing::uniform({3, 4}, DType::f32, seed).to(d).requires_grad_();
+  };
+  {  // taken: the step's kernels lose the copy (eager: one primitive fewer than with a copy)
+    FusionSaved saved;
+    set_fusion(d, false);
+    Tensor w = leaf(1);
+    sync(d);
+    reset_stream_stats(d);
+    sum(exp(w) * 2).backward();  // grad exp(w) * 2: fill, exp, mul...
+    const int64_t taken = stream_stats(d).kernels();
+    Tensor w2 = leaf(1);
+    w2.register_hook([](const Tensor&) {});  // a hook keeps nothing: still taken
+    reset_stream_stats(d);
+    sum(exp(w2) * 2).backward();
+    EXPECT_EQ(stream_stats(d).kernels(), taken);
+    EXPECT_EQ(w.grad().to_vector<float>(), w2.grad().to_vector<float>());
+    std::vector<Tensor> kept;
+    Tensor w3 = leaf(1);
+    w3.register_hook([&](const Tensor& g) { kept.push_back(g); });  // holds it: copied
+    reset_stream_stats(d);
+    sum(exp(w3) * 2).backward();
+    EXPECT_EQ(stream_stats(d).kernels(), taken + 1);
+    const std::vector<float> before = kept.at(0).to_vector<float>();
+    w3.grad().mul_(0);
+    EXPECT_EQ(kept.at(0).to_vector<float>(), before);
+  }
+  {  // one gradient for two leaves (add's backward passes it to both): each its own .grad
+    Tensor a = leaf(2), b = leaf(3);
+    sum((a + b) * 3).backward();
+    a.grad().mul_(0);
+    EXPECT_EQ(b.grad().to_vector<float>(), std::vector<float>(12, 3.0f));
+  }
+  {  // a leaf given its own gradient: the caller's tensor is not .grad
+    Tensor w = leaf(4);
+    Tensor g = full({3, 4}, 0.5f, {DType::f32, d});
+    w.backward(g);
+    w.grad().add_(1);
+    EXPECT_EQ(g.to_vector<float>(), std::vector<float>(12, 0.5f));
+  }
+  {  // a gradient that is a view (transposed): copied into the leaf's layout
+    Tensor w = leaf(5);
+    sum(w.t() * 2).backward();
+    EXPECT_TRUE(w.grad().is_contiguous());
+    EXPECT_EQ(w.grad().to_vector<float>(), std::vector<float>(12, 2.0f));
+  }
+  {  // create_graph: the gradient has history and stays a copy that records it
+    Tensor w = leaf(6);
+    sum(w * w).backward(Tensor(), true, true);
+    EXPECT_TRUE(w.grad().requires_grad());
+  }
+}
+
 }  // namespace
 }  // namespace ember
