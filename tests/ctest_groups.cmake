@@ -85,7 +85,7 @@ if(NOT EXISTS "${groups_file}" OR "${EMBER_TEST_EXE}" IS_NEWER_THAN "${groups_fi
              "[==[Running 0 tests from]==])\n")
     endif()
     # The fusion tests run again with EMBER_CHECK=1: each fused graph also runs op by op.
-    if(group MATCHES "^(StreamTest|CpuFusedGraph.*|GpuFusedGraph.*)$")
+    if(group MATCHES "^(StreamTest|StreamFaultTest|OptimFusionTest|CpuFusedGraph.*|GpuFusedGraph.*)$")
       string(APPEND script
              "add_test([==[${group}/check]==] [==[${EMBER_TEST_EXE}]==] "
              "[==[--gtest_filter=${filter}]==])\n"

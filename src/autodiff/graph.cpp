@@ -50,6 +50,28 @@ Tensor alias(const Tensor& t) {
   return Tensor(std::move(impl));
 }
 
+// Whether the incoming gradient x may become the leaf's .grad as it is (torch's AccumulateGrad
+// steals it too): no graph is being recorded, x carries no history, nothing but the engine's
+// buffer holds it, its storage or (x a view, as a reshaped sum) its base (the recorded ops'
+// snapshots of the storage, its `pending` count, aside), and x is laid out as the copy would be
+// (every element of its storage once, in the leaf's memory format).
+bool can_take(const Tensor& x, const Tensor& leaf) {
+  const TensorImpl& xi = *x.impl();
+  if (is_grad_enabled() || xi.autograd || xi.inference) return false;
+  if (x.dtype() != leaf.dtype() || x.device() != leaf.device() || x.numel() == 0) return false;
+  if (x.impl_ptr().use_count() != 1) return false;
+  long holders = 1;
+  if (const std::shared_ptr<TensorImpl>& base = xi.view_base) {
+    if (base.use_count() != 1 || base->autograd || base->view_base || base->storage != xi.storage)
+      return false;
+    holders = 2;
+  }
+  const std::shared_ptr<Storage>& s = xi.storage;
+  if (s.use_count() != holders + long(s->pending.load())) return false;
+  return xi.offset == 0 && s->nbytes == x.numel() * int64_t(x.element_size()) &&
+         x.strides() == detail::format_strides(x.shape(), leaf.memory_format());
+}
+
 /// Adds incoming gradients into a leaf's .grad.
 struct AccumulateGrad : Node {
   std::weak_ptr<TensorImpl> leaf;
@@ -59,6 +81,10 @@ struct AccumulateGrad : Node {
     Tensor& grad = impl->autograd->grad;
     if (grad.defined()) {
       grad = add(grad, g[0]);
+    } else if (can_take(g[0], Tensor(impl))) {
+      // The gradient itself: no copy (one kernel less per parameter and step; with fusion the
+      // copy ran alone, between backward's last ops and the optimizer step's graphs).
+      grad = alias(g[0]);
     } else {
       // A fresh copy laid out as the leaf (torch's gradient layout contract), so a channels-last
       // parameter's optimizer step reads both in the same order.

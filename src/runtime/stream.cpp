@@ -504,8 +504,20 @@ void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
       if (!first_error) first_error = std::current_exception();
     }
   };
+  // The first op after k that is no Fill (ops.size() when none): a run of Fills before an op of
+  // another shape than the open group's (the scalars and zeros of the next chain, as an
+  // optimizer's next parameter) starts the next group, where it is read as constants; in the
+  // open group it would be written (side fills) and loaded back.
+  std::vector<size_t> next_compute(ops.size() + 1, ops.size());
+  for (size_t k = ops.size(); k-- > 0;)
+    next_compute[k] = std::holds_alternative<ir::Fill>(ops[k]) ? next_compute[k + 1] : k;
   Group grp;
   for (size_t k = 0; k < ops.size(); ++k) {
+    if (grp.has_shape && grp.compute_ops >= 0 && std::holds_alternative<ir::Fill>(ops[k]) &&
+        next_compute[k] < ops.size() && io_of(ops[next_compute[k]]).dst->shape() != grp.g.shape) {
+      run_group(grp);
+      grp = Group();
+    }
     if (grp.compute_ops >= 0 && planner.add(grp, k)) continue;
     run_group(grp);
     grp = Group();

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -48,6 +49,23 @@ bool stream_check_mode() {
 
 bool Backend::execute_graph_checked(const ir::FusedGraph& g, const std::vector<ir::Op>& ops,
                                     const std::vector<size_t>& index) {
+  // The check's reads sync the device, and a GPU's sync runs the deferred data checks (index
+  // ranges, class targets...): one that fails would throw from here, before or halfway through
+  // the graph, and its ops would never run (a caught error left their outputs unwritten). The
+  // checks wait for the next sync or read after the graph, as without EMBER_CHECK.
+  struct HoldChecks {
+    Backend& b;
+    std::vector<std::function<void()>> held;
+    explicit HoldChecks(Backend& backend) : b(backend) {
+      std::lock_guard<std::mutex> lock(b.checks_mutex_);
+      held.swap(b.checks_);
+    }
+    ~HoldChecks() {
+      std::lock_guard<std::mutex> lock(b.checks_mutex_);
+      held.insert(held.end(), b.checks_.begin(), b.checks_.end());
+      b.checks_.swap(held);
+    }
+  } hold(*this);
   // Copies of every storage the graph's ops write, made before the graph runs (an op may read
   // what it writes).
   std::unordered_map<const Storage*, std::shared_ptr<Storage>> copy;
