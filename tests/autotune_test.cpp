@@ -453,3 +453,42 @@ TEST(AutotuneTest, PublicStatsAndClear) {
 
 }  // namespace
 }  // namespace ember
+
+namespace ember {
+namespace {
+
+// Vulkan and OpenCL matmuls big enough to be tuned: every candidate (CLBlast where it takes the
+// product, each generated tile, "simple") is compared with the default in check mode, and the
+// result with the reference.
+TEST(AutotuneGpu, MatmulVariantsEqualTheDefault) {
+  int devices = 0;
+  for (const DeviceInfo& info : available_devices()) {
+    const Device dev = info.device;
+    if (dev.type() != DeviceType::vulkan && dev.type() != DeviceType::opencl) continue;
+    ++devices;
+    SCOPED_TRACE(dev.str());
+    Autotuner& t = autotune::for_device(dev);
+    const Options saved = t.options();
+    TempDir d;
+    t.set_options(opts(d.path, Effort::full, true));
+    for (const Gemm& g : {Gemm{1, 96, 80, 64}, Gemm{2, 40, 72, 48}}) {
+      const Tensor a = rnd({g.B, g.M, g.K}, 7), b = rnd({g.B, g.K, g.N}, 8);
+      const Tensor want = matmul(a.to(Device::ref()), b.to(Device::ref()));
+      const int64_t tuned = t.stats().tuned;
+      const Tensor got = matmul(a.to(dev), b.to(dev)).to(Device::ref());
+      EXPECT_EQ(t.stats().tuned, tuned + 1) << "tuned and checked";
+      EXPECT_EQ(testing::compare(want, got, 4), "");
+      // The second call runs the choice untimed.
+      const int64_t runs = t.stats().timed_runs;
+      const Tensor again = matmul(a.to(dev), b.to(dev)).to(Device::ref());
+      EXPECT_EQ(t.stats().timed_runs, runs);
+      EXPECT_EQ(testing::compare(got, again, 1), "");
+    }
+    EXPECT_TRUE(fs::exists(d.path + "/" + autotune::stem_of(dev) + ".json"));
+    t.set_options(saved);
+  }
+  if (devices == 0) GTEST_SKIP() << "no Vulkan or OpenCL device";
+}
+
+}  // namespace
+}  // namespace ember
