@@ -443,7 +443,7 @@ TEST(AutotuneTest, PublicStatsAndClear) {
   (void)matmul(a, b).to_vector<float>();
   const AutotuneStats s = autotune_stats(cpu);
   EXPECT_EQ(s.tuned, 1);
-  EXPECT_EQ(s.timed_runs, 4);  // minimal: 2 runs of each library
+  EXPECT_EQ(s.timed_runs, 6);  // minimal: a warm-up and 2 timed runs of each library
   EXPECT_EQ(s.entries, 1);
   EXPECT_TRUE(fs::exists(s.cache_file));
   clear_autotune_cache(cpu);

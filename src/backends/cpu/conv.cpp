@@ -324,6 +324,7 @@ Entry* choose(Kind kind, Ways& w, const std::vector<const Tensor*>& ts, const Op
       }
     return v;
   };
+  bench.warmup = 1;  // a primitive's first run initialises its scratch and JIT state
   bench.rtol = 1e-4;
   bench.max_rtol = 1e-4;
   bench.detail = [&] {
@@ -331,7 +332,8 @@ Entry* choose(Kind kind, Ways& w, const std::vector<const Tensor*>& ts, const Op
     for (const Tensor* t : ts) s += " " + describe(*t);
     return s;
   };
-  return es[tuner().pick("cpu.conv", "f32", shape_class(kind, ts, op, &weight), cs, bench)];
+  return es[tuner().pick("cpu.conv", dtype_name(DType::f32), shape_class(kind, ts, op, &weight), cs,
+                         bench)];
 }
 
 // Finds or creates the primitives for (kind, tensors, geometry) and runs the chosen one; false

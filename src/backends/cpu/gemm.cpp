@@ -143,10 +143,11 @@ void blas_matmul(const Tensor& a, const Tensor& b, const Tensor& d) {
       autotune::Bench bench;
       bench.run = [&](size_t i) { run(vs[i]); };
       bench.result = [&] { return host_values(out); };
+      bench.warmup = 1;  // oneDNN JIT-compiles its kernels on a shape's first call
       bench.rtol = 1e-4;
       bench.max_rtol = 1e-5 * (1.0 + std::sqrt(double(K)));
       bench.detail = [&] { return describe(ac) + " @ " + describe(bc); };
-      pick = tuner().pick("cpu.matmul", "f32", shape, cs, bench);
+      pick = tuner().pick("cpu.matmul", dtype_name(DType::f32), shape, cs, bench);
     }
     run(vs[pick]);
   }
