@@ -152,6 +152,23 @@ TEST(AutotuneTest, CacheRoundTripAcrossTwoInstances) {
   EXPECT_EQ(op2.total(), 0);
 }
 
+// Two processes tuning at once: each save keeps what the other wrote meanwhile.
+TEST(AutotuneTest, SaveKeepsAnotherProcesssChoices) {
+  TempDir d;
+  Autotuner a("dev", "test device", opts(d.path)), b("dev", "test device", opts(d.path));
+  Counting op_a(three()), op_b(three());
+  op_a.pick(a, "s1");  // a loads (no file) and writes s1
+  op_b.pick(b, "s2");  // b loads s1 and writes s1 + s2
+  op_a.pick(a, "s3");  // a merges s2 in and writes all three
+  const nlohmann::json j = nlohmann::json::parse(read(d.path + "/dev.json"));
+  EXPECT_EQ(j.at("entries").size(), 3u);
+  Autotuner c("dev", "test device", opts(d.path));
+  Counting op_c(three());
+  for (const char* s : {"s1", "s2", "s3"}) op_c.pick(c, s);
+  EXPECT_EQ(op_c.total(), 0);
+  EXPECT_EQ(c.stats().loaded, 3);
+}
+
 // Writes `text` as the cache file, then checks that a tuner ignores it with one warning naming
 // `why`, tunes, and rewrites the file so that the next instance loads it.
 void expect_ignored_then_rewritten(const std::string& text, const std::string& why) {

@@ -153,6 +153,40 @@ void Autotuner::clear() {
   if (!path.empty()) std::remove(path.c_str());
 }
 
+// Reads the entries of the cache file at `path` into `got`: "" when the file is ours (or absent:
+// `found` false), else why it is not (then `got` is left empty).
+std::string Autotuner::read_file(const std::string& path, std::map<std::string, Entry>& got,
+                                 bool& found) const {
+  found = false;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";  // no file yet
+  found = true;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    const nlohmann::json j = nlohmann::json::parse(ss.str());
+    if (!j.is_object() || j.value("format", "") != kFormat) return "not an Ember autotune cache";
+    if (j.value("version", -1) != kFormatVersion)
+      return "format version " + j.value("version", nlohmann::json(-1)).dump() + ", not " +
+             std::to_string(kFormatVersion);
+    if (j.value("device", "") != identity_)
+      return "made for device '" + j.value("device", "") + "', this is '" + identity_ + "'";
+    for (const auto& [k, v] : j.at("entries").items()) {
+      Entry e;
+      e.variant = v.at("variant").get<std::string>();
+      if (!parse_effort(v.at("effort").get<std::string>(), e.effort))
+        throw std::runtime_error("bad effort");
+      e.names = v.value("candidates", std::vector<std::string>{});
+      e.ms = v.value("ms", std::vector<double>{});
+      got[k] = std::move(e);
+    }
+    return "";
+  } catch (const std::exception& e) {
+    got.clear();
+    return std::string("unreadable (") + e.what() + ")";
+  }
+}
+
 // Reads the cache file once (mu_ held). Anything unreadable as ours is ignored with a warning;
 // the next save rewrites the file.
 void Autotuner::load_locked() {
@@ -160,46 +194,28 @@ void Autotuner::load_locked() {
   loaded_ = true;
   if (options_.dir.empty() || options_.effort == Effort::off) return;
   const std::string path = options_.dir + "/" + stem_ + ".json";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return;  // no file yet
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string why;
-  try {
-    const nlohmann::json j = nlohmann::json::parse(ss.str());
-    if (!j.is_object() || j.value("format", "") != kFormat) {
-      why = "not an Ember autotune cache";
-    } else if (j.value("version", -1) != kFormatVersion) {
-      why = "format version " + j.value("version", nlohmann::json(-1)).dump() + ", not " +
-            std::to_string(kFormatVersion);
-    } else if (j.value("device", "") != identity_) {
-      why = "made for device '" + j.value("device", "") + "', this is '" + identity_ + "'";
-    } else {
-      std::map<std::string, Entry> got;
-      for (const auto& [k, v] : j.at("entries").items()) {
-        Entry e;
-        e.variant = v.at("variant").get<std::string>();
-        if (!parse_effort(v.at("effort").get<std::string>(), e.effort))
-          throw std::runtime_error("bad effort");
-        e.names = v.value("candidates", std::vector<std::string>{});
-        e.ms = v.value("ms", std::vector<double>{});
-        got[k] = std::move(e);
-      }
-      stats_.loaded = int64_t(got.size());
-      for (auto& [k, e] : got) entries_.emplace(k, std::move(e));
-      return;
-    }
-  } catch (const std::exception& e) {
-    why = std::string("unreadable (") + e.what() + ")";
+  std::map<std::string, Entry> got;
+  bool found = false;
+  const std::string why = read_file(path, got, found);
+  if (!why.empty()) {
+    std::fprintf(stderr, "ember: autotune cache %s ignored: %s; it will be rewritten\n",
+                 path.c_str(), why.c_str());
+    return;
   }
-  std::fprintf(stderr, "ember: autotune cache %s ignored: %s; it will be rewritten\n", path.c_str(),
-               why.c_str());
+  stats_.loaded = int64_t(got.size());
+  for (auto& [k, e] : got) entries_.emplace(k, std::move(e));
 }
 
-// Writes every choice (mu_ held): temp file + rename (core/atomic_file.h). A failed write only
-// costs the next process its tuning.
+// Writes every choice (mu_ held): temp file + rename (core/atomic_file.h). Choices another
+// process wrote since this one loaded the file are kept (a foreign or corrupt file, reported at
+// load, is overwritten). A failed write only costs the next process its tuning.
 void Autotuner::save_locked() {
   if (options_.dir.empty() || options_.effort == Effort::off) return;
+  const std::string path = options_.dir + "/" + stem_ + ".json";
+  std::map<std::string, Entry> theirs;
+  bool found = false;
+  if (read_file(path, theirs, found).empty())
+    for (auto& [k, e] : theirs) entries_.emplace(k, std::move(e));
   nlohmann::json entries = nlohmann::json::object();
   for (const auto& [k, e] : entries_)
     entries[k] = {{"variant", e.variant},
@@ -211,7 +227,7 @@ void Autotuner::save_locked() {
                             {"device", identity_},
                             {"entries", entries}};
   const std::string text = j.dump(1) + "\n";
-  try_write_file_atomic(options_.dir + "/" + stem_ + ".json", text.data(), text.size());
+  try_write_file_atomic(path, text.data(), text.size());
 }
 
 size_t Autotuner::tune(const std::string& key, const std::vector<Candidate>& cands,

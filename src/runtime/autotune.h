@@ -120,6 +120,8 @@ class Autotuner {
     std::vector<double> ms;  // median per timed candidate, in candidate order
     std::vector<std::string> names;
   };
+  std::string read_file(const std::string& path, std::map<std::string, Entry>& got,
+                        bool& found) const;
   void load_locked();
   void save_locked();
   size_t tune(const std::string& key, const std::vector<Candidate>& cands,
