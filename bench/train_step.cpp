@@ -4,6 +4,10 @@
 // process. Prints samples/s for each and the ratio, by wall time and by process CPU time (the
 // latter is steadier on a shared machine: it does not count the time other processes run).
 //   bench_train_step [--steps N] [--warmup N] [--batch B] [--threads T] [--device cpu|ref]
+//   bench_train_step --step-times N: times each of the first N steps of a fresh process (no
+//   warm-up) and prints them, then exits; bench/autotune_warm_cache.sh runs it twice with one
+//   autotune cache folder (issue 16: a second process's first step within 10% of the first's
+//   tenth).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,7 +31,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Args {
-  int steps = 20, warmup = 3, batch = 64, threads = 2;
+  int steps = 20, warmup = 3, batch = 64, threads = 2, step_times = 0;
   std::string device = "cpu";
 };
 
@@ -45,6 +49,8 @@ Args parse(int argc, char** argv) {
       a.threads = std::stoi(v);
     else if (k == "--device")
       a.device = v;
+    else if (k == "--step-times")
+      a.step_times = std::stoi(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       std::exit(2);
@@ -122,6 +128,21 @@ int main(int argc, char** argv) {
       opt.step();
       return loss.item<float>();  // forces the step to finish
     };
+    if (a.step_times > 0) {
+      for (int i = 0; i < a.step_times; ++i) {
+        const auto s0 = Clock::now();
+        const std::clock_t c0 = std::clock();
+        ember_step();
+        std::printf("step %d: %.2f ms (cpu %.2f ms)\n", i + 1,
+                    1e3 * std::chrono::duration<double>(Clock::now() - s0).count(),
+                    1e3 * double(std::clock() - c0) / CLOCKS_PER_SEC);
+      }
+      const AutotuneStats st = autotune_stats(dev);
+      std::printf("autotune: %lld keys tuned, %lld timed runs, %lld choices loaded, file %s\n",
+                  (long long)st.tuned, (long long)st.timed_runs, (long long)st.loaded,
+                  st.cache_file.empty() ? "(none)" : st.cache_file.c_str());
+      return 0;
+    }
     std::printf("Fashion-MNIST CNN training step, batch %d, f32, %d threads, %d timed steps\n",
                 a.batch, a.threads, a.steps);
     for (int i = 0; i < a.warmup; ++i) ember_step();

@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 
+#include "backends/cpu/autotune_util.h"
 #include "backends/cpu/kernels.h"
 #include "ember/ember.h"
 #include "ember/nn/functional/activation.h"
@@ -463,7 +464,7 @@ namespace ember {
 namespace {
 
 // Channels-last convolutions through oneDNN on NHWC as it is and on its blocked layout (the two
-// ways the timed choice picks from) both match the NCHW convolution, forward and both backward
+// ways the autotuner picks from) both match the NCHW convolution, forward and both backward
 // passes, and keep the channels-last layout of the input and its gradient.
 TEST(CpuFusedTest, ChannelsLastConvBothLayoutsMatchNchw) {
   namespace F = nn::functional;
@@ -481,8 +482,9 @@ TEST(CpuFusedTest, ChannelsLastConvBothLayoutsMatchNchw) {
   };
   std::vector<Tensor> want_g;
   const Tensor want = run(false, want_g);
-  for (int mode : {1, 2, 0}) {
-    cpu::set_conv_channels_last_mode(mode);
+  // Forced through the autotuner (runtime/autotune.h), then its own choice.
+  for (const char* mode : {"nhwc", "blocked", ""}) {
+    cpu::tuner().force("cpu.conv", mode);
     const int64_t backward_before = cpu::conv_backward_runs();
     std::vector<Tensor> g;
     const Tensor y = run(true, g);
@@ -492,7 +494,7 @@ TEST(CpuFusedTest, ChannelsLastConvBothLayoutsMatchNchw) {
     EXPECT_EQ(compare(want, y, 16), "") << mode;
     for (size_t i = 0; i < 3; ++i) EXPECT_EQ(compare(want_g[i], g[i], 64), "") << mode << " " << i;
   }
-  cpu::set_conv_channels_last_mode(0);
+  cpu::tuner().force("cpu.conv", "");
 }
 
 }  // namespace

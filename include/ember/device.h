@@ -115,6 +115,29 @@ bool fusion_enabled(const Device& device);
 StreamStats stream_stats(const Device& device);
 void reset_stream_stats(const Device& device);
 
+/// Autotuning (docs/ARCHITECTURE.md, "The autotuner"): ops with several implementations (the
+/// cpu GEMM library, the cpu convolution layout, the cpu fused-graph tile size, ...) time them on
+/// first use of a shape class and keep the fastest, in memory and in a cache file per device
+/// (under $XDG_CACHE_HOME/ember/autotune, else ~/.cache/ember/autotune; env
+/// EMBER_AUTOTUNE_CACHE names another folder). Env EMBER_AUTOTUNE=off|minimal|balanced|full sets
+/// the effort (default balanced; off: fixed heuristics, no timing, no file). Results never
+/// depend on the choice beyond the op's rounding (EMBER_CHECK=1 compares every variant with the
+/// default while tuning and throws ember::Error on a mismatch).
+struct AutotuneStats {
+  int64_t tuned = 0;       // op keys timed by this process
+  int64_t timed_runs = 0;  // candidate runs those timings made
+  int64_t loaded = 0;      // choices read from the cache file
+  int64_t entries = 0;     // choices held now (loaded or tuned)
+  std::string cache_file;  // the device's cache file ("" when there is none: effort off, no folder)
+};
+/// The autotuner's counters for `device` since start or clear_autotune_cache. Throws
+/// ember::Error for devices that are not built/present. Thread-safe.
+AutotuneStats autotune_stats(const Device& device);
+/// Forgets every autotuned choice of `device` and deletes its cache file, so that the next use
+/// of each op times its variants again. Throws ember::Error for devices that are not
+/// built/present. Thread-safe.
+void clear_autotune_cache(const Device& device);
+
 /// Bytes held by a device's caching allocator (as torch.cuda.memory_allocated / memory_reserved /
 /// max_memory_allocated): `allocated` by live tensors (rounded up to the allocator's size
 /// classes), `reserved` = allocated + cached free blocks, `peak` the highest `allocated` so far.

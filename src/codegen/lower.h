@@ -1,5 +1,8 @@
 // Per-family lowering functions behind codegen::lower (internal to src/codegen).
 #pragma once
+#include <string>
+#include <vector>
+
 #include "codegen/kernel.h"
 #include "ir/graph.h"
 
@@ -29,6 +32,17 @@ Lowering lower_index_select(const ir::IndexSelect& op, Dialect d, const Caps& ca
 Lowering lower_index_add(const ir::IndexAdd& op, Dialect d, const Caps& caps);
 // spatial.cpp
 Lowering lower_matmul(const ir::Matmul& op, Dialect d, const Caps& caps);
+// matmul.cpp: a generated matmul's variant, autotuned by runtime/kernel_backend.cpp: "simple"
+// (bm == 0: a thread per output) or "tiled<bm>x<bk>t<tm>" (a bm x bn tile staged bk deep, tm x tn
+// outputs per thread). Every variant sums in k order: the results are the same.
+struct MatmulVariant {
+  std::string name;
+  int bm = 0, bn = 0, bk = 0, tm = 0, tn = 0;
+};
+// The variants that fit the device for this product; the first is the default (what
+// lower_matmul(op, d, caps) runs). Requires a non-empty product.
+std::vector<MatmulVariant> matmul_variants(const ir::Matmul& op, const Caps& caps);
+Lowering lower_matmul(const ir::Matmul& op, Dialect d, const Caps& caps, const MatmulVariant& v);
 Lowering lower_im2col(const ir::Im2col& op, Dialect d, const Caps& caps);
 Lowering lower_col2im(const ir::Col2im& op, Dialect d, const Caps& caps);
 Lowering lower_adaptive_pool(const ir::AdaptivePool& op, Dialect d, const Caps& caps);

@@ -2,8 +2,9 @@
 // Two kernels, keyed by dtype and variant only (sizes and strides are params):
 // - "simple": one thread per output element looping over K; for tiny or thin matrices.
 // - "tiled": a workgroup computes a BM x BN tile of one batch, staging BK-deep slices of A and B
-//   in shared memory; each thread accumulates a TM x TN block in registers (64 x 64 tiles with
-//   8 x 8 per thread, or 32 x 32 with 4 x 4 for thin products).
+//   in shared memory; each thread accumulates a TM x TN block in registers (by default 64 x 64
+//   tiles with 8 x 8 per thread, or 32 x 32 with 4 x 4 for thin products). The tile and the
+//   block are autotuned per shape class among matmul_variants() (runtime/kernel_backend.cpp).
 // Sums run in k order in float (f32/f16/bf16) or double (f64), integers in a wrapping unsigned
 // type of at least 32 bits and bool as (sum != 0): the ref's semantics (backends/ref/matmul.cpp).
 //
@@ -350,16 +351,67 @@ Lowering launches(const ir::Matmul& op, Dialect d, const Caps& caps, const std::
 
 }  // namespace
 
+std::vector<MatmulVariant> matmul_variants(const ir::Matmul& op, const Caps& caps) {
+  const DType t = op.dst.dtype();
+  const int64_t M = op.dst.size(1), N = op.dst.size(2), K = op.a.size(2);
+  const MatmulVariant simple{"simple"};
+  // Tiny or thin products (matrix-vector) gain nothing from tiles.
+  if (!(caps.max_workgroup_size >= 64 && M >= 8 && N >= 8 && M * N * K >= 32768)) return {simple};
+  // The default: 64 x 64 tiles, 8 x 8 per thread (64 threads); 32 x 32 tiles (4 x 4 per thread)
+  // for thin products, so that a few rows or columns do not waste most of a tile. On a CPU
+  // device (lavapipe loads shared and storage memory lane by lane) 16 x 16 per thread (16
+  // threads): the most products per load (measured in docs/vulkan.md: 1.6x the 8 x 8 blocks).
+  // The others are what the autotuner also tries: each tile with each block, and "simple".
+  const bool thin = M <= 32 || N <= 32;
+  std::vector<Tile> tiles;
+  if (caps.cpu)
+    tiles = thin ? std::vector<Tile>{{32, 32, 16, 8, 8}, {64, 64, 16, 16, 16}, {64, 64, 16, 8, 8}}
+                 : std::vector<Tile>{{64, 64, 16, 16, 16}, {64, 64, 16, 8, 8}, {32, 32, 16, 8, 8}};
+  else
+    tiles = thin ? std::vector<Tile>{{32, 32, 16, 4, 4}, {64, 64, 16, 8, 8}, {32, 32, 16, 8, 8}}
+                 : std::vector<Tile>{{64, 64, 16, 8, 8}, {32, 32, 16, 4, 4}, {64, 64, 16, 16, 16}};
+  const auto fits = [&](const Tile& x) {
+    return int64_t(x.bk) * (x.bm + x.bn) * acc_bytes(t) <= int64_t(caps.max_shared_bytes) &&
+           x.threads() <= int64_t(caps.max_workgroup_size);
+  };
+  std::vector<MatmulVariant> out;
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    Tile g = tiles[i];
+    if (!fits(g)) g.bk = 8;
+    if (!fits(g)) {
+      if (i > 0) continue;
+      g = {32, 32, 8, 4, 4};  // the default always has a tile
+    }
+    MatmulVariant v{
+        "tiled" + std::to_string(g.bm) + "x" + std::to_string(g.bk) + "t" + std::to_string(g.tm),
+        g.bm,
+        g.bn,
+        g.bk,
+        g.tm,
+        g.tn};
+    bool dup = false;
+    for (const auto& o : out) dup = dup || o.name == v.name;
+    if (!dup) out.push_back(v);
+  }
+  out.push_back(simple);
+  return out;
+}
+
 Lowering lower_matmul(const ir::Matmul& op, Dialect d, const Caps& caps) {
+  check_dtype("matmul", op.dst.dtype(), caps);
+  check_fits("matmul", {op.a, op.b, op.dst});
+  if (op.dst.size(0) == 0 || op.dst.size(1) == 0 || op.dst.size(2) == 0) return {};
+  return lower_matmul(op, d, caps, matmul_variants(op, caps)[0]);
+}
+
+Lowering lower_matmul(const ir::Matmul& op, Dialect d, const Caps& caps, const MatmulVariant& v) {
   const DType t = op.dst.dtype();
   check_dtype("matmul", t, caps);
   check_fits("matmul", {op.a, op.b, op.dst});
   const int64_t B = op.dst.size(0), M = op.dst.size(1), N = op.dst.size(2), K = op.a.size(2);
   if (B == 0 || M == 0 || N == 0) return {};
-  // Tiny or thin products (matrix-vector) gain nothing from tiles.
-  const bool tiled = caps.max_workgroup_size >= 64 && M >= 8 && N >= 8 && M * N * K >= 32768;
   const std::string dt = dtype_tag(t);
-  if (!tiled) {
+  if (v.bm == 0) {
     // Per invocation: ceil(outputs / threads) grid iterations, each one k loop of K iterations.
     const std::string key = "matmul_simple_" + dt;
     const uint32_t groups = groups_1d(B * M * N, 256, caps);
@@ -369,21 +421,9 @@ Lowering lower_matmul(const ir::Matmul& op, Dialect d, const Caps& caps) {
                       return simple_kernel(name, t, l, kc);
                     });
   }
-  // 64 x 64 tiles, 8 x 8 per thread (64 threads); 32 x 32 tiles (4 x 4 per thread) for thin
-  // products, so that a few rows or columns do not waste most of a tile. On a CPU device
-  // (lavapipe loads shared and storage memory lane by lane) 16 x 16 per thread (16 threads):
-  // the most products per load (measured in docs/vulkan.md: 1.6x the 8 x 8 blocks).
-  Tile g{64, 64, 16, 8, 8};
-  if (M <= 32 || N <= 32) g = {32, 32, 16, 4, 4};
-  if (caps.cpu) g = (M <= 32 || N <= 32) ? Tile{32, 32, 16, 8, 8} : Tile{64, 64, 16, 16, 16};
-  const auto fits = [&](const Tile& x) {
-    return int64_t(x.bk) * (x.bm + x.bn) * acc_bytes(t) <= int64_t(caps.max_shared_bytes);
-  };
-  if (!fits(g)) g.bk = 8;
-  if (!fits(g)) g = {32, 32, 8, 4, 4};
+  const Tile g{v.bm, v.bn, v.bk, v.tm, v.tn};
   const int64_t tiles_m = (M + g.bm - 1) / g.bm, tiles_n = (N + g.bn - 1) / g.bn;
-  const std::string key = "matmul_tiled" + std::to_string(g.bm) + "x" + std::to_string(g.bk) + "t" +
-                          std::to_string(g.tm) + "_" + dt;
+  const std::string key = "matmul_" + v.name + "_" + dt;
   const int64_t tiles = B * tiles_m * tiles_n;
   const uint32_t groups = uint32_t(std::min<int64_t>(tiles, int64_t(caps.max_groups_x)));
   // Per invocation: ceil(tiles / groups) tiles, each K / BK steps of two staging loops (their

@@ -40,6 +40,11 @@ void seed_all_backends(uint64_t seed) {
   for (Backend* b : r.backends) b->set_seed(seed);
 }
 
+std::string Backend::autotune_identity() const {
+  const DeviceInfo i = info();
+  return name() + " | " + i.name + " | " + i.details;
+}
+
 void Backend::defer_check(std::function<void()> check) {
   std::lock_guard<std::mutex> lock(checks_mutex_);
   checks_.push_back(std::move(check));

@@ -64,6 +64,9 @@ class Backend {
 
   virtual bool supports_dtype(DType t) const = 0;
   virtual DeviceInfo info() const = 0;
+  /// What the autotuner's cache file records as this device (runtime/autotune.h): a file made
+  /// on another device is ignored. Default: name, info().name and info().details.
+  virtual std::string autotune_identity() const;
   /// Caching-allocator statistics and cache release (ember::memory_stats / empty_cache).
   virtual MemoryStats memory_stats() const { return {}; }
   virtual void empty_cache() {}

@@ -2,11 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "codegen/common.h"
 #include "codegen/lower.h"
+#include "core/dispatch.h"
 #include "ember/error.h"
+#include "runtime/autotune.h"
 
 namespace ember::runtime {
 
@@ -17,6 +22,29 @@ constexpr int64_t kArenaBytes = 64 << 10;
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Every element of `t` (row-major order) from a copy of its storage's bytes.
+std::vector<double> strided_values(const std::vector<unsigned char>& bytes, const Tensor& t) {
+  std::vector<double> out;
+  out.reserve(size_t(t.numel()));
+  dispatch_dtype(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t nd = t.dim();
+    std::vector<int64_t> idx(size_t(nd), 0);
+    for (int64_t n = 0; n < t.numel(); ++n) {
+      int64_t off = t.offset();
+      for (int64_t d = 0; d < nd; ++d) off += idx[size_t(d)] * t.stride(d);
+      T x;
+      std::memcpy(&x, bytes.data() + off * int64_t(sizeof(T)), sizeof(T));
+      out.push_back(scalar_cast<double>(x));
+      for (int64_t d = nd - 1; d >= 0; --d) {
+        if (++idx[size_t(d)] < t.size(d)) break;
+        idx[size_t(d)] = 0;
+      }
+    }
+  });
+  return out;
 }
 }  // namespace
 
@@ -244,11 +272,76 @@ bool KernelBackend::execute_graph(const ir::FusedGraph& g) {
   return true;
 }
 
+namespace {
+
+// Products smaller than this (multiply-adds), or with fewer outputs (a few tiles: the variants
+// hardly differ, and a long K makes each timed run slow), run their default variant untimed.
+constexpr int64_t kTuneMinWork = int64_t(1) << 18;
+constexpr int64_t kTuneMinOutputs = 4096;
+
+}  // namespace
+
+bool KernelBackend::run_matmul_tuned(const ir::Op& op) {
+  const auto* mm = std::get_if<ir::Matmul>(&op);
+  if (!mm) return false;
+  const Tensor &a = mm->a, &d = mm->dst;
+  const int64_t B = d.size(0), M = d.size(1), N = d.size(2), K = a.size(2);
+  if (B * M * N < kTuneMinOutputs || B * M * N * K < kTuneMinWork ||
+      !codegen::supports(d.dtype(), caps()))
+    return false;
+  const bool native = native_applies(op);
+  const std::vector<codegen::MatmulVariant> vs = codegen::matmul_variants(*mm, caps());
+  std::vector<autotune::Candidate> cs;
+  if (native) cs.push_back({"library"});
+  for (size_t i = 0; i < vs.size(); ++i) {
+    // The default's runner-up at minimal effort, the other tiles at balanced, "simple" (a thread
+    // per output: slow for any product big enough to be tuned) only at full.
+    const autotune::Effort e = vs[i].name == "simple" ? autotune::Effort::full
+                               : i <= 1               ? autotune::Effort::minimal
+                                                      : autotune::Effort::balanced;
+    cs.push_back({vs[i].name, e});
+  }
+  if (cs.size() <= 1) return false;
+  auto run_variant = [&](size_t i) {
+    if (native && i == 0) {
+      if (!execute_native(op)) EMBER_FAIL("matmul", "the library declined a product it took");
+      return;
+    }
+    run(codegen::lower_matmul(*mm, dialect(), caps(), vs[i - (native ? 1 : 0)]));
+  };
+  autotune::Bench bench;
+  bench.run = run_variant;
+  bench.sync = [&] { sync_device(); };
+  bench.warmup = 1;  // compiles the kernel
+  bench.result = [&] {
+    sync_device();
+    const Storage& st = *d.impl()->storage;
+    std::vector<unsigned char> bytes(size_t(st.nbytes));
+    if (st.nbytes > 0) read_bytes(st.data, 0, bytes.data(), st.nbytes);
+    return strided_values(bytes, d);
+  };
+  const bool half = d.dtype() == DType::f16 || d.dtype() == DType::bf16;
+  bench.rtol = half ? 1e-2 : 1e-4;
+  bench.max_rtol = (half ? 1e-2 : 1e-5) * (1.0 + std::sqrt(double(K)));
+  bench.detail = [&] {
+    return std::string(dtype_name(d.dtype())) + " [" + std::to_string(B) + ", " +
+           std::to_string(M) + ", " + std::to_string(K) + "] @ [" + std::to_string(B) + ", " +
+           std::to_string(K) + ", " + std::to_string(N) + "]";
+  };
+  const std::string shape =
+      "b" + std::to_string(autotune::anchor(B)) + ".m" + std::to_string(autotune::anchor(M)) +
+      ".n" + std::to_string(autotune::anchor(N)) + ".k" + std::to_string(autotune::anchor(K));
+  run_variant(
+      autotune::for_device(device()).pick("matmul", dtype_name(d.dtype()), shape, cs, bench));
+  return true;
+}
+
 void KernelBackend::run_op(const ir::Op& op) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   check_alive();
   if (!profiling()) {
     start_use();
+    if (run_matmul_tuned(op)) return;
     if (execute_native(op)) return;
     return run(codegen::lower(op, dialect(), caps()));
   }

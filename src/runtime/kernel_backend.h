@@ -129,6 +129,9 @@ class KernelBackend : public Backend {
   /// Runs `op` through a library the backend links (CLBlast's GEMM) and returns true, or returns
   /// false to have it lowered. It records into batch() (keeping its tensors) and calls count_op().
   virtual bool execute_native(const ir::Op&) { return false; }
+  /// Whether execute_native(op) would take `op`: the matmul autotuner then times the library
+  /// (its default) against the generated variants.
+  virtual bool native_applies(const ir::Op&) const { return false; }
   /// Per-op profiling (EMBER_VULKAN_PROFILE): when true, execute() times each op alone.
   virtual bool profiling() const { return false; }
   virtual void profile_op(const ir::Op&, const codegen::Lowering&, double, double) {}
@@ -171,6 +174,9 @@ class KernelBackend : public Backend {
 
  private:
   void release(Batch& b);
+  /// A matmul with more than one variant (the library, the generated tiles) run through the
+  /// device's autotuner (runtime/autotune.h); false when there is only one way (lowered as usual).
+  bool run_matmul_tuned(const ir::Op& op);
   std::pair<ArenaBlock, int64_t> params(Batch& b, const std::vector<uint32_t>& words);
 
   int64_t max_tasks_;

@@ -2,8 +2,10 @@
 // backward passes (ir::ConvBackwardData, ir::ConvBackwardWeights); f32, 1d/2d/3d, strided,
 // padded, dilated, grouped and depthwise. For channels-last activations the primitives work on
 // NHWC / NDHWC directly; otherwise oneDNN chooses its own (blocked) layouts, and reorders
-// from and to the tensors' strided layouts are part of the cached entry. Primitives are created
-// once per geometry and kept in a cache keyed by the kind, every shape, stride and parameter.
+// from and to the tensors' strided layouts are part of the cached entry; for channels-last
+// activations both ways are made and the autotuner picks one (choose() below). Primitives are
+// created once per geometry and kept in a cache keyed by the kind, every shape, stride and
+// parameter.
 // Anything oneDNN declines (it throws at creation) is reported as not taken.
 //
 // The reordered weights are not cached across calls: a weight can be written through data_ptr()
@@ -13,13 +15,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
+#include "backends/cpu/autotune_util.h"
 #include "backends/cpu/dense.h"
 #include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/kernels.h"
@@ -251,8 +253,6 @@ void execute(Entry& e, const std::vector<const Tensor*>& ts) {
   }
 }
 
-std::atomic<int> g_nhwc_mode{0};  // 0: timed choice, 1: always NHWC, 2: always blocked
-
 template <typename Op, typename Make>
 std::unique_ptr<Entry> try_make(Make make, const std::vector<const Tensor*>& ts, const Op& op,
                                 bool nhwc) {
@@ -265,45 +265,96 @@ std::unique_ptr<Entry> try_make(Make make, const std::vector<const Tensor*>& ts,
   }
 }
 
-double best_ms(Entry& e, const std::vector<const Tensor*>& ts) {
-  double best = 1e300;
-  for (int i = 0; i < 2; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    execute(e, ts);
-    const std::chrono::duration<double, std::milli> dt = std::chrono::steady_clock::now() - t0;
-    best = std::min(best, dt.count());
+// A geometry's primitives: oneDNN's blocked layout (with reorders), and for channels-last
+// activations (ts[0]: the input, or grad_dst for backward-data) also oneDNN on NHWC as it is.
+struct Ways {
+  std::unique_ptr<Entry> nhwc, blocked;
+};
+
+const char* kind_name(Kind k) {
+  return k == Kind::forward         ? "forward"
+         : k == Kind::backward_data ? "backward_data"
+                                    : "backward_weights";
+}
+
+// The autotuner's shape class of a convolution: the kind, every shape with the batch rounded up
+// to a power of two, and the geometry.
+template <typename Op>
+std::string shape_class(Kind kind, const std::vector<const Tensor*>& ts, const Op& op,
+                        const Tensor* weight) {
+  std::string s = kind_name(kind);
+  for (size_t i = 0; i < ts.size(); ++i) {
+    s += i ? "," : ".";
+    for (int64_t d = 0; d < ts[i]->dim(); ++d) {
+      // Activations (not weights or bias) lead with the batch.
+      const bool batch = d == 0 && ts[i]->dim() > 2 && ts[i] != weight;
+      const int64_t v = batch ? autotune::anchor(ts[i]->size(d)) : ts[i]->size(d);
+      s += (d ? "x" : "") + std::to_string(v);
+    }
   }
-  return best;
+  for (const auto* v : {&op.stride, &op.pad_begin, &op.pad_end, &op.dilation}) {
+    s += ".";
+    for (size_t i = 0; i < v->size(); ++i) s += (i ? "x" : "") + std::to_string((*v)[i]);
+  }
+  return s + ".g" + std::to_string(op.groups);
 }
 
-// The entry for a geometry. For channels-last activations (ts[0]: the input, or grad_dst for
-// backward-data) both ways are built: oneDNN on NHWC as it is, and oneDNN's blocked layout with
-// reorders in and out. Neither wins everywhere on AVX2 (measured: NHWC is faster for 1x1
-// kernels, blocked for 3x3), so the first call times each twice and keeps the faster; the
-// choice is remembered with the entry. Both compute the same convolution.
-template <typename Op, typename Make>
-std::unique_ptr<Entry> create(const std::vector<const Tensor*>& ts, const Op& op, Make make) {
-  if (!channels_last(*ts[0])) return try_make(make, ts, op, false);
-  const int mode = g_nhwc_mode.load(std::memory_order_relaxed);
-  if (mode != 0) return try_make(make, ts, op, mode == 1);
-  auto nhwc = try_make(make, ts, op, true), blocked = try_make(make, ts, op, false);
-  if (!nhwc || !blocked) return nhwc ? std::move(nhwc) : std::move(blocked);
-  return best_ms(*nhwc, ts) <= best_ms(*blocked, ts) ? std::move(nhwc) : std::move(blocked);
+// The way to run: NHWC as it is or blocked with reorders. Neither wins everywhere on AVX2
+// (measured: NHWC is faster for 1x1 kernels, blocked for 3x3), so the autotuner times both per
+// shape class (runtime/autotune.h); its default (EMBER_AUTOTUNE=off) is NHWC for 1x1 kernels,
+// else blocked. Both compute the same convolution.
+template <typename Op>
+Entry* choose(Kind kind, Ways& w, const std::vector<const Tensor*>& ts, const Op& op,
+              const Tensor& weight) {
+  if (!w.nhwc || !w.blocked) return w.nhwc ? w.nhwc.get() : w.blocked.get();
+  bool one_by_one = true;
+  for (int64_t d = 2; d < weight.dim(); ++d) one_by_one = one_by_one && weight.size(d) == 1;
+  Entry* es[2] = {one_by_one ? w.nhwc.get() : w.blocked.get(),
+                  one_by_one ? w.blocked.get() : w.nhwc.get()};
+  const std::vector<autotune::Candidate> cs{{one_by_one ? "nhwc" : "blocked"},
+                                            {one_by_one ? "blocked" : "nhwc"}};
+  autotune::Bench bench;
+  bench.run = [&](size_t i) { execute(*es[i], ts); };
+  bench.result = [&] {
+    std::vector<double> v;
+    for (size_t i = 0; i < ts.size(); ++i)
+      if (es[0]->binds[i].out) {
+        const std::vector<double> o = host_values(*ts[i]);
+        v.insert(v.end(), o.begin(), o.end());
+      }
+    return v;
+  };
+  bench.warmup = 1;  // a primitive's first run initialises its scratch and JIT state
+  bench.rtol = 1e-4;
+  bench.max_rtol = 1e-4;
+  bench.detail = [&] {
+    std::string s = kind_name(kind);
+    for (const Tensor* t : ts) s += " " + describe(*t);
+    return s;
+  };
+  return es[tuner().pick("cpu.conv", dtype_name(DType::f32), shape_class(kind, ts, op, &weight), cs,
+                         bench)];
 }
 
-// Finds or creates the entry for (kind, tensors, geometry) and runs it; false when oneDNN
-// declines the geometry. Tensors are in the order of the entry's binds.
+// Finds or creates the primitives for (kind, tensors, geometry) and runs the chosen one; false
+// when oneDNN declines the geometry. Tensors are in the order of the entry's binds.
 template <typename Op, typename Make>
-bool run_cached(Kind kind, const std::vector<const Tensor*>& ts, const Op& op, Make make) {
+bool run_cached(Kind kind, const std::vector<const Tensor*>& ts, const Op& op, Make make,
+                const Tensor& weight) {
   static std::mutex mu;
-  static std::map<std::vector<int64_t>, std::unique_ptr<Entry>> cache;
+  static std::map<std::vector<int64_t>, Ways> cache;
   std::lock_guard<std::mutex> lock(mu);  // one convolution at a time
-  auto key = key_of(kind, ts, op);
-  key.push_back(g_nhwc_mode.load(std::memory_order_relaxed));
+  const auto key = key_of(kind, ts, op);
   auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, create(ts, op, make)).first;
-  if (!it->second) return false;  // remembered, so it is not retried
-  execute(*it->second, ts);
+  if (it == cache.end()) {
+    Ways w;
+    w.blocked = try_make(make, ts, op, false);
+    if (channels_last(*ts[0])) w.nhwc = try_make(make, ts, op, true);
+    it = cache.emplace(key, std::move(w)).first;
+  }
+  Entry* e = choose(kind, it->second, ts, op, weight);
+  if (!e) return false;  // remembered, so it is not retried
+  execute(*e, ts);
   return true;
 }
 
@@ -317,7 +368,7 @@ bool conv_dnnl(const ir::Conv& op) {
   std::vector<const Tensor*> ts{&x, &w};
   if (b.defined()) ts.push_back(&b);
   ts.push_back(&op.dst);
-  return run_cached(Kind::forward, ts, op, make_forward);
+  return run_cached(Kind::forward, ts, op, make_forward, w);
 }
 
 bool conv_dnnl_backward_data(const ir::ConvBackwardData& op) {
@@ -326,7 +377,7 @@ bool conv_dnnl_backward_data(const ir::ConvBackwardData& op) {
       !plain_strides(op.grad_src))
     return false;
   const Tensor gy = readable(op.grad_dst), w = readable(op.weight);
-  if (!run_cached(Kind::backward_data, {&gy, &w, &op.grad_src}, op, make_backward_data))
+  if (!run_cached(Kind::backward_data, {&gy, &w, &op.grad_src}, op, make_backward_data, w))
     return false;
   g_backward_runs.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -342,7 +393,8 @@ bool conv_dnnl_backward_weights(const ir::ConvBackwardWeights& op) {
   const Tensor x = readable(op.src), gy = readable(op.grad_dst);
   std::vector<const Tensor*> ts{&x, &gy, &op.grad_weight};
   if (gb.defined()) ts.push_back(&gb);
-  if (!run_cached(Kind::backward_weights, ts, op, make_backward_weights)) return false;
+  if (!run_cached(Kind::backward_weights, ts, op, make_backward_weights, op.grad_weight))
+    return false;
   g_backward_runs.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -350,7 +402,5 @@ bool conv_dnnl_backward_weights(const ir::ConvBackwardWeights& op) {
 void set_conv_backward_enabled(bool on) { g_backward_enabled.store(on); }
 
 int64_t conv_backward_runs() { return g_backward_runs.load(std::memory_order_relaxed); }
-
-void set_conv_channels_last_mode(int mode) { g_nhwc_mode.store(mode); }
 
 }  // namespace ember::cpu

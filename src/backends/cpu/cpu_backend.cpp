@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "backends/cpu/allocator.h"
+#include "backends/cpu/autotune_util.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/thread_pool.h"
 
@@ -19,6 +20,8 @@ DeviceInfo CpuBackend::info() const {
               (has_avx2() ? ", AVX2" : "") + "; every dtype";
   return d;
 }
+
+std::string CpuBackend::autotune_identity() const { return cpu_identity(); }
 
 namespace {
 // EMBER_CPU_KERNELS=ref: the backend as it was before its own kernels (reference kernels, the

@@ -13,6 +13,8 @@ class CpuBackend : public ref::RefBackend {
   std::string name() const override { return "cpu"; }
   Device device() const override { return Device::cpu(); }
   DeviceInfo info() const override;
+  /// The CPU model and vector features (autotune_util.h: cpu_identity).
+  std::string autotune_identity() const override;
   void* allocate(int64_t nbytes) override;
   void deallocate(void* ptr, int64_t nbytes) override;
   MemoryStats memory_stats() const override;

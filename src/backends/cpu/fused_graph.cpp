@@ -1,9 +1,9 @@
 // The cpu backend's fused element-wise graphs (ir/graph.h), evaluated tile by tile: the graph's
 // iteration space (its dims merged over every input and output, walked in the first output's
-// memory order) is cut into tiles of kTile elements, tiles run in parallel on the thread pool,
-// and per tile each load is gathered into a contiguous buffer (or read in place when it is
-// contiguous along the tile), each node is evaluated into a tile buffer with the elementwise row
-// kernels (kernels.h: unary_row / binary_row, the vectorised functors of elementwise.cpp), and
+// memory order) is cut into tiles of p.tile elements (autotuned), tiles run in parallel on the
+// thread pool, and per tile each load is gathered into a contiguous buffer (or read in place when
+// it is contiguous along the tile), each node is evaluated into a tile buffer with the elementwise
+// row kernels (kernels.h: unary_row / binary_row, the vectorised functors of elementwise.cpp), and
 // each output is stored (scattered when strided). Memory is read once per input and written once
 // per output.
 //
@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/autotune_util.h"
 #include "backends/cpu/convert.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels.h"
@@ -46,7 +47,12 @@ namespace {
 using Kind = ir::FusedGraph::Kind;
 using ir::UnaryOp;
 
-constexpr int64_t kTile = 4096;  // elements per tile
+// Elements per tile: autotuned per shape class (execute_graph) from these candidates, the first
+// the default; the results do not depend on it (tiles only cut the element-wise loop).
+constexpr int64_t kDefaultTile = 4096;
+constexpr int64_t kMaxTile = 16384;
+// Graphs smaller than this run with the default tile, untimed (the tile size cannot matter much).
+constexpr int64_t kTuneMinElements = int64_t(1) << 20;
 constexpr size_t kAlign = 64;
 
 bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
@@ -101,6 +107,7 @@ struct Plan {
   std::vector<char*> base;      // element 0 of each operand
   std::vector<int64_t> esize;   // element size of each operand
   int64_t total = 0;
+  int64_t tile = kDefaultTile;  // elements per tile
 };
 
 // The strides an eager op's operand or result had: the graph's inputs and outputs as they are,
@@ -442,6 +449,7 @@ void run_tiles(const Plan& p, Backend* backend, int64_t tb, int64_t te) {
   const size_t nn = g.nodes.size();
   const size_t ni = g.inputs.size();
   const int64_t r = p.rank;
+  const int64_t kTile = p.tile;
   const int64_t slot_bytes = kTile * 8;
   // Layout of the scratch: slots, constants, a u16 tile, segments + offsets.
   const size_t seg_cap = size_t(kTile);  // a tile has at most kTile runs
@@ -635,9 +643,44 @@ bool CpuBackend::execute_graph(const ir::FusedGraph& g) {
   Plan p;
   if (!make_plan(g, p)) return false;
   if (p.total == 0 || g.outputs.empty()) return true;
-  const int64_t ntiles = (p.total + kTile - 1) / kTile;
-  parallel_for(0, ntiles, std::max<int64_t>(1, kGrainElementwise / kTile),
-               [&](int64_t b, int64_t e) { run_tiles(p, this, b, e); });
+  auto run = [&](int64_t tile) {
+    p.tile = tile;
+    const int64_t ntiles = (p.total + tile - 1) / tile;
+    parallel_for(0, ntiles, std::max<int64_t>(1, kGrainElementwise / tile),
+                 [&](int64_t b, int64_t e) { run_tiles(p, this, b, e); });
+  };
+  // Tuned only when running the graph again gives the same outputs: no output shares storage
+  // with an input (an in-place a = a * 2 would compound).
+  bool in_place = false;
+  for (const auto& o : g.outputs)
+    for (const auto& t : g.inputs)
+      in_place = in_place || t.impl()->storage == o.dst.impl()->storage;
+  if (p.total < kTuneMinElements || in_place) {
+    run(kDefaultTile);
+    return true;
+  }
+  static const int64_t tiles[] = {kDefaultTile, kMaxTile, 1024, 2048, 8192};
+  static const std::vector<autotune::Candidate> cs{{"tile4096"},
+                                                   {"tile16384", autotune::Effort::minimal},
+                                                   {"tile1024", autotune::Effort::balanced},
+                                                   {"tile2048", autotune::Effort::full},
+                                                   {"tile8192", autotune::Effort::full}};
+  autotune::Bench bench;
+  bench.run = [&](size_t i) { run(tiles[i]); };
+  bench.result = [&] {
+    std::vector<double> v;
+    for (const auto& o : g.outputs) {
+      const std::vector<double> x = host_values(o.dst);
+      v.insert(v.end(), x.begin(), x.end());
+    }
+    return v;
+  };
+  bench.detail = [&] { return g.describe(); };  // bit for bit: tolerance 0
+  // The shape class: elements (a power of two), tile buffers and operands per element.
+  const std::string shape = "n" + std::to_string(autotune::anchor(p.total)) + ".slots" +
+                            std::to_string(p.nslots + p.nconst) + ".ops" + std::to_string(p.nops);
+  run(tiles[tuner().pick("cpu.fused_graph", dtype_name(g.outputs[0].dst.dtype()), shape, cs,
+                         bench)]);
   return true;
 }
 

@@ -1,5 +1,6 @@
 // The cpu backend's matmul for the float dtypes, through the GEMM libraries of gemm.h:
-//  - f32: gemm::sgemm (OpenBLAS or oneDNN by size), f64: gemm::dgemm (OpenBLAS; reference kernel
+//  - f32: gemm::sgemm (OpenBLAS or oneDNN, autotuned per shape class), f64: gemm::dgemm (OpenBLAS;
+//  reference kernel
 //    when OpenBLAS is absent);
 //  - f16/bf16: the operands are converted to f32 (exact), multiplied by sgemm, and the f32 result
 //    is rounded once to the dtype - the same accumulation type (f32) and single rounding as the
@@ -10,7 +11,11 @@
 //    would not keep the results identical (CpuGemm.HalfIsTheWholeF32ProductRoundedOnce).
 // Integer and bool matmuls fall back to the reference kernel.
 #include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
 
+#include "backends/cpu/autotune_util.h"
 #include "backends/cpu/dense.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
@@ -59,7 +64,24 @@ Tensor gemm_operand(const Tensor& t, char& trans, int64_t& ld) {
   return c;
 }
 
+// One way to run a batch of f32 GEMMs: the library, and whether the batch items run one per
+// thread (each GEMM single-threaded) or one after another (each threaded by the library).
+struct Variant {
+  gemm::Library lib;
+  bool per_thread;
+};
+
+std::string variant_name(const Variant& v, bool batched) {
+  std::string s = v.lib == gemm::Library::openblas ? "openblas" : "onednn";
+  if (batched) s += v.per_thread ? "/item-per-thread" : "/threaded-gemm";
+  return s;
+}
+
 // dst = a @ b for T = float or double; dst row-major per batch or computed into a temporary.
+// f32 is autotuned (runtime/autotune.h) over the library and, for batches, the threading; the
+// default is sgemm_library()'s size threshold with items per thread for many small GEMMs (one
+// fork/join per 64x64 GEMM costs more than the GEMM, and a scheduler quantum on a loaded
+// machine). Both libraries run serially inside an OpenMP region.
 template <typename T>
 void blas_matmul(const Tensor& a, const Tensor& b, const Tensor& d) {
   const int64_t B = d.size(0), M = d.size(1), N = d.size(2), K = a.size(2);
@@ -74,22 +96,60 @@ void blas_matmul(const Tensor& a, const Tensor& b, const Tensor& d) {
   const T* pb = ref::ptr<T>(bc);
   T* pd = ref::ptr<T>(out);
   const int64_t sa = ac.stride(0), sb = bc.stride(0), sd = out.stride(0), ldc = out.stride(1);
-  auto gemm = [&](int64_t i) {
-    if constexpr (std::is_same_v<T, float>) {
-      gemm::sgemm(ta, tb, M, N, K, pa + i * sa, lda, pb + i * sb, ldb, pd + i * sd, ldc);
+  auto run = [&](const Variant& v) {
+    auto one = [&](int64_t i) {
+      if constexpr (std::is_same_v<T, float>) {
+        gemm::sgemm(v.lib, ta, tb, M, N, K, pa + i * sa, lda, pb + i * sb, ldb, pd + i * sd, ldc);
+      } else {
+        gemm::dgemm(ta, tb, M, N, K, pa + i * sa, lda, pb + i * sb, ldb, pd + i * sd, ldc);
+      }
+    };
+    if (v.per_thread) {
+      parallel_for(0, B, 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) one(i);
+      });
     } else {
-      gemm::dgemm(ta, tb, M, N, K, pa + i * sa, lda, pb + i * sb, ldb, pd + i * sd, ldc);
+      for (int64_t i = 0; i < B; ++i) one(i);
     }
   };
-  // Many small GEMMs: one per thread over the batch (each single-threaded: both libraries run
-  // serially inside an OpenMP region) instead of a threaded GEMM per item, whose fork/join per
-  // 64x64 GEMM costs more than the GEMM (and a scheduler quantum each on a loaded machine).
-  if (B > 1 && M * N * K <= 128 * 128 * 128 && openmp_runtime_active()) {
-    parallel_for(0, B, 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) gemm(i);
-    });
+  const bool threads = B > 1 && openmp_runtime_active();
+  const Variant dflt{gemm::sgemm_library(M, N, K), threads && M * N * K <= 128 * 128 * 128};
+  if constexpr (!std::is_same_v<T, float>) {
+    run(dflt);
+  } else if (gemm::sgemm_choice_forced()) {
+    run(dflt);
   } else {
-    for (int64_t i = 0; i < B; ++i) gemm(i);
+    // Candidates: the default, the other library (when OpenBLAS is there and takes the sizes),
+    // and for batches the other threading with each library.
+    const gemm::Library other =
+        dflt.lib == gemm::Library::onednn ? gemm::Library::openblas : gemm::Library::onednn;
+    const bool two_libs = gemm::openblas_takes({M, N, K, lda, ldb, ldc});
+    std::vector<Variant> vs{dflt};
+    std::vector<autotune::Candidate> cs{{variant_name(dflt, B > 1)}};
+    auto add = [&](Variant v, autotune::Effort e) {
+      vs.push_back(v);
+      cs.push_back({variant_name(v, B > 1), e});
+    };
+    if (two_libs) add({other, dflt.per_thread}, autotune::Effort::minimal);
+    if (threads) add({dflt.lib, !dflt.per_thread}, autotune::Effort::balanced);
+    if (threads && two_libs) add({other, !dflt.per_thread}, autotune::Effort::full);
+    size_t pick = 0;
+    if (vs.size() > 1) {
+      // The shape class: each size rounded up to a power of two (not the thread count, nor the
+      // operands' layouts: one choice per class keeps equal products equal).
+      const std::string shape =
+          "b" + std::to_string(autotune::anchor(B)) + ".m" + std::to_string(autotune::anchor(M)) +
+          ".n" + std::to_string(autotune::anchor(N)) + ".k" + std::to_string(autotune::anchor(K));
+      autotune::Bench bench;
+      bench.run = [&](size_t i) { run(vs[i]); };
+      bench.result = [&] { return host_values(out); };
+      bench.warmup = 1;  // oneDNN JIT-compiles its kernels on a shape's first call
+      bench.rtol = 1e-4;
+      bench.max_rtol = 1e-5 * (1.0 + std::sqrt(double(K)));
+      bench.detail = [&] { return describe(ac) + " @ " + describe(bc); };
+      pick = tuner().pick("cpu.matmul", dtype_name(DType::f32), shape, cs, bench);
+    }
+    run(vs[pick]);
   }
   if (!out.is_alias_of(d)) {
     const ir::Copy c{out, d};

@@ -125,9 +125,10 @@ const char* library_name(Library l) {
   return l == Library::openblas ? "OpenBLAS (OpenMP)" : "oneDNN";
 }
 
-// Up to 128^3 multiply-adds oneDNN: its AVX2 kernel is ~8% faster single-threaded there (96 vs 88
-// GFLOP/s, 1 thread) and the batched small-GEMM path (one GEMM per thread) keeps the library it
-// was tuned with. Above, OpenBLAS: with 2 threads it is 1.0-1.3x oneDNN's sgemm at N = 256..4096
+// The default (autotune's candidate 0, and what EMBER_AUTOTUNE=off runs): up to 128^3
+// multiply-adds oneDNN: its AVX2 kernel is ~8% faster single-threaded there (96 vs 88 GFLOP/s, 1
+// thread) and the batched small-GEMM path (one GEMM per thread) keeps the library it was tuned
+// with. Above, OpenBLAS: with 2 threads it is 1.0-1.3x oneDNN's sgemm at N = 256..4096
 // (quiet-machine figures in BENCHMARKS.md), oneDNN's 2-thread partitioning being weakest at 512.
 Library sgemm_library(int64_t m, int64_t n, int64_t k) {
   if (!openblas()) return Library::onednn;
@@ -136,9 +137,19 @@ Library sgemm_library(int64_t m, int64_t n, int64_t k) {
   return m * n * k > kOneDnnMaxWork ? Library::openblas : Library::onednn;
 }
 
-void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-           const float* b, int64_t ldb, float* c, int64_t ldc) {
-  if (sgemm_library(m, n, k) == Library::openblas && fits_int({m, n, k, lda, ldb, ldc})) {
+bool sgemm_choice_forced() {
+  static const bool v = [] {
+    const char* e = std::getenv("EMBER_GEMM");
+    return e && *e;
+  }();
+  return v;
+}
+
+bool openblas_takes(std::initializer_list<int64_t> sizes) { return openblas() && fits_int(sizes); }
+
+void sgemm(Library lib, char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  if (lib == Library::openblas && openblas_takes({m, n, k, lda, ldb, ldc})) {
     sync_threads(*openblas());
     openblas()->sgemm(101, cblas_trans(ta), cblas_trans(tb), int(m), int(n), int(k), 1.0f, a,
                       int(lda), b, int(ldb), 0.0f, c, int(ldc));

@@ -25,9 +25,6 @@ bool conv_dnnl_backward_weights(const ir::ConvBackwardWeights& op);
 int64_t conv_backward_runs();
 /// Test hook: off makes the backward passes decline (the frontend's composite gradients run).
 void set_conv_backward_enabled(bool on);
-/// Test hook for channels-last convolutions: 0 times NHWC against blocked per geometry and keeps
-/// the faster (the default), 1 always runs oneDNN on NHWC, 2 always on its blocked layout.
-void set_conv_channels_last_mode(int mode);
 /// pool.cpp: oneDNN max / avg pooling forward and backward (f32); false: not taken.
 bool pool_dnnl(const ir::Pool& op);
 bool pool_dnnl_backward(const ir::PoolBackward& op);

@@ -65,6 +65,7 @@ class OpenCLBackend : public runtime::KernelBackend {
   bool batch_done(Batch& b, bool wait) override;
   void reset_batch(Batch& b) override;
   bool execute_native(const ir::Op& op) override;
+  bool native_applies(const ir::Op& op) const override;
 
  private:
   struct ClBatch;
