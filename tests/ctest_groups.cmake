@@ -84,8 +84,9 @@ if(NOT EXISTS "${groups_file}" OR "${EMBER_TEST_EXE}" IS_NEWER_THAN "${groups_fi
              "[==[${EMBER_TEST_DIR}]==] ENVIRONMENT EMBER_FUSION=0 FAIL_REGULAR_EXPRESSION "
              "[==[Running 0 tests from]==])\n")
     endif()
-    # The fusion tests run again with EMBER_CHECK=1: each fused graph also runs op by op.
-    if(group MATCHES "^(StreamTest|StreamFaultTest|OptimFusionTest|CpuFusedGraph.*|GpuFusedGraph.*)$")
+    # The fusion tests run again with EMBER_CHECK=1: each fused graph (and each matmul with its
+    # epilogue) also runs op by op.
+    if(group MATCHES "^(StreamTest|StreamFaultTest|OptimFusionTest|CpuFusedGraph.*|GpuFusedGraph.*|EpilogueTest)$")
       string(APPEND script
              "add_test([==[${group}/check]==] [==[${EMBER_TEST_EXE}]==] "
              "[==[--gtest_filter=${filter}]==])\n"

@@ -1,6 +1,7 @@
 // Optimizer steps through the lazy stream (issue 16, item 2): each parameter's update is one
 // fused graph (src/runtime/stream.cpp), and fused steps give eager's parameters bit for bit.
 #include <gtest/gtest.h>
+#include <cmath>
 
 #include <functional>
 #include <memory>
@@ -204,7 +205,7 @@ TEST(OptimFusionTest, FusedStepsEqualEagerStepsBitForBit) {
 }
 
 // A training step of Linear-ReLU-Linear-cross_entropy with SGD momentum, fused and eager: the
-// same parameters bit for bit, and fusion at least halves the kernels (measured 36 vs 96 per
+// same parameters (to f32 rounding), and fusion at least halves the kernels (measured 36 vs 96 per
 // step on the cpu: the forward and backward element-wise chains and each parameter's update are
 // one graph each; the matmuls, reductions, gather and scatter of cross_entropy run one by one).
 TEST(OptimFusionTest, MlpTrainingStepFusedEqualsEager) {
@@ -237,7 +238,16 @@ TEST(OptimFusionTest, MlpTrainingStepFusedEqualsEager) {
     };
     const auto eager = run(false);
     const auto fused = run(true);
-    EXPECT_EQ(fused.first, eager.first);
+    // Element-wise work fuses bit for bit; a matmul with its epilogue may run in another GEMM
+    // (oneDNN on the cpu) than the eager one the autotuner chose, so parameters agree to f32
+    // rounding of the products, not bit for bit.
+    ASSERT_EQ(fused.first.size(), eager.first.size());
+    for (size_t i = 0; i < eager.first.size(); ++i) {
+      ASSERT_EQ(fused.first[i].size(), eager.first[i].size());
+      for (size_t j = 0; j < eager.first[i].size(); ++j)
+        EXPECT_NEAR(fused.first[i][j], eager.first[i][j], 1e-5 * (1 + std::abs(eager.first[i][j])))
+            << "parameter " << i << " element " << j;
+    }
     EXPECT_EQ(eager.second.recorded, 0);
     EXPECT_GE(fused.second.graphs, 4);  // at least one per parameter update
     EXPECT_LE(2 * fused.second.kernels(), eager.second.kernels())

@@ -97,8 +97,8 @@ void sync(const Device& device);
 /// A "kernel" is one launch of the backend's: a fused graph, or one primitive run eagerly.
 struct StreamStats {
   int64_t recorded = 0;   // ops recorded into the stream (fusion on)
-  int64_t graphs = 0;     // fused graphs run as one kernel (execute_graph)
-  int64_t fused_ops = 0;  // recorded ops those graphs replaced
+  int64_t graphs = 0;     // fused graphs run as one kernel (also a matmul with its epilogue)
+  int64_t fused_ops = 0;  // recorded ops those graphs replaced (the matmul counted)
   int64_t eager_ops = 0;  // primitives run one by one (not fusible, fusion off, fallback)
   int64_t dropped = 0;    // recorded outputs never written: no tensor held them any more
   int64_t flushes = 0;    // times the stream ran

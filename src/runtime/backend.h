@@ -109,6 +109,21 @@ class Backend {
   /// Runs a fused graph as one kernel (or a few) and returns true, or returns false having
   /// written nothing: the stream then runs the graph's ops one by one.
   virtual bool execute_graph(const ir::FusedGraph&) { return false; }
+  /// Whether `op` (not element-wise; today an ir::Matmul) may be recorded as the anchor of a
+  /// group: the element-wise ops after it that read its whole output (same elements, row-major)
+  /// join it as its epilogue, and the group goes to execute_anchored. The op must not throw on
+  /// data. Default: nothing is an anchor (the op runs at once, after the stream).
+  virtual bool anchorable(const ir::Op&) const { return false; }
+  /// Runs `anchor` and its epilogue as one kernel and returns true, or returns false having
+  /// written nothing (the stream then runs the anchor, then the epilogue as a graph). The
+  /// epilogue reads the anchor's dst as inputs[anchor_input] (contiguous, the anchor's elements
+  /// in row-major order, in the graph's shape); the anchor's own dst is dead (nothing holds or
+  /// reads it later) and need not be written. Results may differ from the eager ops by the
+  /// order of arithmetic (check mode compares within the dtype's tolerance).
+  virtual bool execute_anchored(const ir::Op& /*anchor*/, const ir::FusedGraph& /*epilogue*/,
+                                int32_t /*anchor_input*/) {
+    return false;
+  }
   /// Backends that fuse call it from their constructor.
   void enable_fusion();
 
@@ -122,6 +137,15 @@ class Backend {
   /// throws ember::Error at the first element that differs (stream_check.cpp).
   bool execute_graph_checked(const ir::FusedGraph& g, const std::vector<ir::Op>& ops,
                              const std::vector<size_t>& index);
+  /// execute_anchored, then (EMBER_CHECK=1) ops[anchor] and ops[index] one by one on copies;
+  /// throws at the first element outside the tolerance (stream_check.cpp).
+  bool execute_anchored_checked(const ir::FusedGraph& g, int32_t anchor_input,
+                                const std::vector<ir::Op>& ops, size_t anchor,
+                                const std::vector<size_t>& index);
+  /// Runs `fused`, then ops[index] one by one on copies of what they write, and compares each
+  /// of g's outputs: bitwise when rtol is 0, else |fused - eager| <= rtol * (1 + |eager|).
+  bool run_checked(const std::function<bool()>& fused, const ir::FusedGraph& g,
+                   const std::vector<ir::Op>& ops, const std::vector<size_t>& index, double rtol);
 
   std::recursive_mutex stream_mutex_;
   std::vector<ir::Op> pending_;

@@ -317,7 +317,7 @@ bool KernelBackend::run_matmul_tuned(const ir::Op& op) {
     sync_device();
     const Storage& st = *d.impl()->storage;
     std::vector<unsigned char> bytes(size_t(st.nbytes));
-    if (st.nbytes > 0) read_bytes(st.data, 0, bytes.data(), st.nbytes);
+    if (st.nbytes > 0) read_bytes(st.data(), 0, bytes.data(), st.nbytes);
     return strided_values(bytes, d);
   };
   const bool half = d.dtype() == DType::f16 || d.dtype() == DType::bf16;

@@ -70,6 +70,14 @@ bool same_view(const Tensor& a, const Tensor& b) {
          x.shape == y.shape && x.strides == y.strides;
 }
 
+// Whether an epilogue op's read `r` is the anchor's output `d` itself: the same elements, in
+// row-major order (any shape of that many elements), so element i of the graph is element i of
+// the anchor's (contiguous) result.
+bool epilogue_view(const Tensor& r, const Tensor& d) {
+  return r.impl()->storage == d.impl()->storage && r.dtype() == d.dtype() && r.is_contiguous() &&
+         d.is_contiguous() && r.offset() == d.offset() && r.numel() == d.numel() && r.numel() > 0;
+}
+
 // Whether `t` is every element of its storage, each once (a Fill of it leaves one value).
 bool covers_storage(const Tensor& t) {
   return t.is_contiguous() && t.offset() == 0 &&
@@ -136,6 +144,10 @@ struct Group {
   std::vector<int32_t> loads_node;
   bool has_shape = false;
   int64_t compute_ops = 0;
+  // An anchored group (Backend::anchorable): the anchor op's index, its output; the element-wise
+  // ops after it form its epilogue. -1: a plain element-wise group.
+  int64_t anchor = -1;
+  Tensor anchor_dst;
 
   std::unordered_map<const Storage*, size_t> written_at;  // storage -> index in written
 
@@ -179,8 +191,10 @@ class Planner {
     const Tensor& dst = *io.dst;
     const bool fill = std::holds_alternative<ir::Fill>(op);
     if (!fill && grp.has_shape && dst.shape() != grp.g.shape) return false;
+    if (grp.anchor >= 0 && !joins_anchor(grp, io, fill)) return false;
     // A destination whose elements share memory is written in the eager loop's order.
-    if (detail::overlaps_itself(dst)) return grp.op_index.empty() ? add_alone(grp, k) : false;
+    if (detail::overlaps_itself(dst))
+      return grp.op_index.empty() && grp.anchor < 0 ? add_alone(grp, k) : false;
     ReadPlan plans[3];
     int new_loads = 0;
     for (int i = 0; i < io.nreads; ++i) {
@@ -268,6 +282,26 @@ class Planner {
   }
 
  private:
+  // Whether an element-wise op may join an anchored group: it reads the anchor's output only as
+  // the whole result (epilogue_view), writes none of the anchor's tensors, and the first
+  // computing op reads the anchor (else the anchor runs alone).
+  template <typename IO>
+  bool joins_anchor(const Group& grp, const IO& io, bool fill) const {
+    const Storage* as = grp.anchor_dst.impl()->storage.get();
+    const auto aio = io_of(ops_[size_t(grp.anchor)]);
+    const Storage* ds = io.dst->impl()->storage.get();
+    if (ds == as) return false;
+    for (int i = 0; i < aio.nreads; ++i)
+      if (aio.reads[i]->impl()->storage.get() == ds) return false;
+    bool reads_anchor = false;
+    for (int i = 0; i < io.nreads; ++i) {
+      if (io.reads[i]->impl()->storage.get() != as) continue;
+      if (!epilogue_view(*io.reads[i], grp.anchor_dst)) return false;
+      reads_anchor = true;
+    }
+    return fill || grp.compute_ops > 0 || reads_anchor;
+  }
+
   // An op that cannot be a graph node (a self-overlapping destination): its own group, run as
   // it is.
   bool add_alone(Group& grp, size_t k) {
@@ -380,7 +414,9 @@ void Backend::reset_stream_stats() {
 }
 
 void Backend::submit(const ir::Op& op) {
-  if (fusion_.load(std::memory_order_relaxed) && elementwise_kind(op) && !may_throw(op)) {
+  const bool elementwise = elementwise_kind(op);
+  if (fusion_.load(std::memory_order_relaxed) &&
+      (elementwise ? !may_throw(op) : std::holds_alternative<ir::Matmul>(op) && anchorable(op))) {
     const auto io = io_of(op);
     // Recorded only when every tensor is on this device and no host pointer into its storage
     // was kept (data_ptr): such a storage is read and written in program order, at once.
@@ -390,7 +426,7 @@ void Backend::submit(const ir::Op& op) {
     };
     bool here = recordable(*io.dst);
     for (int i = 0; i < io.nreads; ++i) here = here && recordable(*io.reads[i]);
-    if (here && fusible(op)) {
+    if (here && (!elementwise || fusible(op))) {
       std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
       for (int i = 0; i < io.nreads; ++i) io.reads[i]->impl()->storage->pending++;
       io.dst->impl()->storage->pending++;
@@ -454,7 +490,54 @@ void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
     ++n_eager_;
     run_op(ops[k]);
   };
+  // An anchored group as one kernel (execute_anchored) when the anchor's own output is dead and
+  // the epilogue computes something; false: nothing ran.
+  auto run_anchored = [&](Group& grp) {
+    if (grp.compute_ops <= 0) return false;
+    const size_t last = grp.op_index.back();
+    const Storage* as = grp.anchor_dst.impl()->storage.get();
+    if (planner.may_be_output(as, last)) return false;  // held, or read after the group
+    ir::FusedGraph g = grp.g;
+    std::vector<size_t> side_fills;
+    for (const Group::Written& w : grp.written) {
+      if (!planner.may_be_output(w.storage, last)) continue;
+      const bool fill = std::holds_alternative<ir::Fill>(ops[w.op]);
+      if (fill && w.view.shape() != g.shape)
+        side_fills.push_back(w.op);
+      else
+        g.outputs.push_back({w.node, w.view});
+    }
+    if (g.outputs.empty()) return false;
+    int32_t input = -1;
+    for (size_t i = 0; i < g.inputs.size(); ++i)
+      if (g.inputs[i].impl()->storage.get() == as) input = int32_t(i);
+    if (input < 0) return false;
+    g.ops = int64_t(grp.op_index.size());
+    const bool done = stream_check_mode() ? execute_anchored_checked(
+                                                g, input, ops, size_t(grp.anchor), grp.op_index)
+                                          : execute_anchored(ops[size_t(grp.anchor)], g, input);
+    if (!done) return false;
+    ++n_graphs_;
+    n_fused_ops_ += g.ops + 1;
+    n_dropped_ +=
+        1 + int64_t(grp.written.size()) - int64_t(g.outputs.size()) - int64_t(side_fills.size());
+    if (fusion_log())
+      std::fprintf(stderr, "[ember fusion] %s: matmul + %lld epilogue ops -> 1 kernel\n%s",
+                   name().c_str(), (long long)g.ops, g.describe().c_str());
+    std::sort(side_fills.begin(), side_fills.end());
+    for (size_t k : side_fills) run_eager(k);
+    return true;
+  };
   auto run_group = [&](Group& grp) {
+    if (grp.anchor >= 0) {
+      try {
+        if (run_anchored(grp)) return;
+        run_eager(size_t(grp.anchor));  // the anchor alone, then its epilogue as a plain group
+      } catch (...) {
+        if (!first_error) first_error = std::current_exception();
+        return;
+      }
+    }
     if (grp.op_index.empty()) return;
     const size_t last = grp.op_index.back();
     auto needed = [&](const Group::Written& w) { return planner.may_be_output(w.storage, last); };
@@ -513,6 +596,13 @@ void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
     next_compute[k] = std::holds_alternative<ir::Fill>(ops[k]) ? next_compute[k + 1] : k;
   Group grp;
   for (size_t k = 0; k < ops.size(); ++k) {
+    if (!elementwise_kind(ops[k])) {  // an anchor (Backend::anchorable) starts its own group
+      run_group(grp);
+      grp = Group();
+      grp.anchor = int64_t(k);
+      grp.anchor_dst = *io_of(ops[k]).dst;
+      continue;
+    }
     if (grp.has_shape && grp.compute_ops >= 0 && std::holds_alternative<ir::Fill>(ops[k]) &&
         next_compute[k] < ops.size() && io_of(ops[next_compute[k]]).dst->shape() != grp.g.shape) {
       run_group(grp);

@@ -1,6 +1,7 @@
-// Check mode (EMBER_CHECK=1): every fused graph also runs as its ops one by one, on copies of the
-// storages it writes, and the first element where the two differ is an ember::Error naming the
-// device, the graph, its dtypes and shapes.
+// Check mode (EMBER_CHECK=1): every fused graph (and every anchored group: a matmul and its
+// epilogue) also runs as its ops one by one, on copies of the storages it writes, and the first
+// element where the two differ (anchored groups: beyond the tolerance) is an ember::Error naming
+// the device, the graph, its dtypes and shapes.
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -49,6 +50,23 @@ bool stream_check_mode() {
 
 bool Backend::execute_graph_checked(const ir::FusedGraph& g, const std::vector<ir::Op>& ops,
                                     const std::vector<size_t>& index) {
+  return run_checked([&] { return execute_graph(g); }, g, ops, index, 0.0);
+}
+
+// An anchored group changes the order of arithmetic (a GEMM library's and the epilogue's
+// approximations of gelu, tanh, ...): f32 results agree within 1e-4 * (1 + |eager|).
+bool Backend::execute_anchored_checked(const ir::FusedGraph& g, int32_t anchor_input,
+                                       const std::vector<ir::Op>& ops, size_t anchor,
+                                       const std::vector<size_t>& index) {
+  std::vector<size_t> all{anchor};
+  all.insert(all.end(), index.begin(), index.end());
+  return run_checked([&] { return execute_anchored(ops[anchor], g, anchor_input); }, g, ops, all,
+                     1e-4);
+}
+
+bool Backend::run_checked(const std::function<bool()>& fused_run, const ir::FusedGraph& g,
+                          const std::vector<ir::Op>& ops, const std::vector<size_t>& index,
+                          double rtol) {
   // The check's reads sync the device, and a GPU's sync runs the deferred data checks (index
   // ranges, class targets...): one that fails would throw from here, before or halfway through
   // the graph, and its ops would never run (a caught error left their outputs unwritten). The
@@ -86,7 +104,7 @@ bool Backend::execute_graph_checked(const ir::FusedGraph& g, const std::vector<i
     if (s->nbytes > 0) write_bytes(c->data(), 0, b.data(), s->nbytes);
     copy[s.get()] = c;
   }
-  if (!execute_graph(g)) return false;
+  if (!fused_run()) return false;
   for (size_t k : index) {
     ir::Op op = ops[k];
     const auto io = io_of(op);
@@ -105,6 +123,7 @@ bool Backend::execute_graph_checked(const ir::FusedGraph& g, const std::vector<i
       if (std::memcmp(fused.data() + e * es, eager.data() + e * es, size_t(es)) == 0) continue;
       const double f = element(fused, dst.dtype(), e), w = element(eager, dst.dtype(), e);
       if (std::isnan(f) && std::isnan(w)) continue;
+      if (rtol > 0 && std::fabs(f - w) <= rtol * (1 + std::fabs(w))) continue;
       EMBER_FAIL("EMBER_CHECK", "a fused graph on ", device().str(),
                  " differs from its ops run one by one: output ", i, " (", dtype_name(dst.dtype()),
                  "), storage element ", e, ": fused ", f, ", one by one ", w, "\n", g.describe());

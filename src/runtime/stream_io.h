@@ -1,5 +1,5 @@
-// The tensors a recordable (element-wise) op reads and writes, for the stream, its planner and
-// check mode. Internal.
+// The tensors a recordable op (element-wise, or an ir::Matmul anchor) reads and writes, for the
+// stream, its planner and check mode. Internal.
 #pragma once
 #include <type_traits>
 #include <variant>
@@ -14,7 +14,7 @@ template <typename T>
 struct OpIO {
   T* reads[3] = {nullptr, nullptr, nullptr};
   int nreads = 0;
-  T* dst = nullptr;  // null: not a Copy, Fill, Unary, Binary or Where
+  T* dst = nullptr;  // null: not a Copy, Fill, Unary, Binary, Where or Matmul
 };
 
 template <typename OpT>
@@ -38,6 +38,10 @@ auto io_of(OpT& op) {
     r.reads[r.nreads++] = &w->a;
     r.reads[r.nreads++] = &w->b;
     r.dst = &w->dst;
+  } else if (auto* m = std::get_if<ir::Matmul>(&op)) {
+    r.reads[r.nreads++] = &m->a;
+    r.reads[r.nreads++] = &m->b;
+    r.dst = &m->dst;
   }
   return r;
 }

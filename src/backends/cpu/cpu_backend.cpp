@@ -87,4 +87,16 @@ void CpuBackend::run_op(const ir::Op& op) {
 
 bool CpuBackend::run_fused(const ir::Fused& op) { return own_kernels() && fused(op); }
 
+bool CpuBackend::anchorable(const ir::Op& op) const {
+  const auto* mm = std::get_if<ir::Matmul>(&op);
+  return own_kernels() && mm && mm->dst.dtype() == DType::f32 && mm->a.dtype() == DType::f32 &&
+         mm->b.dtype() == DType::f32 && mm->dst.numel() > 0 && mm->a.size(2) > 0;
+}
+
+bool CpuBackend::execute_anchored(const ir::Op& anchor, const ir::FusedGraph& epilogue,
+                                  int32_t anchor_input) {
+  const auto* mm = std::get_if<ir::Matmul>(&anchor);
+  return mm && matmul_epilogue(*mm, epilogue, anchor_input);
+}
+
 }  // namespace ember::cpu

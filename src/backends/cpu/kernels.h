@@ -3,6 +3,7 @@
 // the reference kernel. Internal.
 #pragma once
 #include "ir/fused.h"
+#include "ir/graph.h"
 #include "ir/ops.h"
 
 namespace ember::cpu {
@@ -17,6 +18,10 @@ bool scan(const ir::Scan& op);            // reduce.cpp: f32/f64 contiguous cums
 bool im2col(const ir::Im2col& op);        // im2col.cpp
 bool col2im(const ir::Col2im& op);        // im2col.cpp
 bool sgemm_matmul(const ir::Matmul& op);  // gemm.cpp
+/// An f32 matmul and its epilogue graph (reading the product as inputs[anchor_input]) as one
+/// oneDNN matmul with post-ops; false (nothing written) when the epilogue does not map onto
+/// them. epilogue.cpp.
+bool matmul_epilogue(const ir::Matmul& op, const ir::FusedGraph& epilogue, int32_t anchor_input);
 bool conv_dnnl(const ir::Conv& op);       // conv.cpp: oneDNN forward convolution (f32)
 /// conv.cpp: oneDNN backward-data / backward-weights convolutions (f32); false: not taken.
 bool conv_dnnl_backward_data(const ir::ConvBackwardData& op);
