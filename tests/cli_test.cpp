@@ -150,7 +150,7 @@ TEST(CliTest, BadEmberDeviceIsAnErrorOnItsOwnLine) {
   EXPECT_EQ(r.status, 1) << r.output;
   // The devices are still listed, then the error on a line of its own that names the variable.
   EXPECT_EQ(r.output.rfind("cpu\n", 0), 0u) << r.output;
-  EXPECT_NE(r.output.find("\nerror: [devices] EMBER_DEVICE=bogus does not name a usable device: "),
+  EXPECT_NE(r.output.find("\nerror: [device] EMBER_DEVICE=bogus does not name a usable device: "),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("'bogus'"), std::string::npos) << r.output;

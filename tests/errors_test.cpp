@@ -46,6 +46,9 @@ TEST(ErrorsTest, UnbuiltBackendsAndBadNames) {
 #endif
   expect_error([] { Device::cuda(0); }, {"backend not built", "cuda"});
   expect_error([] { Device::parse("tpu"); }, {"[device]", "tpu"});
+  expect_error([] { Device::parse("cpu:1"); }, {"[device]", "'cpu:1'", "index 0"});
+  expect_error([] { Device::parse("cpu "); }, {"[device]", "'cpu '"});
+  expect_error([] { Device::parse("ref:x"); }, {"[device]", "'x'"});
   expect_error([] { DeviceKind::parse("IntegratedGpu(x)"); }, {"[device]"});
   expect_error([] { dtype_from_name("float128"); }, {"[dtype]", "float128"});
 }

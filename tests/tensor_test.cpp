@@ -143,8 +143,41 @@ TEST(TensorTest, ConversionsAndDevices) {
   EXPECT_EQ(r.device(), Device::ref());
   EXPECT_EQ(vals(r), vals(x));
   EXPECT_EQ(Device::parse("ref"), Device::ref());
+  EXPECT_EQ(Device::parse("ref:0"), Device::ref());
+  EXPECT_EQ(Device::parse("cpu:0"), Device::cpu());
   EXPECT_EQ(DeviceKind::parse("IntegratedGpu(1)"), DeviceKind::IntegratedGpu(1));
   EXPECT_EQ(DeviceKind::parse("Cpu").str(), "Cpu");
+}
+
+// As Python's operators on torch tensors: bool results, broadcasting, promotion, NaN compares
+// unequal to everything, a scalar on the left compares the other way round.
+TEST(TensorTest, ComparisonOperatorsGiveBoolTensors) {
+  const Tensor x = tensor<float>({1.f, 2.f, NAN, 3.f});
+  const Tensor i = tensor<int64_t>({1, 3, 3, 3});
+  auto v = [](const Tensor& t) {
+    EXPECT_EQ(t.dtype(), DType::b8);
+    return t.to_vector<int>();
+  };
+  using V = std::vector<int>;
+  EXPECT_EQ(v(x > 1.5), (V{0, 1, 0, 1}));
+  EXPECT_EQ(v(x >= 2), (V{0, 1, 0, 1}));
+  EXPECT_EQ(v(x < 2), (V{1, 0, 0, 0}));
+  EXPECT_EQ(v(x <= 2), (V{1, 1, 0, 0}));
+  EXPECT_EQ(v(x == 2), (V{0, 1, 0, 0}));
+  EXPECT_EQ(v(x != 2), (V{1, 0, 1, 1}));
+  EXPECT_EQ(v(1.5 < x), (V{0, 1, 0, 1}));
+  EXPECT_EQ(v(2 >= x), (V{1, 1, 0, 0}));
+  EXPECT_EQ(v(2 == x), v(x == 2));
+  EXPECT_EQ(v(x == x), (V{1, 1, 0, 1}));
+  EXPECT_EQ(v(x != x), (V{0, 0, 1, 0}));
+  EXPECT_EQ(v(x < i), (V{0, 1, 0, 0}));  // f32 vs i64 promotes to f32
+  EXPECT_EQ(v(i > x), v(x < i));
+  // Broadcasting: [2, 1] against [4].
+  const Tensor col = tensor<float>({1.f, 3.f}).reshape({2, 1});
+  const Tensor m = col < x;
+  EXPECT_EQ(m.shape(), (Shape{2, 4}));
+  EXPECT_EQ(v(m), (V{0, 1, 0, 1, 0, 0, 0, 0}));
+  test::expect_error([&] { (void)(x < tensor<float>({1.f, 2.f})); }, {"[lt]", "[4]", "[2]"});
 }
 
 TEST(TensorTest, HalfAndBFloat16RoundTrip) {

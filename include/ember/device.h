@@ -53,10 +53,12 @@ class Device {
   /// OpenCL device `index` (every device of every platform, in ICD enumeration order; see
   /// `ember devices`). Throws ember::Error ("backend not built" / "no such device").
   static Device opencl(int64_t index = 0);
-  /// Parses "cpu", "ref", "vulkan", "vulkan:IntegratedGpu(1)", "cuda:0", "opencl", "opencl:1".
-  /// Throws ember::Error.
+  /// Parses "cpu", "cpu:0", "ref", "ref:0", "vulkan", "vulkan:0", "vulkan:IntegratedGpu(1)",
+  /// "cuda:0", "opencl", "opencl:1" (as torch.device: no spaces). Throws ember::Error on anything
+  /// else, "cpu:1" included.
   static Device parse(const std::string& s);
   /// The device new tensors go to: env EMBER_DEVICE if set, else cpu; or set_default_device().
+  /// Throws ember::Error naming EMBER_DEVICE when its value is not a usable device.
   static Device default_device();
   static void set_default_device(const Device& d);
 

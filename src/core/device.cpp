@@ -70,8 +70,14 @@ Device Device::cpu() { return Device(DeviceType::cpu, 0); }
 Device Device::ref() { return Device(DeviceType::ref, 0); }
 
 Device Device::parse(const std::string& s) {
-  if (s == "cpu") return cpu();
-  if (s == "ref") return ref();
+  // "cpu:0" and "ref:0" are what torch.device("cpu:0") means: the one host device.
+  for (const char* host : {"cpu", "ref"}) {
+    const std::string h = host;
+    if (s != h && s.rfind(h + ":", 0) != 0) continue;
+    if (s != h && parse_index(s.substr(h.size() + 1), "device") != 0)
+      EMBER_FAIL("device", "'", s, "': the ", h, " backend has one device, index 0");
+    return h == "cpu" ? cpu() : ref();
+  }
   if (s == "vulkan") return vulkan();
   if (s.rfind("vulkan:", 0) == 0) {
     const std::string k = s.substr(7);
@@ -93,7 +99,16 @@ Device Device::default_device() {
   if (default_override()) return *default_override();
   static const Device from_env = [] {
     const char* e = std::getenv("EMBER_DEVICE");
-    return (e && *e) ? Device::parse(e) : Device::cpu();
+    if (!e || !*e) return Device::cpu();
+    try {
+      return Device::parse(e);
+    } catch (const std::exception& err) {
+      // Name the variable the bad value came from; the parse error without its "[tag] ".
+      std::string why = err.what();
+      if (!why.empty() && why[0] == '[' && why.find("] ") != std::string::npos)
+        why = why.substr(why.find("] ") + 2);
+      EMBER_FAIL("device", "EMBER_DEVICE=", e, " does not name a usable device: ", why);
+    }
   }();
   return from_env;
 }
