@@ -355,6 +355,19 @@ EMBER_INT_OPERATOR(<<, bitwise_left_shift)
 EMBER_INT_OPERATOR(>>, bitwise_right_shift)
 #undef EMBER_INT_OPERATOR
 
+// A scalar on the left compares the other way round (0.5 < x is x > 0.5).
+#define EMBER_COMPARE_OPERATOR(sym, fn, flipped)                             \
+  Tensor operator sym(const Tensor& a, const Tensor& b) { return fn(a, b); } \
+  Tensor operator sym(const Tensor& a, const Scalar& b) { return fn(a, b); } \
+  Tensor operator sym(const Scalar& a, const Tensor& b) { return flipped(b, a); }
+EMBER_COMPARE_OPERATOR(==, eq, eq)
+EMBER_COMPARE_OPERATOR(!=, ne, ne)
+EMBER_COMPARE_OPERATOR(<, lt, gt)
+EMBER_COMPARE_OPERATOR(<=, le, ge)
+EMBER_COMPARE_OPERATOR(>, gt, lt)
+EMBER_COMPARE_OPERATOR(>=, ge, le)
+#undef EMBER_COMPARE_OPERATOR
+
 // ---- in place: compute, check the result dtype fits, write through the view ----
 namespace {
 bool can_cast(DType from, DType to) {

@@ -137,6 +137,29 @@ Tensor operator>>(const Tensor& a, const Tensor& b);
 Tensor operator>>(const Tensor& a, const Scalar& b);
 Tensor operator>>(const Scalar& a, const Tensor& b);
 
+// ---- comparison operators (as Python's on torch tensors): == != < <= > >= are eq, ne, lt, le,
+// gt, ge, with broadcasting and type promotion; the result is a bool tensor, never a C++ bool
+// (`if (a == b)` does not compile; use equal() or item()). A scalar may stand on either side:
+// 0.5 < x is gt(x, 0.5). ----
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Scalar& b);
+Tensor operator==(const Scalar& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Scalar& b);
+Tensor operator!=(const Scalar& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Scalar& b);
+Tensor operator<(const Scalar& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Scalar& b);
+Tensor operator<=(const Scalar& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Scalar& b);
+Tensor operator>(const Scalar& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Scalar& b);
+Tensor operator>=(const Scalar& a, const Tensor& b);
+
 // ---- ternary ----
 /// cond (bool) ? a : b, all three broadcast; a and b promote together.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
