@@ -240,6 +240,23 @@ TEST(FusedReduceTest, HeldIntermediateIsWrittenAndRight) {
   EXPECT_EQ(st.dropped, 0) << "p is held: written";
 }
 
+TEST(FusedReduceTest, ALoadedInputAndAnInPlaceWriteAreReducedToo) {
+  const Tensor x = input({20, 30}, 37), y = input({20, 30}, 38);
+  StreamStats st = expect_close("load", [&] {
+    Tensor p = x * y;
+    return std::vector<Tensor>{p, sum(x, {-1})};  // x is a load of p's group
+  });
+  EXPECT_EQ(st.graphs, 1);
+  EXPECT_EQ(st.eager_ops, 0);
+  st = expect_close("in place", [&] {
+    Tensor a = x * 1.0;
+    a.mul_(y);
+    a.add_(2.0);
+    return std::vector<Tensor>{sum(a, {-1}), a};  // reads the in-place writes' result
+  });
+  EXPECT_EQ(st.graphs, 1);
+}
+
 TEST(FusedReduceTest, ReductionsTheCpuDoesNotFoldRunEagerly) {
   const Tensor x = input({20, 30}, 28), y = input({20, 30}, 29);
   // A leading dim (not trailing), and max with indices: the graph runs, then the reduction.
