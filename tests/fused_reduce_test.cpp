@@ -325,5 +325,27 @@ TEST(FusedReduceTest, GradientsThroughCompositesEqualEager) {
     expect_near_all(on[i], off[i], 1e-4, "gradient " + std::to_string(i));
 }
 
+// Only the cpu folds reductions: on the GPU backends (Backend::reducible false) the reduction is
+// never recorded and runs after the graph that computes its src, with the same values.
+TEST(FusedReduceTest, GpuBackendsRunReductionsAfterTheirGraphs) {
+  int devices = 0;
+  for (const DeviceInfo& i : available_devices()) {
+    const Device d = i.device;
+    if (d == kCpu || d == Device::ref() || !fusion_enabled(d)) continue;
+    SCOPED_TRACE(d.str());
+    ++devices;
+    const Tensor x = input({16, 40}, 39).to(d), y = input({16, 40}, 40).to(d);
+    sync(d);
+    reset_stream_stats(d);
+    const std::vector<double> got = values(sum(x * y + 1.0, {-1}).to(kCpu));
+    const StreamStats st = stream_stats(d);
+    EXPECT_EQ(st.recorded, 3) << "the Fill, the mul and the add; not the sum";
+    EXPECT_GE(st.eager_ops, 1);
+    const std::vector<double> want = values(sum(x.to(kCpu) * y.to(kCpu) + 1.0, {-1}));
+    expect_near_all(got, want, 1e-4, "sum on " + d.str());
+  }
+  if (devices == 0) GTEST_SKIP() << "no GPU device";
+}
+
 }  // namespace
 }  // namespace ember
