@@ -4,7 +4,9 @@
 //                                w [64, 64, 3, 3] (a ResNet-50 stage-1 conv);
 //  2. MatMul + Add + GELU:       gelu(matmul(x, w) + b), x [M, 256], w [256, 1024] (a transformer
 //                                FFN's first layer, M = batch * seq tokens);
-//  3. BatchNorm + residual + ReLU: relu(batch_norm(x, eval) + r), x, r [N, 256, 56, 56].
+//  3. BatchNorm + residual + ReLU: relu(batch_norm(x, eval) + r), x, r [N, 256, 56, 56];
+//  4. Sum(x * y):                sum(x * y) over 16M f32 (a reduction fused into its graph on the
+//                                cpu: x * y is never written).
 // Every time is the median of --reps rounds after --warmup untimed ones; each round runs fused
 // then unfused and stops the clock after ember::sync(device). The result is read back once per
 // variant and compared (max abs difference), so a fused run that is fast but wrong shows.
@@ -92,6 +94,9 @@ void bench(const ember::Device& dev, const Args& args) {
   const ember::Tensor br = ember::randn({n, 256, 56, 56}, o);
   const ember::Tensor mean = ember::randn({256}, o), var = ember::rand({256}, o) + 0.5;
   const ember::Tensor gamma = ember::randn({256}, o), beta = ember::randn({256}, o);
+  // 4. sum(x * y)
+  const int64_t sn = std::max<int64_t>(1024, (int64_t(1) << 24) / args.scale);
+  const ember::Tensor sx = ember::randn({sn}, o), sy = ember::randn({sn}, o);
   ember::sync(dev);
   auto dims = [](const ember::Tensor& t) {
     std::string s = "[";
@@ -105,6 +110,7 @@ void bench(const ember::Device& dev, const Args& args) {
        [&] { return F::gelu(ember::matmul(mx, mw) + mb); }},
       {"BatchNorm + residual + ReLU", dims(bx),
        [&] { return F::relu(F::batch_norm(bx, mean, var, gamma, beta, false) + br); }},
+      {"Sum(x * y)", dims(sx), [&] { return ember::sum(sx * sy); }},
   };
   for (const Pattern& p : patterns) {
     std::vector<double> t_on, t_off;

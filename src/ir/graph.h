@@ -6,6 +6,10 @@
 // a kernel may evaluate the nodes per element (or per tile) in any order of elements. Each node's
 // value is what the eager op stored: rounded (or wrapped) to the node's dtype, so a fused kernel
 // gives the eager bits when it keeps that rule for intermediates too.
+//
+// A graph may end in reductions (`reductions`, today at most one, cpu only: Backend::reducible):
+// each is an ir::Reduce whose src is the whole value of `node` (the graph's shape, element i of
+// the graph), so a kernel folds the node's values as it computes them instead of storing them.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -40,15 +44,28 @@ struct FusedGraph {
                  // > 1)
   };
 
+  /// dst = what ir::Reduce{op, value of node, dims, dst} computes: dims sorted, unique, of
+  /// `shape`; dst has `shape` with those dims 1 (keepdim) and the node's dtype; op is sum, prod,
+  /// max or min (no indices). Accumulation and NaN rules are ir::Reduce's; the summation order may
+  /// differ from the eager kernel's (results agree within a tolerance, not bit for bit).
+  struct Reduction {
+    ReduceOp op = ReduceOp::sum;
+    int32_t node = -1;
+    std::vector<int64_t> dims;
+    Tensor dst;
+  };
+
   Shape shape;
   std::vector<Tensor> inputs;  // read from memory; each has `shape`
   std::vector<Node> nodes;     // in evaluation order
   std::vector<Output> outputs;
+  std::vector<Reduction> reductions;  // empty: a plain element-wise graph
   /// The ops the graph replaces, in stream order: a backend may run them one by one instead.
   int64_t ops = 0;
 
-  /// Structure and dtypes (nodes, ops, parameters' presence, input and output dtypes), never
-  /// shapes, strides or constant values: a kernel cache key.
+  /// Structure and dtypes (nodes, ops, parameters' presence, input and output dtypes, each
+  /// reduction's op, node, dims pattern and dtype), never shapes, strides or constant values: a
+  /// kernel cache key.
   std::string key() const;
   /// One line per node and output, for EMBER_FUSION_LOG and check-mode reports.
   std::string describe() const;

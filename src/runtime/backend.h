@@ -124,6 +124,10 @@ class Backend {
                                 int32_t /*anchor_input*/) {
     return false;
   }
+  /// Whether `op` (sum, prod, max or min without indices) may be recorded and end a fused graph
+  /// whose node it reduces (FusedGraph::reductions): the backend's execute_graph folds it. The
+  /// op must not throw on data. Default: no reduction is recorded (each runs at once).
+  virtual bool reducible(const ir::Reduce&) const { return false; }
   /// Backends that fuse call it from their constructor.
   void enable_fusion();
 
@@ -133,6 +137,7 @@ class Backend {
 
  private:
   void run_stream_ops(const std::vector<ir::Op>& ops);
+  bool recordable_kind(const ir::Op& op) const;
   /// execute_graph(g), then (EMBER_CHECK=1) ops[index] one by one on copies of what they write;
   /// throws ember::Error at the first element that differs (stream_check.cpp).
   bool execute_graph_checked(const ir::FusedGraph& g, const std::vector<ir::Op>& ops,
@@ -143,7 +148,8 @@ class Backend {
                                 const std::vector<ir::Op>& ops, size_t anchor,
                                 const std::vector<size_t>& index);
   /// Runs `fused`, then ops[index] one by one on copies of what they write, and compares each
-  /// of g's outputs: bitwise when rtol is 0, else |fused - eager| <= rtol * (1 + |eager|).
+  /// of g's outputs: bitwise when rtol is 0, else |fused - eager| <= rtol * (1 + |eager|); each
+  /// reduction's dst within its dtype's tolerance for a changed summation order.
   bool run_checked(const std::function<bool()>& fused, const ir::FusedGraph& g,
                    const std::vector<ir::Op>& ops, const std::vector<size_t>& index, double rtol);
 

@@ -1,6 +1,7 @@
 // The lazy stream every backend has (Backend::submit / flush_stream) and its fusion planner:
-// recorded element-wise ops are grouped into ir::FusedGraphs, outputs no tensor holds any more
-// are left unwritten, and each graph goes to the backend's execute_graph (else op by op).
+// recorded element-wise ops are grouped into ir::FusedGraphs (a reduction the backend folds may
+// end one), outputs no tensor holds any more are left unwritten, and each graph goes to the
+// backend's execute_graph (else op by op).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -281,6 +282,38 @@ class Planner {
     return true;
   }
 
+  // Appends the reduction op k to a plain group as its last op when its src is the whole value
+  // of a node (a view the group writes or loads, in the graph's shape and element order) and
+  // its dst is no storage the group touches; false: nothing changed.
+  bool add_reduce(Group& grp, size_t k) {
+    const auto& r = std::get<ir::Reduce>(ops_[k]);
+    if (grp.anchor >= 0 || grp.compute_ops < 1 || !grp.has_shape) return false;
+    if (r.src.shape() != grp.g.shape || detail::overlaps_itself(r.dst)) return false;
+    int32_t node = -1;
+    if (Group::Written* w = grp.find_written(r.src.impl()->storage.get())) {
+      if (!same_view(w->view, r.src)) return false;
+      node = w->node;
+    } else {
+      for (size_t j = 0; j < grp.loads_view.size() && node < 0; ++j)
+        if (same_view(grp.loads_view[j], r.src)) node = grp.loads_node[j];
+    }
+    if (node < 0) return false;
+    const Storage* ds = r.dst.impl()->storage.get();
+    if (grp.find_written(ds) || ds == r.src.impl()->storage.get()) return false;
+    for (const Tensor& v : grp.loads_view)
+      if (v.impl()->storage.get() == ds) return false;
+    if (max_buffers_ > 0) {
+      int64_t outs = 1;  // the reduction's dst
+      for (const Group::Written& x : grp.written)
+        if (may_be_output(x.storage, k)) ++outs;
+      if (int64_t(grp.loads_view.size()) + outs > max_buffers_) return false;
+    }
+    grp.g.reductions.push_back({r.op, node, r.dims, r.dst});
+    grp.op_index.push_back(k);
+    ++grp.compute_ops;
+    return true;
+  }
+
  private:
   // Whether an element-wise op may join an anchored group: it reads the anchor's output only as
   // the whole result (epilogue_view), writes none of the anchor's tensors, and the first
@@ -413,10 +446,18 @@ void Backend::reset_stream_stats() {
   n_recorded_ = n_graphs_ = n_fused_ops_ = n_eager_ = n_dropped_ = n_flushes_ = 0;
 }
 
+// A non-element-wise op the backend lets the stream record: a matmul anchor or a reduction
+// (never one producing indices).
+bool Backend::recordable_kind(const ir::Op& op) const {
+  if (std::holds_alternative<ir::Matmul>(op)) return anchorable(op);
+  if (auto* r = std::get_if<ir::Reduce>(&op)) return !r->indices.defined() && reducible(*r);
+  return false;
+}
+
 void Backend::submit(const ir::Op& op) {
   const bool elementwise = elementwise_kind(op);
   if (fusion_.load(std::memory_order_relaxed) &&
-      (elementwise ? !may_throw(op) : std::holds_alternative<ir::Matmul>(op) && anchorable(op))) {
+      (elementwise ? !may_throw(op) : recordable_kind(op))) {
     const auto io = io_of(op);
     // Recorded only when every tensor is on this device and no host pointer into its storage
     // was kept (data_ptr): such a storage is read and written in program order, at once.
@@ -560,7 +601,7 @@ void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
       n_dropped_ +=
           int64_t(grp.written.size()) - int64_t(grp.g.outputs.size()) - int64_t(side_fills.size());
       grp.g.ops = int64_t(grp.op_index.size());
-      if (!grp.g.outputs.empty()) {
+      if (!grp.g.outputs.empty() || !grp.g.reductions.empty()) {
         bool done = false;
         if (grp.compute_ops >= 2 || grp.g.outputs.size() < size_t(grp.compute_ops)) {
           done = stream_check_mode() ? execute_graph_checked(grp.g, ops, grp.op_index)
@@ -596,6 +637,20 @@ void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
     next_compute[k] = std::holds_alternative<ir::Fill>(ops[k]) ? next_compute[k + 1] : k;
   Group grp;
   for (size_t k = 0; k < ops.size(); ++k) {
+    if (std::holds_alternative<ir::Reduce>(ops[k])) {
+      // A reduction ends the group that computes its src (ops reading its result start the
+      // next one); else the group runs and the reduction after it, eagerly.
+      const bool joined = grp.compute_ops >= 0 && planner.add_reduce(grp, k);
+      run_group(grp);
+      grp = Group();
+      if (joined) continue;
+      try {
+        run_eager(k);
+      } catch (...) {
+        if (!first_error) first_error = std::current_exception();
+      }
+      continue;
+    }
     if (!elementwise_kind(ops[k])) {  // an anchor (Backend::anchorable) starts its own group
       run_group(grp);
       grp = Group();
@@ -655,6 +710,11 @@ std::string FusedGraph::key() const {
   }
   k += "|";
   for (const Output& o : outputs) k += std::to_string(o.node) + ";";
+  for (const Reduction& r : reductions) {
+    k += "|r" + std::to_string(int(r.op)) + "." + std::to_string(r.node) + "." +
+         dtype_name(r.dst.dtype()) + ".d";
+    for (int64_t d : r.dims) k += std::to_string(d) + ",";
+  }
   return k;
 }
 
@@ -695,6 +755,14 @@ std::string FusedGraph::describe() const {
   }
   for (size_t i = 0; i < outputs.size(); ++i)
     s += "  out" + std::to_string(i) + " = %" + std::to_string(outputs[i].node) + "\n";
+  static const char* const kReduceNames[] = {"sum", "prod", "max", "min", "any", "all"};
+  for (size_t i = 0; i < reductions.size(); ++i) {
+    const Reduction& r = reductions[i];
+    s += "  red" + std::to_string(i) + " = " + kReduceNames[int(r.op)] + "(%" +
+         std::to_string(r.node) + ", dims";
+    for (int64_t d : r.dims) s += " " + std::to_string(d);
+    s += ") -> " + std::string(dtype_name(r.dst.dtype())) + " " + shape_str(r.dst.shape()) + "\n";
+  }
   return s;
 }
 

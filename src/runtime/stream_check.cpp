@@ -1,7 +1,8 @@
 // Check mode (EMBER_CHECK=1): every fused graph (and every anchored group: a matmul and its
 // epilogue) also runs as its ops one by one, on copies of the storages it writes, and the first
-// element where the two differ (anchored groups: beyond the tolerance) is an ember::Error naming
-// the device, the graph, its dtypes and shapes.
+// element where the two differ (anchored groups and reductions: beyond the tolerance) is an
+// ember::Error naming the device, the graph, its dtypes and shapes.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -112,8 +113,13 @@ bool Backend::run_checked(const std::function<bool()>& fused_run, const ir::Fuse
     remap(*io.dst);
     run_op(op);
   }
-  for (size_t i = 0; i < g.outputs.size(); ++i) {
-    const Tensor& dst = g.outputs[i].dst;
+  // A reduction sums in another order than the eager kernel (both accumulate in double):
+  // its dst agrees within a rounding or two of its dtype.
+  auto reduce_rtol = [](DType t) { return t == DType::f64 ? 1e-9 : t == DType::f32 ? 1e-4 : 1e-2; };
+  const size_t nout = g.outputs.size();
+  for (size_t i = 0; i < nout + g.reductions.size(); ++i) {
+    const Tensor& dst = i < nout ? g.outputs[i].dst : g.reductions[i - nout].dst;
+    const double tol = i < nout ? rtol : std::max(rtol, reduce_rtol(dst.dtype()));
     const Storage& s = *dst.impl()->storage;
     const std::vector<unsigned char> fused = bytes_of(s);
     const std::vector<unsigned char> eager = bytes_of(*copy.at(&s));
@@ -123,10 +129,11 @@ bool Backend::run_checked(const std::function<bool()>& fused_run, const ir::Fuse
       if (std::memcmp(fused.data() + e * es, eager.data() + e * es, size_t(es)) == 0) continue;
       const double f = element(fused, dst.dtype(), e), w = element(eager, dst.dtype(), e);
       if (std::isnan(f) && std::isnan(w)) continue;
-      if (rtol > 0 && std::fabs(f - w) <= rtol * (1 + std::fabs(w))) continue;
+      if (tol > 0 && std::fabs(f - w) <= tol * (1 + std::fabs(w))) continue;
       EMBER_FAIL("EMBER_CHECK", "a fused graph on ", device().str(),
-                 " differs from its ops run one by one: output ", i, " (", dtype_name(dst.dtype()),
-                 "), storage element ", e, ": fused ", f, ", one by one ", w, "\n", g.describe());
+                 " differs from its ops run one by one: ", i < nout ? "output " : "reduction ",
+                 i < nout ? i : i - nout, " (", dtype_name(dst.dtype()), "), storage element ", e,
+                 ": fused ", f, ", one by one ", w, "\n", g.describe());
     }
   }
   return true;

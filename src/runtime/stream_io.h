@@ -1,5 +1,5 @@
-// The tensors a recordable op (element-wise, or an ir::Matmul anchor) reads and writes, for the
-// stream, its planner and check mode. Internal.
+// The tensors a recordable op (element-wise, an ir::Matmul anchor or an ir::Reduce) reads and
+// writes, for the stream, its planner and check mode. Internal.
 #pragma once
 #include <type_traits>
 #include <variant>
@@ -14,7 +14,7 @@ template <typename T>
 struct OpIO {
   T* reads[3] = {nullptr, nullptr, nullptr};
   int nreads = 0;
-  T* dst = nullptr;  // null: not a Copy, Fill, Unary, Binary, Where or Matmul
+  T* dst = nullptr;  // null: not a Copy, Fill, Unary, Binary, Where, Matmul or Reduce
 };
 
 template <typename OpT>
@@ -42,6 +42,9 @@ auto io_of(OpT& op) {
     r.reads[r.nreads++] = &m->a;
     r.reads[r.nreads++] = &m->b;
     r.dst = &m->dst;
+  } else if (auto* d = std::get_if<ir::Reduce>(&op)) {
+    r.reads[r.nreads++] = &d->src;  // recorded only without indices (Backend::reducible)
+    r.dst = &d->dst;
   }
   return r;
 }

@@ -28,6 +28,7 @@ class CpuBackend : public ref::RefBackend {
   /// Element-wise graphs evaluated tile by tile (fused_graph.cpp).
   bool fusible(const ir::Op& op) const override;
   bool execute_graph(const ir::FusedGraph& g) override;
+  bool reducible(const ir::Reduce& op) const override;
   /// An f32 matmul anchors its epilogue (bias, activation, residual, scale), run as one oneDNN
   /// matmul with post-ops when it maps onto them (epilogue.cpp).
   bool anchorable(const ir::Op& op) const override;

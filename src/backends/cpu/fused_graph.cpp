@@ -7,6 +7,12 @@
 // each output is stored (scattered when strided). Memory is read once per input and written once
 // per output.
 //
+// A graph ending in a reduction (FusedGraph::reductions) over trailing dims walks the graph in
+// its row-major order in pieces of whole rows (or, for rows longer than kChunk elements, of
+// fixed chunks of a row) across the thread pool; each tile's value of the reduced node is folded
+// into its row's (chunk's) accumulator, and the chunks are combined in order at the end, so
+// results do not depend on the thread count. Accumulation is in double, as the eager kernels.
+//
 // Values in tile buffers are in their compute dtype: f32 for f32, f16 and bf16 (a half node is
 // rounded to its dtype after it is computed, as the eager f16/bf16 kernels round each op's
 // result), the dtype itself otherwise (bool as bool). Nodes without a cpu functor run the
@@ -18,6 +24,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +78,147 @@ bool exp_family(UnaryOp op) {
   return op == UnaryOp::exp || op == UnaryOp::sigmoid || op == UnaryOp::silu;
 }
 
+// Elements per partial result of a reduced row (as the eager cpu reduce).
+constexpr int64_t kChunk = 65536;
+
+// Whether the cpu folds ir::Reduce{op, src of `shape` and `src_dtype`, dims, dst} into a graph:
+// a float sum/prod/max/min over trailing dims (size-1 dims aside) into a contiguous keepdim dst.
+bool foldable(ir::ReduceOp op, DType src_dtype, const Shape& shape,
+              const std::vector<int64_t>& dims, const Tensor& dst) {
+  using ir::ReduceOp;
+  if (op != ReduceOp::sum && op != ReduceOp::prod && op != ReduceOp::max && op != ReduceOp::min)
+    return false;
+  if (src_dtype != DType::f32 && src_dtype != DType::f64 && !is_half(src_dtype)) return false;
+  if (!dst.defined() || dst.dtype() != src_dtype || dst.device() != Device::cpu() ||
+      !dst.is_contiguous() || shape.size() > kMaxMergedDims || numel_of(shape) == 0)
+    return false;
+  Shape kept = shape;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || size_t(dims[i]) >= shape.size() || (i > 0 && dims[i] <= dims[i - 1]))
+      return false;
+    kept[size_t(dims[i])] = 1;
+  }
+  if (dst.shape() != kept) return false;
+  bool in_reduced = false;  // every kept dim of size > 1 comes before every reduced one
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    const bool red = std::find(dims.begin(), dims.end(), int64_t(d)) != dims.end();
+    if (!red && in_reduced) return false;
+    in_reduced = in_reduced || red;
+  }
+  return true;
+}
+
+// One partial result: sum/prod in v; max/min the extreme in v, NaN once one was seen.
+struct Acc {
+  double v = 0;
+  bool nan = false;
+};
+
+Acc identity(ir::ReduceOp op) {
+  Acc a;
+  if (op == ir::ReduceOp::prod) a.v = 1;
+  if (op == ir::ReduceOp::max) a.v = -std::numeric_limits<double>::infinity();
+  if (op == ir::ReduceOp::min) a.v = std::numeric_limits<double>::infinity();
+  return a;
+}
+
+// Sum of x[0, n) in double, 8 independent lanes (as the eager cpu reduce).
+#define EMBER_FOLD_SUM_BODY                                 \
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};                 \
+  int64_t i = 0;                                            \
+  for (; i + 8 <= n; i += 8)                                \
+    for (int j = 0; j < 8; ++j) acc[j] += double(x[i + j]); \
+  double s = 0;                                             \
+  for (; i < n; ++i) s += double(x[i]);                     \
+  for (int j = 0; j < 8; ++j) s += acc[j];                  \
+  return s;
+
+template <typename C>
+double fold_sum_base(const C* x, int64_t n) {
+  EMBER_FOLD_SUM_BODY
+}
+template <typename C>
+EMBER_CPU_AVX2 double fold_sum_avx2(const C* x, int64_t n) {
+  EMBER_FOLD_SUM_BODY
+}
+
+// Folds x[0, n) (compute dtype C: float or double) into a.
+template <typename C>
+void fold_run(ir::ReduceOp op, const C* x, int64_t n, Acc& a) {
+  using ir::ReduceOp;
+  if (op == ReduceOp::sum) {
+    a.v += has_avx2() ? fold_sum_avx2(x, n) : fold_sum_base(x, n);
+    return;
+  }
+  if (op == ReduceOp::prod) {
+    for (int64_t i = 0; i < n; ++i) a.v *= double(x[i]);
+    return;
+  }
+  if (a.nan) return;
+  const bool is_max = op == ReduceOp::max;
+  C m[8];
+  bool nan[8] = {false, false, false, false, false, false, false, false};
+  for (int j = 0; j < 8; ++j) m[j] = C(a.v);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) {
+      const C v = x[i + j];
+      m[j] = (is_max ? v > m[j] : v < m[j]) ? v : m[j];
+      nan[j] = nan[j] || v != v;
+    }
+  for (; i < n; ++i) {
+    const C v = x[i];
+    m[0] = (is_max ? v > m[0] : v < m[0]) ? v : m[0];
+    nan[0] = nan[0] || v != v;
+  }
+  for (int j = 0; j < 8; ++j) {
+    a.v = (is_max ? double(m[j]) > a.v : double(m[j]) < a.v) ? double(m[j]) : a.v;
+    a.nan = a.nan || nan[j];
+  }
+  if (a.nan) a.v = std::numeric_limits<double>::quiet_NaN();  // NaN propagates, as eager
+}
+
+// Folds b (a later chunk of the same row) into a.
+void combine(ir::ReduceOp op, Acc& a, const Acc& b) {
+  using ir::ReduceOp;
+  if (op == ReduceOp::sum) {
+    a.v += b.v;
+  } else if (op == ReduceOp::prod) {
+    a.v *= b.v;
+  } else if (!a.nan) {
+    if (b.nan || (op == ReduceOp::max ? b.v > a.v : b.v < a.v)) a = b;
+  }
+}
+
+// The graph's reduction: rows of `len` elements (element i of the graph is in row i / len),
+// `chunks` partial results per row, parts[row * chunks + chunk].
+struct Folder {
+  ir::ReduceOp op = ir::ReduceOp::sum;
+  int32_t node = -1;
+  bool f64 = false;  // the node's compute dtype: double, else float
+  int64_t len = 1, rows = 1, chunks = 1;
+  std::vector<Acc> parts;
+
+  int64_t part_of(int64_t i) const { return (i / len) * chunks + (i % len) / kChunk; }
+  int64_t part_end(int64_t i) const {
+    const int64_t row = i / len;
+    return std::min((row + 1) * len, row * len + ((i % len) / kChunk + 1) * kChunk);
+  }
+  // Folds the node's values v[0, m) of elements [pos, pos + m). Each part is folded by one task.
+  void fold(int64_t pos, int64_t m, const void* v) {
+    for (int64_t j = 0; j < m;) {
+      const int64_t i = pos + j, n = std::min(m - j, part_end(i) - i);
+      Acc& a = parts[size_t(part_of(i))];
+      if (f64)
+        fold_run(op, static_cast<const double*>(v) + j, n, a);
+      else
+        fold_run(op, static_cast<const float*>(v) + j, n, a);
+      j += n;
+    }
+  }
+};
+
 // How a node is computed.
 enum class How : uint8_t {
   row,         // unary_row / binary_row (vectorised clone)
@@ -108,6 +256,7 @@ struct Plan {
   std::vector<int64_t> esize;   // element size of each operand
   int64_t total = 0;
   int64_t tile = kDefaultTile;  // elements per tile
+  Folder* folder = nullptr;     // the graph's reduction, if any
 };
 
 // The strides an eager op's operand or result had: the graph's inputs and outputs as they are,
@@ -185,6 +334,17 @@ bool make_plan(const ir::FusedGraph& g, Plan& p) {
   }
   for (const auto& t : g.inputs)
     if (t.shape() != g.shape || t.device() != Device::cpu()) return false;
+  if (g.reductions.size() > 1) return false;
+  for (const auto& r : g.reductions) {
+    if (r.node < 0 || size_t(r.node) >= nn) return false;
+    if (!foldable(r.op, g.nodes[size_t(r.node)].dtype, g.shape, r.dims, r.dst)) return false;
+    const Storage* ds = r.dst.impl()->storage.get();
+    for (const auto& t : g.inputs)
+      if (t.impl()->storage.get() == ds) return false;
+    for (const auto& o : g.outputs)
+      if (o.dst.impl()->storage.get() == ds) return false;
+    last[size_t(r.node)] = nn;  // read at the end of each tile
+  }
   std::vector<int32_t> free_slots;
   for (size_t i = 0; i < nn; ++i) {
     const auto& n = g.nodes[i];
@@ -255,6 +415,7 @@ bool make_plan(const ir::FusedGraph& g, Plan& p) {
       // Never used (a node nobody reads): its buffer is free after it.
       bool is_out = false;
       for (const auto& o : g.outputs) is_out = is_out || o.node == int32_t(i);
+      for (const auto& rd : g.reductions) is_out = is_out || rd.node == int32_t(i);
       if (!is_out) free_slots.push_back(q.slot);
     }
   }
@@ -291,7 +452,8 @@ bool make_plan(const ir::FusedGraph& g, Plan& p) {
   }
   size_t order[kMaxMergedDims];
   size_t len = 0;
-  bool by_memory = !g.outputs.empty();
+  // A reduction walks the graph in row-major order: element i is in reduced row i / len.
+  bool by_memory = !g.outputs.empty() && g.reductions.empty();
   for (size_t d = 0; d < g.shape.size(); ++d) {
     if (g.shape[d] == 1) continue;
     order[len++] = d;
@@ -444,7 +606,8 @@ struct Scratch {
   }
 };
 
-void run_tiles(const Plan& p, Backend* backend, int64_t tb, int64_t te) {
+// Runs elements [eb, ee) of the iteration in tiles of p.tile elements.
+void run_range(const Plan& p, Backend* backend, int64_t eb, int64_t ee) {
   const ir::FusedGraph& g = *p.g;
   const size_t nn = g.nodes.size();
   const size_t ni = g.inputs.size();
@@ -472,10 +635,9 @@ void run_tiles(const Plan& p, Backend* backend, int64_t tb, int64_t te) {
   auto st = [&](size_t k, int64_t d) { return p.stride[k * kMaxMergedDims + size_t(d)]; };
 
   std::vector<char> stored(g.outputs.size());
-  for (int64_t t = tb; t < te; ++t) {
+  for (int64_t b = eb; b < ee; b += kTile) {
     std::fill(stored.begin(), stored.end(), false);
-    const int64_t b = t * kTile;
-    const int64_t m = std::min(kTile, p.total - b);
+    const int64_t m = std::min(kTile, ee - b);
     // The tile's runs of the inner merged dim: the offsets of each run's first element.
     int64_t idx[kMaxMergedDims];
     int64_t* cur = offs;  // run 0's offsets; each next run starts from a copy of the last one's
@@ -590,6 +752,7 @@ void run_tiles(const Plan& p, Backend* backend, int64_t tb, int64_t te) {
       }
       if (q.round) round_half(n.dtype, static_cast<float*>(out), h16, m);
     }
+    if (p.folder) p.folder->fold(b, m, val[size_t(p.folder->node)]);
 
     // Outputs that copy an input take its bits (as the eager copy moves them), gathered before
     // any store: a store may overwrite an input in place.
@@ -639,15 +802,74 @@ void run_tiles(const Plan& p, Backend* backend, int64_t tb, int64_t te) {
 
 }  // namespace
 
+bool CpuBackend::reducible(const ir::Reduce& op) const {
+  return !op.indices.defined() && op.src.device() == Device::cpu() &&
+         foldable(op.op, op.src.dtype(), op.src.shape(), op.dims, op.dst);
+}
+
+namespace {
+
+// The graph with its reduction: pieces of whole rows (rows of kChunk elements or more: single
+// chunks) run in parallel, then each row's chunks are combined in order into dst.
+void run_reduction(Plan& p, Backend* backend) {
+  const ir::FusedGraph& g = *p.g;
+  const auto& r = g.reductions[0];
+  Folder f;
+  f.op = r.op;
+  f.node = r.node;
+  f.f64 = compute_dtype(g.nodes[size_t(r.node)].dtype) == DType::f64;
+  f.rows = numel_of(r.dst.shape());
+  f.len = p.total / f.rows;
+  f.chunks = (f.len + kChunk - 1) / kChunk;
+  f.parts.assign(size_t(f.rows * f.chunks), identity(r.op));
+  p.folder = &f;
+  p.tile = kDefaultTile;
+  // A piece: one chunk of a long row, or rows_per whole rows.
+  const int64_t rows_per = f.chunks > 1 ? 1 : std::max<int64_t>(1, kChunk / f.len);
+  const int64_t pieces = f.chunks > 1 ? f.rows * f.chunks : (f.rows + rows_per - 1) / rows_per;
+  parallel_for(0, pieces, 1, [&](int64_t b, int64_t e) {
+    for (int64_t q = b; q < e; ++q) {
+      int64_t lo, hi;
+      if (f.chunks > 1) {
+        const int64_t row = q / f.chunks, c = q % f.chunks;
+        lo = row * f.len + c * kChunk;
+        hi = std::min((row + 1) * f.len, lo + kChunk);
+      } else {
+        lo = q * rows_per * f.len;
+        hi = std::min(f.rows, (q + 1) * rows_per) * f.len;
+      }
+      run_range(p, backend, lo, hi);
+    }
+  });
+  dispatch_dtype(r.dst.dtype(), [&](auto tag) {
+    using D = decltype(tag);
+    if constexpr (is_float_v<D>) {
+      D* dst = ref::ptr<D>(r.dst);
+      for (int64_t o = 0; o < f.rows; ++o) {
+        Acc a = f.parts[size_t(o * f.chunks)];
+        for (int64_t c = 1; c < f.chunks; ++c) combine(r.op, a, f.parts[size_t(o * f.chunks + c)]);
+        dst[o] = scalar_cast<D>(a.v);
+      }
+    }
+  });
+}
+
+}  // namespace
+
 bool CpuBackend::execute_graph(const ir::FusedGraph& g) {
   Plan p;
   if (!make_plan(g, p)) return false;
+  if (!g.reductions.empty()) {
+    run_reduction(p, this);
+    return true;
+  }
   if (p.total == 0 || g.outputs.empty()) return true;
   auto run = [&](int64_t tile) {
     p.tile = tile;
     const int64_t ntiles = (p.total + tile - 1) / tile;
-    parallel_for(0, ntiles, std::max<int64_t>(1, kGrainElementwise / tile),
-                 [&](int64_t b, int64_t e) { run_tiles(p, this, b, e); });
+    parallel_for(
+        0, ntiles, std::max<int64_t>(1, kGrainElementwise / tile),
+        [&](int64_t b, int64_t e) { run_range(p, this, b * tile, std::min(p.total, e * tile)); });
   };
   // Tuned only when running the graph again gives the same outputs: no output shares storage
   // with an input (an in-place a = a * 2 would compound).
