@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ember/ember.h"
+#include "runtime/autotune.h"
 #include "runtime/backend.h"
 
 namespace ember {
@@ -264,15 +265,30 @@ TEST(GpuEpilogueTest, SplitKProductsRunTheEpilogueOnce) {
 
 TEST(GpuEpilogueTest, TiledProductsOfAutotunedSize) {
   // Big enough to be autotuned (2^18 multiply-adds and 4096 outputs): the anchored kernel takes
-  // the tile chosen for the plain matmul.
+  // the tile chosen for the plain matmul; when the library (CLBlast) is chosen, the matmul runs
+  // alone through it and the epilogue as a graph.
   const Tensor xh = host_values({96, 64}, 28), wh = host_values({64, 80}, 29);
   const Tensor bh = host_values({80}, 30);
+  const Body body = [&](const Device& e) {
+    const Tensor x = xh.to(e), w = wh.to(e), b = bh.to(e);
+    return std::vector<Tensor>{F::silu(matmul(x, w) + b)};
+  };
   on_each_gpu([&](const Device& d) {
-    const StreamStats st = expect_close(d, "tuned", [&](const Device& e) {
-      const Tensor x = xh.to(e), w = wh.to(e), b = bh.to(e);
-      return std::vector<Tensor>{F::silu(matmul(x, w) + b)};
-    });
-    expect_one_kernel(st, "tuned");
+    autotune::Autotuner& tuner = autotune::for_device(d);
+    tuner.force("matmul", "tiled64x16t16");  // the default tile on lavapipe and PoCL
+    StreamStats st = expect_close(d, "generated tile", body);
+    expect_one_kernel(st, "generated tile");
+    tuner.force("matmul", "library");  // ignored where no library takes the product
+    st = expect_close(d, "library", body);
+    tuner.force("matmul", "");
+    EXPECT_EQ(st.graphs, 1);
+    if (d.str().rfind("opencl", 0) != 0) {
+      expect_one_kernel(st, "no library");
+    } else {
+      EXPECT_LE(st.eager_ops, 1) << "CLBlast alone (when installed), then the graph";
+    }
+    st = expect_close(d, "tuned", body);
+    EXPECT_EQ(st.graphs, 1);
   });
 }
 
