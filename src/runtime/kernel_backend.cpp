@@ -372,8 +372,8 @@ bool KernelBackend::execute_anchored(const ir::Op& anchor, const ir::FusedGraph&
   // matmul overwrites the dead dst, the epilogue never runs twice). When the library (CLBlast)
   // won the key, false: the stream runs CLBlast, then the epilogue as a graph (PoCL, 256 x 1024
   // x 256: CLBlast 13 ms, the generated tiles 55-63 ms, far more than an epilogue pass costs).
-  // A product too small to tune takes the generated default tile, library or not: there the
-  // saved launch and pass over the product outweigh the GEMM's difference.
+  // A product too small to tune takes the generated default tile, library or not (untimed
+  // against CLBlast: at that size launches, not the GEMM, dominate).
   bool native = false;
   std::vector<codegen::MatmulVariant> vs;
   const int64_t i = tuned_matmul(*mm, native, vs);
