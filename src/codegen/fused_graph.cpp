@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/elementwise_internal.h"
+#include "codegen/graph_nodes.h"
 #include "codegen/lower.h"
 #include "ember/error.h"
 
@@ -21,10 +22,9 @@ namespace {
 
 constexpr const char* kOp = "fused graph";
 
-void check_graph(const ir::FusedGraph& g, const Caps& caps) {
-  EMBER_CHECK(g.inputs.size() + g.outputs.size() <= caps.max_buffers, kOp, g.inputs.size(),
-              " inputs and ", g.outputs.size(), " outputs exceed the ", caps.max_buffers,
-              " buffers a kernel may bind on this device");
+}  // namespace
+
+void check_graph_nodes(const ir::FusedGraph& g, const Caps& caps) {
   auto need = [&](DType t) { check_dtype(kOp, t, caps); };
   for (const Tensor& t : g.inputs) need(t.dtype());
   for (const auto& o : g.outputs) {
@@ -72,10 +72,61 @@ void check_graph(const ir::FusedGraph& g, const Caps& caps) {
   }
 }
 
-}  // namespace
+std::vector<uint32_t> graph_params(Params& p, const ir::FusedGraph& g, const Caps& caps) {
+  std::vector<uint32_t> word(g.nodes.size(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::FusedGraph::Node& n = g.nodes[i];
+    if (n.kind == K::constant) word[i] = p.u64(fill_bits(n.dtype, n.value));
+    if (n.kind == K::unary)
+      word[i] = unary_params(p, g.nodes[size_t(n.a)].dtype, n.p0, n.p1, n.p2, caps);
+  }
+  return word;
+}
+
+std::vector<Expr> graph_values(kir::Kernel& k, const ir::FusedGraph& g,
+                               const std::vector<uint32_t>& word,
+                               const std::function<Expr(int32_t)>& load, const Caps& caps) {
+  std::vector<Expr> v(g.nodes.size());
+  auto at = [&](int32_t n) { return v[size_t(n)]; };
+  auto dt = [&](int32_t n) { return g.nodes[size_t(n)].dtype; };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::FusedGraph::Node& n = g.nodes[i];
+    Expr e;
+    switch (n.kind) {
+      case K::load:
+        e = load(int32_t(i));
+        break;
+      case K::constant:
+        // narrow integers: the low bits wrapped (a fill's store wraps them)
+        e = convert(k, n.dtype, n.dtype, fill_value(n.dtype, word[i]));
+        break;
+      case K::unary:
+        e = stored_value(k, n.dtype,
+                         unary_value(k, n.unary, dt(n.a), n.dtype, at(n.a), word[i], caps));
+        break;
+      case K::binary:
+        e = stored_value(k, n.dtype,
+                         binary_value(k, n.binary, dt(n.a), n.dtype, at(n.a), at(n.b), caps));
+        break;
+      case K::where:
+        e = select(at(n.a), at(n.b), at(n.c));
+        break;
+      case K::cast:
+        e = stored_value(k, n.dtype, convert(k, dt(n.a), n.dtype, at(n.a)));
+        break;
+    }
+    // One local per node: each value is computed once, and no contraction (a * b + c into an
+    // fma) crosses two ops, as it cannot between two eager kernels.
+    v[i] = k.let("v" + std::to_string(i), e);
+  }
+  return v;
+}
 
 Lowering lower_graph(const ir::FusedGraph& g, Dialect d, const Caps& caps) {
-  check_graph(g, caps);
+  EMBER_CHECK(g.inputs.size() + g.outputs.size() <= caps.max_buffers, kOp, g.inputs.size(),
+              " inputs and ", g.outputs.size(), " outputs exceed the ", caps.max_buffers,
+              " buffers a kernel may bind on this device");
+  check_graph_nodes(g, caps);
   Lowering l;
   if (g.outputs.empty() || numel_of(g.shape) == 0) return l;
   const size_t nout = g.outputs.size(), nin = g.inputs.size();
@@ -102,13 +153,7 @@ Lowering lower_graph(const ir::FusedGraph& g, Dialect d, const Caps& caps) {
   Params p;
   add_iter(p, it, kOp);
   // Each node's params (the same layout for every graph of one key): constants, unary p0..p2.
-  std::vector<uint32_t> word(g.nodes.size(), 0);
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const ir::FusedGraph::Node& n = g.nodes[i];
-    if (n.kind == K::constant) word[i] = p.u64(fill_bits(n.dtype, n.value));
-    if (n.kind == K::unary)
-      word[i] = unary_params(p, g.nodes[size_t(n.a)].dtype, n.p0, n.p1, n.p2, caps);
-  }
+  const std::vector<uint32_t> word = graph_params(p, g, caps);
   EMBER_CHECK(p.words().size() * 4 <= kParamsBytes, kOp, "a graph of ", g.nodes.size(),
               " nodes needs ", p.words().size() * 4, " bytes of params; at most ", kParamsBytes,
               " are supported");
@@ -117,41 +162,14 @@ Lowering lower_graph(const ir::FusedGraph& g, Dialect d, const Caps& caps) {
     return iter_kernel(
         "fused_graph", decls, it, caps,
         [&](kir::Kernel& k, const std::vector<kir::Buf>& b, const std::vector<Expr>& o, Expr) {
-          std::vector<Expr> v(g.nodes.size());
-          auto at = [&](int32_t n) { return v[size_t(n)]; };
-          auto dt = [&](int32_t n) { return g.nodes[size_t(n)].dtype; };
-          for (size_t i = 0; i < g.nodes.size(); ++i) {
-            const ir::FusedGraph::Node& n = g.nodes[i];
-            Expr e;
-            switch (n.kind) {
-              case K::load:
-                e = k.load(b[nout + size_t(n.input)], o[nout + size_t(n.input)]);
-                break;
-              case K::constant:
-                // narrow integers: the low bits wrapped (a fill's store wraps them)
-                e = convert(k, n.dtype, n.dtype, fill_value(n.dtype, word[i]));
-                break;
-              case K::unary:
-                e = stored_value(k, n.dtype,
-                                 unary_value(k, n.unary, dt(n.a), n.dtype, at(n.a), word[i], caps));
-                break;
-              case K::binary:
-                e = stored_value(
-                    k, n.dtype,
-                    binary_value(k, n.binary, dt(n.a), n.dtype, at(n.a), at(n.b), caps));
-                break;
-              case K::where:
-                e = select(at(n.a), at(n.b), at(n.c));
-                break;
-              case K::cast:
-                e = stored_value(k, n.dtype, convert(k, dt(n.a), n.dtype, at(n.a)));
-                break;
-            }
-            // One local per node: each value is computed once, and no contraction (a * b + c
-            // into an fma) crosses two ops, as it cannot between two eager kernels.
-            v[i] = k.let("v" + std::to_string(i), e);
-          }
-          for (size_t j = 0; j < nout; ++j) k.store(b[j], o[j], at(g.outputs[j].node));
+          const std::vector<Expr> v = graph_values(
+              k, g, word,
+              [&](int32_t n) {
+                const size_t in = nout + size_t(g.nodes[size_t(n)].input);
+                return k.load(b[in], o[in]);
+              },
+              caps);
+          for (size_t j = 0; j < nout; ++j) k.store(b[j], o[j], v[size_t(g.outputs[j].node)]);
         });
   });
   l.launches.push_back(launch_1d(k, std::move(bindings), p.take(), it.numel, caps));

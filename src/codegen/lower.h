@@ -43,6 +43,17 @@ struct MatmulVariant {
 // lower_matmul(op, d, caps) runs). Requires a non-empty product.
 std::vector<MatmulVariant> matmul_variants(const ir::Matmul& op, const Caps& caps);
 Lowering lower_matmul(const ir::Matmul& op, Dialect d, const Caps& caps, const MatmulVariant& v);
+// matmul.cpp + matmul_epilogue.cpp: the matmul with variant v and the element-wise epilogue `g`
+// the stream joined to it (g.inputs[anchor_input] reads op.dst), as one kernel per launch that
+// stores g's outputs instead of the product (Backend::execute_anchored). Keyed by the variant,
+// dtype and g's structure (FusedGraph::key), never shapes. _applies: whether this instance fits
+// (float dtypes the device has, every operand viewable as the product's [B, M, N], within the
+// device's buffers); lower_ throws ember::Error when it does not, or when the device lacks
+// something the graph needs.
+bool matmul_epilogue_applies(const ir::Matmul& op, const ir::FusedGraph& g, int32_t anchor_input,
+                             const Caps& caps);
+Lowering lower_matmul_epilogue(const ir::Matmul& op, const ir::FusedGraph& g, int32_t anchor_input,
+                               Dialect d, const Caps& caps, const MatmulVariant& v);
 Lowering lower_im2col(const ir::Im2col& op, Dialect d, const Caps& caps);
 Lowering lower_col2im(const ir::Col2im& op, Dialect d, const Caps& caps);
 Lowering lower_adaptive_pool(const ir::AdaptivePool& op, Dialect d, const Caps& caps);

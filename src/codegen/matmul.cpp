@@ -16,13 +16,21 @@
 // accumulation stays in float) and continues in k order, so the result is bit for bit the
 // single-pass kernel's. The same rule applies on every device (a real GPU has no such limit, but
 // a chunk launch per ~30,000 k costs little next to the product itself).
+//
+// Epilogue (matmul_epilogue.h; KernelBackend::execute_anchored): the same kernels, keyed also by
+// the epilogue graph's structure, store each output through the graph instead of into dst (which
+// is not bound); a split-K launch then carries its accumulators in a scratch buffer of the
+// accumulation type and the last chunk runs the epilogue.
 #include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "codegen/elementwise_internal.h"
 #include "codegen/family.h"
+#include "codegen/graph_nodes.h"
 #include "codegen/lower.h"
+#include "codegen/matmul_epilogue.h"
 #include "ember/error.h"
 
 namespace ember::codegen {
@@ -63,7 +71,14 @@ bool carry_in_scratch(DType t) { return t == DType::f16 || t == DType::bf16; }
 struct Layout {
   size_t batch, m, n, k, tiles_m, tiles_n, a, b, d;  // param word indices (a/b/d: offset + 3)
   size_t kb = 0, ke = 0, flags = 0;  // chunk variant: k range [kb, ke), bit 0 first, bit 1 last
+  MatmulEpilogue* epi = nullptr;     // the epilogue (its params after the words above), or none
 };
+
+// Whether a chunk variant carries its accumulators in scratch: f16/bf16, and any epilogue (dst,
+// the product, is not bound then).
+bool scratch_carrier(DType t, const Layout& l) { return l.epi || carry_in_scratch(t); }
+// The carrier's dtype: the accumulation type's.
+DType carrier_dtype(DType t) { return acc_type(t) == Type::f64 ? DType::f64 : DType::f32; }
 
 // Appends the chunk words (k range and flags) after params(); the plain variant has none.
 void chunk_params(ParamBuilder& p, Layout& l, int64_t kb, int64_t ke, bool first, bool last) {
@@ -102,16 +117,19 @@ Expr elem(size_t at, Expr bt, Expr r, Expr c) {
          cast(Type::i32, c) * wi(at + 3);
 }
 
-// The kernel's buffers; part (the f32 carrier) only in a chunk variant carrying in scratch.
+// The kernel's buffers: a, b, dst (none with an epilogue), part (the carrier) only in a chunk
+// variant carrying in scratch, then the epilogue's.
 struct Bufs {
   kir::Buf a, b, dst, part;
+  std::vector<kir::Buf> epi;
 };
-Bufs buffers(kir::Kernel& k, DType t, bool kc) {
+Bufs buffers(kir::Kernel& k, DType t, const Layout& l, bool kc) {
   Bufs b;
   b.a = k.buffer("a", t, false);
   b.b = k.buffer("b", t, false);
-  b.dst = k.buffer("dst", t, true);
-  if (kc && carry_in_scratch(t)) b.part = k.buffer("part", DType::f32, true);
+  if (!l.epi) b.dst = k.buffer("dst", t, true);
+  if (kc && scratch_carrier(t, l)) b.part = k.buffer("part", carrier_dtype(t), true);
+  if (l.epi) b.epi = epilogue_buffers(k, *l.epi);
   return b;
 }
 
@@ -122,23 +140,30 @@ Expr part_index(const Layout& l, Expr bt, Expr r, Expr c) {
 
 // The chunk variant's accumulator of output (bt, r, c) as carried by the previous chunk.
 Expr carried(kir::Kernel& k, DType t, const Layout& l, const Bufs& bf, Expr bt, Expr r, Expr c) {
-  if (carry_in_scratch(t)) return k.load(bf.part, part_index(l, bt, r, c));
+  if (scratch_carrier(t, l)) return k.load(bf.part, part_index(l, bt, r, c));
   return to_acc(t, k.load(bf.dst, elem(l.d, bt, r, c)));
 }
 
-// Stores accumulator `v` of output (bt, r, c): into dst, or in the chunk variant with a scratch
-// carrier into the scratch unless this is the last chunk.
+// Stores accumulator `v` of output (bt, r, c): into dst (or through the epilogue, given the
+// value dst would have held), or in the chunk variant with a scratch carrier into the scratch
+// unless this is the last chunk.
 void store_acc(kir::Kernel& k, DType t, const Layout& l, bool kc, const Bufs& bf, Expr bt, Expr r,
-               Expr c, Expr v) {
-  const auto to_dst = [&] { k.store(bf.dst, elem(l.d, bt, r, c), from_acc(t, v)); };
-  if (!kc || !carry_in_scratch(t)) return to_dst();
+               Expr c, Expr v, const Caps& caps) {
+  const auto to_dst = [&] {
+    if (l.epi)
+      epilogue_store(k, *l.epi, bf.epi, bt, r, c, stored_value(k, t, from_acc(t, v)), caps);
+    else
+      k.store(bf.dst, elem(l.d, bt, r, c), from_acc(t, v));
+  };
+  if (!kc || !scratch_carrier(t, l)) return to_dst();
   k.if_((wu(l.flags) & 2) != 0, to_dst, [&] { k.store(bf.part, part_index(l, bt, r, c), v); });
 }
 
 // kc: the chunk variant (k range and flags from chunk_params).
-kir::Kernel simple_kernel(const std::string& name, DType t, const Layout& l, bool kc) {
+kir::Kernel simple_kernel(const std::string& name, DType t, const Layout& l, bool kc,
+                          const Caps& caps) {
   kir::Kernel k(name, 256);
-  const Bufs bf = buffers(k, t, kc);
+  const Bufs bf = buffers(k, t, l, kc);
   const Type acc = acc_type(t);
   const Expr total = k.let("total", wu(l.batch) * wu(l.m) * wu(l.n));
   k.grid_loop("i", total, [&](Expr i) {
@@ -151,7 +176,7 @@ kir::Kernel simple_kernel(const std::string& name, DType t, const Layout& l, boo
       k.assign(s, s + to_acc(t, k.load(bf.a, elem(l.a, bt, row, kk))) *
                           to_acc(t, k.load(bf.b, elem(l.b, bt, kk, col))));
     });
-    store_acc(k, t, l, kc, bf, bt, row, col, s);
+    store_acc(k, t, l, kc, bf, bt, row, col, s, caps);
   });
   return k;
 }
@@ -184,10 +209,10 @@ void staging_loop(kir::Kernel& k, int elems, int threads, const std::function<vo
   });
 }
 
-kir::Kernel tiled_kernel(const std::string& name, DType t, const Layout& l, const Tile& g,
-                         bool kc) {
+kir::Kernel tiled_kernel(const std::string& name, DType t, const Layout& l, const Tile& g, bool kc,
+                         const Caps& caps) {
   kir::Kernel k(name, uint32_t(g.threads()));
-  const Bufs bf = buffers(k, t, kc);
+  const Bufs bf = buffers(k, t, l, kc);
   const Type acc = acc_type(t);
   const Expr zero = kir::lit(acc, 0);
   const bool v4 = staged_v4(t, g);
@@ -195,6 +220,8 @@ kir::Kernel tiled_kernel(const std::string& name, DType t, const Layout& l, cons
                             : k.shared("As", acc, uint32_t(g.bk * g.bm));
   const kir::Shared Bs = v4 ? k.shared("Bs", Type::f32x4, uint32_t(g.bk * g.bn / 4))
                             : k.shared("Bs", acc, uint32_t(g.bk * g.bn));
+  // An epilogue's staging of one accumulator row per thread row.
+  const kir::Shared Cs = l.epi ? k.shared("Cs", acc, uint32_t(g.bm / g.tm * g.bn)) : kir::Shared{};
   // K: the end of this launch's k range (the chunk variant's k range is [KB, K)).
   const Expr M = k.let("M", wu(l.m)), N = k.let("N", wu(l.n)), K = k.let("K", wu(kc ? l.ke : l.k));
   const Expr tiles = k.let("tiles", wu(l.batch) * wu(l.tiles_m) * wu(l.tiles_n));
@@ -283,65 +310,103 @@ kir::Kernel tiled_kernel(const std::string& name, DType t, const Layout& l, cons
       });
       k.barrier();
     });
+    if (l.epi) {
+      // The epilogue's code once, not per accumulator (TM x TN copies compile for minutes on
+      // lavapipe): row i of every thread's block goes through Cs (one row of BN per thread
+      // row), then the workgroup runs the epilogue over those outputs, TN per thread.
+      const int rows = g.bm / g.tm;
+      k.for_range("ei", u32(0), TM, u32(1), [&](Expr ei) {
+        for (int i = 0; i < g.tm; ++i)
+          k.if_(ei == u32(i), [&] {
+            for (int j = 0; j < g.tn; ++j) k.store(Cs, ty * BN + tx * TN + u32(j), c_(i, j));
+          });
+        k.barrier();
+        k.for_range("e", kir::local_id(), u32(int64_t(rows) * g.bn), u32(g.threads()), [&](Expr e) {
+          const Expr gr = k.let("gr", tm0 + (e / BN) * TM + ei);
+          const Expr gc = k.let("gc", tn0 + e % BN);
+          k.if_(gr < M && gc < N,
+                [&] { store_acc(k, t, l, kc, bf, bt, gr, gc, k.load(Cs, e), caps); });
+        });
+        k.barrier();
+      });
+      return;
+    }
     for (int i = 0; i < g.tm; ++i)
       k.if_(row_of(i) < M, [&] {
         const Expr gr = k.let("gr", row_of(i));
         for (int j = 0; j < g.tn; ++j) {
           const Expr gc = col_of(j);
-          k.if_(gc < N, [&] { store_acc(k, t, l, kc, bf, bt, gr, gc, c_(i, j)); });
+          k.if_(gc < N, [&] { store_acc(k, t, l, kc, bf, bt, gr, gc, c_(i, j), caps); });
         }
       });
   });
   return k;
 }
 
+// Loop iterations per tile that the epilogue's store adds (the row loop and, per row, the
+// workgroup's loop over BN outputs of each thread row), as loop_iterations counts them.
+int64_t epilogue_iterations(const Tile& g) { return 1 + int64_t(g.tm) * (1 + g.tn + 1); }
+
 // The K-chunk length that keeps one invocation of a kernel within kLoopBudget loop iterations,
 // given `per` outputs (grid-stride iterations) per invocation, `step` k per outer k iteration
 // and `per_step` loop iterations per outer k iteration (the step's own and its inner loops').
 // A multiple of `step`, at least one step.
-int64_t chunk_k(int64_t per, int64_t step, int64_t per_step) {
-  const int64_t steps = (kLoopBudget / std::max<int64_t>(per, 1) - 2) / per_step;
+// `extra`: loop iterations per output (or tile) besides the k loop's.
+int64_t chunk_k(int64_t per, int64_t step, int64_t per_step, int64_t extra = 0) {
+  const int64_t steps = (kLoopBudget / std::max<int64_t>(per, 1) - 2 - extra) / per_step;
   return std::max<int64_t>(steps, 1) * step;
 }
 
 // The launches of one matmul: one plain launch when K fits in `kc_len`, else one launch of the
 // chunk variant per K-chunk. `make(kc, key, layout)` builds a kernel definition.
+// `epi`: the epilogue (its key part is in `key`), or none.
 template <class Make>
 Lowering launches(const ir::Matmul& op, Dialect d, const Caps& caps, const std::string& key,
                   int64_t tiles_m, int64_t tiles_n, int64_t kc_len, uint32_t groups,
-                  const Make& make) {
+                  MatmulEpilogue* epi, const Make& make) {
   const DType t = op.dst.dtype();
   const int64_t K = op.a.size(2);
   Lowering lw;
+  // a, b, then dst or the epilogue's operands (the carrier goes between them).
+  auto bind = [&](Launch& ln, bool carrier) {
+    ln.bindings = {{op.a}, {op.b}};
+    if (!epi) ln.bindings.push_back({op.dst});
+    if (carrier) {
+      Binding part;
+      part.scratch = 0;
+      ln.bindings.push_back(part);
+    }
+    if (epi)
+      for (Binding& b : epilogue_bindings(*epi)) ln.bindings.push_back(std::move(b));
+  };
   if (K <= kc_len) {
     ParamBuilder p("matmul");
-    const Layout l = params(p, op, tiles_m, tiles_n);
+    Layout l = params(p, op, tiles_m, tiles_n);
+    l.epi = epi;
+    if (epi) epilogue_params(p, *epi, caps);
     auto k = cached_kernel(key, d, caps, [&] { return make(false, key, l); });
     Launch ln;
     ln.kernel = k;
-    ln.bindings = {{op.a}, {op.b}, {op.dst}};
+    bind(ln, false);
     ln.params = p.take();
     ln.groups = groups;
     lw.launches.push_back(std::move(ln));
     return lw;
   }
   const std::string kkey = key + "_kc";
-  const bool scratch = carry_in_scratch(t);
-  if (scratch) lw.scratch_bytes.push_back(op.dst.numel() * 4);
+  const bool scratch = epi || carry_in_scratch(t);
+  if (scratch) lw.scratch_bytes.push_back(op.dst.numel() * acc_bytes(t));
   for (int64_t kb = 0; kb < K; kb += kc_len) {
     const int64_t ke = std::min(K, kb + kc_len);
     ParamBuilder p("matmul");
     Layout l = params(p, op, tiles_m, tiles_n);
     chunk_params(p, l, kb, ke, kb == 0, ke == K);
+    l.epi = epi;
+    if (epi) epilogue_params(p, *epi, caps);
     auto k = cached_kernel(kkey, d, caps, [&] { return make(true, kkey, l); });
     Launch ln;
     ln.kernel = k;
-    ln.bindings = {{op.a}, {op.b}, {op.dst}};
-    if (scratch) {
-      Binding part;
-      part.scratch = 0;
-      ln.bindings.push_back(part);
-    }
+    bind(ln, scratch);
     ln.params = p.take();
     ln.groups = groups;
     lw.launches.push_back(std::move(ln));
@@ -404,26 +469,34 @@ Lowering lower_matmul(const ir::Matmul& op, Dialect d, const Caps& caps) {
   return lower_matmul(op, d, caps, matmul_variants(op, caps)[0]);
 }
 
-Lowering lower_matmul(const ir::Matmul& op, Dialect d, const Caps& caps, const MatmulVariant& v) {
+namespace {
+
+// lower_matmul with an epilogue (or none).
+Lowering lower_tiles(const ir::Matmul& op, Dialect d, const Caps& caps, const MatmulVariant& v,
+                     MatmulEpilogue* epi) {
   const DType t = op.dst.dtype();
   check_dtype("matmul", t, caps);
   check_fits("matmul", {op.a, op.b, op.dst});
-  const int64_t B = op.dst.size(0), M = op.dst.size(1), N = op.dst.size(2), K = op.a.size(2);
+  const int64_t B = op.dst.size(0), M = op.dst.size(1), N = op.dst.size(2);
   if (B == 0 || M == 0 || N == 0) return {};
-  const std::string dt = dtype_tag(t);
+  const std::string dt = dtype_tag(t), ek = epi ? epilogue_key(*epi) : "";
   if (v.bm == 0) {
     // Per invocation: ceil(outputs / threads) grid iterations, each one k loop of K iterations.
-    const std::string key = "matmul_simple_" + dt;
+    const std::string key = "matmul_simple_" + dt + ek;
     const uint32_t groups = groups_1d(B * M * N, 256, caps);
     const int64_t per = (B * M * N + int64_t(groups) * 256 - 1) / (int64_t(groups) * 256);
-    return launches(op, d, caps, key, 1, 1, chunk_k(per, 1, 1), groups,
+    return launches(op, d, caps, key, 1, 1, chunk_k(per, 1, 1), groups, epi,
                     [&](bool kc, const std::string& name, const Layout& l) {
-                      return simple_kernel(name, t, l, kc);
+                      return simple_kernel(name, t, l, kc, caps);
                     });
   }
   const Tile g{v.bm, v.bn, v.bk, v.tm, v.tn};
+  if (epi)
+    EMBER_CHECK((int64_t(g.bk) * (g.bm + g.bn) + g.bm / g.tm * g.bn) * acc_bytes(t) <=
+                    int64_t(caps.max_shared_bytes),
+                "matmul", "tile ", v.name, " with an epilogue exceeds the device's shared memory");
   const int64_t tiles_m = (M + g.bm - 1) / g.bm, tiles_n = (N + g.bn - 1) / g.bn;
-  const std::string key = "matmul_" + v.name + "_" + dt;
+  const std::string key = "matmul_" + v.name + "_" + dt + ek;
   const int64_t tiles = B * tiles_m * tiles_n;
   const uint32_t groups = uint32_t(std::min<int64_t>(tiles, int64_t(caps.max_groups_x)));
   // Per invocation: ceil(tiles / groups) tiles, each K / BK steps of two staging loops (their
@@ -436,10 +509,33 @@ Lowering lower_matmul(const ir::Matmul& op, Dialect d, const Caps& caps, const M
   const int64_t per_step = 1 + (g.bm * g.bk + T * ua - 1) / (T * ua) + 1 +
                            (g.bn * g.bk + T * ub - 1) / (T * ub) + 1 + g.bk + 1;
   const int64_t per = (tiles + groups - 1) / groups;
-  return launches(op, d, caps, key, tiles_m, tiles_n, chunk_k(per, g.bk, per_step), groups,
-                  [&](bool kc, const std::string& name, const Layout& l) {
-                    return tiled_kernel(name, t, l, g, kc);
+  const int64_t extra = epi ? epilogue_iterations(g) : 0;
+  return launches(op, d, caps, key, tiles_m, tiles_n, chunk_k(per, g.bk, per_step, extra), groups,
+                  epi, [&](bool kc, const std::string& name, const Layout& l) {
+                    return tiled_kernel(name, t, l, g, kc, caps);
                   });
+}
+
+}  // namespace
+
+Lowering lower_matmul(const ir::Matmul& op, Dialect d, const Caps& caps, const MatmulVariant& v) {
+  return lower_tiles(op, d, caps, v, nullptr);
+}
+
+bool matmul_epilogue_applies(const ir::Matmul& op, const ir::FusedGraph& g, int32_t anchor_input,
+                             const Caps& caps) {
+  MatmulEpilogue e;
+  return supports(op.dst.dtype(), caps) && op.dst.numel() > 0 &&
+         plan_matmul_epilogue(op, g, anchor_input, caps, e);
+}
+
+Lowering lower_matmul_epilogue(const ir::Matmul& op, const ir::FusedGraph& g, int32_t anchor_input,
+                               Dialect d, const Caps& caps, const MatmulVariant& v) {
+  MatmulEpilogue e;
+  EMBER_CHECK(plan_matmul_epilogue(op, g, anchor_input, caps, e), "matmul",
+              "the epilogue graph cannot be evaluated by the matmul kernel:\n", g.describe());
+  check_graph_nodes(g, caps);
+  return lower_tiles(op, d, caps, v, &e);
 }
 
 }  // namespace ember::codegen

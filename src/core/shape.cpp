@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "core/view_strides.h"
 #include "ember/error.h"
 
 namespace ember {
@@ -74,5 +75,38 @@ int64_t wrap_dim(int64_t dim, int64_t rank, const char* op) {
                ", ", r - 1, "])");
   return dim < 0 ? dim + r : dim;
 }
+
+namespace detail {
+
+bool view_strides(const Shape& old_s, const Strides& old_st, const Shape& new_s, Strides& out) {
+  out.assign(new_s.size(), 0);
+  if (numel_of(old_s) == 0 || old_s.empty()) {
+    out = contiguous_strides(new_s);
+    return true;
+  }
+  int64_t view_d = int64_t(new_s.size()) - 1;
+  int64_t chunk_base_stride = old_st.empty() ? 1 : old_st.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = int64_t(old_s.size()) - 1; d >= 0; --d) {
+    tensor_numel *= old_s[size_t(d)];
+    if (d == 0 ||
+        (old_s[size_t(d - 1)] != 1 && old_st[size_t(d - 1)] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_s[size_t(view_d)] == 1)) {
+        out[size_t(view_d)] = view_numel * chunk_base_stride;
+        view_numel *= new_s[size_t(view_d)];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (d > 0) {
+        chunk_base_stride = old_st[size_t(d - 1)];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
+}
+
+}  // namespace detail
 
 }  // namespace ember

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "codegen/kernel.h"
+#include "codegen/lower.h"
 #include "runtime/backend.h"
 
 namespace ember::runtime {
@@ -53,6 +54,14 @@ class KernelBackend : public Backend {
   /// codegen::lower_graph, then run() (one op counted); false when the graph needs something
   /// the device lacks (a dtype, or f64 for a function), remembered per graph key.
   bool execute_graph(const ir::FusedGraph& g) override;
+  /// Float matmuls (f32, f16, bf16, f64) whose dtype the device has, not while profiling.
+  bool anchorable(const ir::Op& op) const override;
+  /// The matmul with its epilogue as one generated kernel (codegen::lower_matmul_epilogue), in
+  /// the tile the autotuner chose for the plain matmul; false when the epilogue does not fit
+  /// the kernel (an operand not viewable as [B, M, N], too many buffers) or the device lacks
+  /// something it needs (remembered per variant and graph key).
+  bool execute_anchored(const ir::Op& anchor, const ir::FusedGraph& epilogue,
+                        int32_t anchor_input) override;
 
  protected:
   /// A device buffer the base binds or owns: a tensor's Storage::data, or a scratch buffer.
@@ -177,11 +186,18 @@ class KernelBackend : public Backend {
   /// A matmul with more than one variant (the library, the generated tiles) run through the
   /// device's autotuner (runtime/autotune.h); false when there is only one way (lowered as usual).
   bool run_matmul_tuned(const ir::Op& op);
+  /// The autotuner's choice for a matmul: -1 when it has one way only or is too small to tune,
+  /// else an index into its candidates: "library" first when `native`, then `vs` (the generated
+  /// variants). Tuning (the first use of a key) runs the plain matmul into mm.dst.
+  int64_t tuned_matmul(const ir::Matmul& mm, bool& native, std::vector<codegen::MatmulVariant>& vs);
+  void run_matmul_candidate(const ir::Matmul& mm, bool native,
+                            const std::vector<codegen::MatmulVariant>& vs, size_t i);
   std::pair<ArenaBlock, int64_t> params(Batch& b, const std::vector<uint32_t>& words);
 
   int64_t max_tasks_;
   bool used_ = false;
-  std::unordered_set<std::string> unsupported_graphs_;  // keys lower_graph rejected
+  // keys lower_graph (and lower_matmul_epilogue: variant + dtype + graph key) rejected
+  std::unordered_set<std::string> unsupported_graphs_;
   std::unique_ptr<Batch> current_;
   std::deque<std::unique_ptr<Batch>> in_flight_, free_batches_;
   int64_t submissions_ = 0;

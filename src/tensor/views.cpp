@@ -5,12 +5,14 @@
 #include <string>
 
 #include "autodiff/graph.h"
+#include "core/view_strides.h"
 #include "tensor/internal.h"
 
 namespace ember {
 
 using detail::check_defined;
 using detail::make_view;
+using detail::view_strides;
 
 namespace {
 
@@ -55,37 +57,6 @@ Shape infer_shape(Shape shape, int64_t numel, const Shape& from, const char* op)
   }
   checked_numel(shape, op);  // an empty shape's other dims too: its strides reach them
   return shape;
-}
-
-// Strides for viewing (shape, strides) as new_shape without a copy, or false (as torch's
-// computeStride): groups of old dims that are contiguous among themselves map to new dims.
-bool view_strides(const Shape& old_s, const Strides& old_st, const Shape& new_s, Strides& out) {
-  out.assign(new_s.size(), 0);
-  if (numel_of(old_s) == 0 || old_s.empty()) {
-    out = contiguous_strides(new_s);
-    return true;
-  }
-  int64_t view_d = int64_t(new_s.size()) - 1;
-  int64_t chunk_base_stride = old_st.empty() ? 1 : old_st.back();
-  int64_t tensor_numel = 1, view_numel = 1;
-  for (int64_t d = int64_t(old_s.size()) - 1; d >= 0; --d) {
-    tensor_numel *= old_s[size_t(d)];
-    if (d == 0 ||
-        (old_s[size_t(d - 1)] != 1 && old_st[size_t(d - 1)] != tensor_numel * chunk_base_stride)) {
-      while (view_d >= 0 && (view_numel < tensor_numel || new_s[size_t(view_d)] == 1)) {
-        out[size_t(view_d)] = view_numel * chunk_base_stride;
-        view_numel *= new_s[size_t(view_d)];
-        --view_d;
-      }
-      if (view_numel != tensor_numel) return false;
-      if (d > 0) {
-        chunk_base_stride = old_st[size_t(d - 1)];
-        tensor_numel = 1;
-        view_numel = 1;
-      }
-    }
-  }
-  return view_d == -1;
 }
 
 }  // namespace
