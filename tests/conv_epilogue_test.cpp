@@ -131,7 +131,20 @@ TEST(ConvEpilogueTest, ChannelsLastInputAndResidual) {
     });
     EXPECT_EQ(st.kernels(), 1) << what;
     EXPECT_EQ(st.eager_ops, 0) << what;
-  }
+  }  // A contiguous residual on a channels-last output: the graph reads both by logical index.
+  const Tensor w = input({8, 5, 3, 3}, 40), plain = input({2, 8, 9, 9}, 41);
+  expect_close("mixed layouts",
+               [&] { return std::vector<Tensor>{F::relu(F::conv2d(x, w, b, {1}, {1}) + plain)}; });
+}
+
+TEST(ConvEpilogueTest, OneAndThreeSpatialDims) {
+  const Tensor x1 = input({2, 3, 20}, 42), w1 = input({5, 3, 4}, 43);
+  expect_close("conv1d", [&] { return std::vector<Tensor>{F::relu(F::conv1d(x1, w1))}; });
+  const Tensor x3 = input({1, 3, 6, 7, 5}, 44), w3 = input({4, 3, 2, 3, 2}, 45);
+  const Tensor b3 = input({4}, 46);
+  const StreamStats st = expect_close(
+      "conv3d", [&] { return std::vector<Tensor>{F::silu(F::conv3d(x3, w3, b3, {1}, {1}))}; });
+  EXPECT_EQ(st.kernels(), 1);
 }
 
 TEST(ConvEpilogueTest, AHeldOutputIsWrittenAndBothAreRight) {
