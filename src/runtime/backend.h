@@ -11,6 +11,7 @@
 #include "ir/fused.h"
 #include "ir/graph.h"
 #include "ir/ops.h"
+#include "runtime/stream_io.h"
 
 namespace ember {
 
@@ -35,7 +36,8 @@ class Backend {
   void execute(const ir::Op& op);
   /// Runs an optional fused op (ir/fused.h) and returns true, or returns false (nothing written)
   /// when this backend does not accelerate it; the frontend then runs the composite. Runs the
-  /// recorded stream first.
+  /// recorded stream first, except for a forward convolution the backend takes as an anchor
+  /// (conv_anchorable) while fusion is on: that one is recorded (true) and runs at the flush.
   bool execute_fused(const ir::Fused& op);
   /// Runs the recorded stream, then waits for the device (Backend::sync_device).
   void sync();
@@ -124,6 +126,14 @@ class Backend {
                                 int32_t /*anchor_input*/) {
     return false;
   }
+  /// As anchorable/execute_anchored, for a forward convolution offered through execute_fused.
+  /// conv_anchorable must only say yes to a convolution run_fused will run (it returns true then:
+  /// the frontend has no composite to fall back on once it is recorded). Default: never.
+  virtual bool conv_anchorable(const ir::Conv&) const { return false; }
+  virtual bool execute_conv_anchored(const ir::Conv& /*anchor*/, const ir::FusedGraph& /*epilogue*/,
+                                     int32_t /*anchor_input*/) {
+    return false;
+  }
   /// Whether `op` (sum, prod, max or min without indices) may be recorded and end a fused graph
   /// whose node it reduces (FusedGraph::reductions): the backend's execute_graph folds it. The
   /// op must not throw on data. Default: no reduction is recorded (each runs at once).
@@ -136,25 +146,32 @@ class Backend {
   void drop_stream() noexcept;
 
  private:
-  void run_stream_ops(const std::vector<ir::Op>& ops);
+  using StreamOp = detail::StreamOp;
+  void run_stream_ops(const std::vector<StreamOp>& ops);
+  /// Appends a snapshot of `op` to the stream (its storages' pending counts go up).
+  void record(const StreamOp& op);
+  /// Runs one recorded op now (a convolution anchor through run_fused).
+  void run_recorded(const StreamOp& op);
+  /// execute_anchored or execute_conv_anchored, by the anchor's kind.
+  bool run_anchor_group(const StreamOp& anchor, const ir::FusedGraph& g, int32_t anchor_input);
   bool recordable_kind(const ir::Op& op) const;
   /// execute_graph(g), then (EMBER_CHECK=1) ops[index] one by one on copies of what they write;
   /// throws ember::Error at the first element that differs (stream_check.cpp).
-  bool execute_graph_checked(const ir::FusedGraph& g, const std::vector<ir::Op>& ops,
+  bool execute_graph_checked(const ir::FusedGraph& g, const std::vector<StreamOp>& ops,
                              const std::vector<size_t>& index);
   /// execute_anchored, then (EMBER_CHECK=1) ops[anchor] and ops[index] one by one on copies;
   /// throws at the first element outside the tolerance (stream_check.cpp).
   bool execute_anchored_checked(const ir::FusedGraph& g, int32_t anchor_input,
-                                const std::vector<ir::Op>& ops, size_t anchor,
+                                const std::vector<StreamOp>& ops, size_t anchor,
                                 const std::vector<size_t>& index);
   /// Runs `fused`, then ops[index] one by one on copies of what they write, and compares each
   /// of g's outputs: bitwise when rtol is 0, else |fused - eager| <= rtol * (1 + |eager|); each
   /// reduction's dst within its dtype's tolerance for a changed summation order.
   bool run_checked(const std::function<bool()>& fused, const ir::FusedGraph& g,
-                   const std::vector<ir::Op>& ops, const std::vector<size_t>& index, double rtol);
+                   const std::vector<StreamOp>& ops, const std::vector<size_t>& index, double rtol);
 
   std::recursive_mutex stream_mutex_;
-  std::vector<ir::Op> pending_;
+  std::vector<StreamOp> pending_;
   std::atomic<int64_t> pending_count_{0};  // pending_.size() until a flush has finished
   std::atomic<bool> fusion_{false};
   bool fusion_capable_ = false;

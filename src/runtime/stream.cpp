@@ -48,11 +48,18 @@ int64_t env_capacity() {
 }
 
 using detail::io_of;
+using detail::op_if;
+using detail::StreamOp;
 
 bool elementwise_kind(const ir::Op& op) {
   return std::holds_alternative<ir::Copy>(op) || std::holds_alternative<ir::Fill>(op) ||
          std::holds_alternative<ir::Unary>(op) || std::holds_alternative<ir::Binary>(op) ||
          std::holds_alternative<ir::Where>(op);
+}
+
+bool elementwise_kind(const StreamOp& op) {
+  const ir::Op* p = std::get_if<ir::Op>(&op);
+  return p && elementwise_kind(*p);
 }
 
 // Integer division and remainder throw from host kernels (the frontend turns that into the
@@ -73,10 +80,14 @@ bool same_view(const Tensor& a, const Tensor& b) {
 
 // Whether an epilogue op's read `r` is the anchor's output `d` itself: the same elements, in
 // row-major order (any shape of that many elements), so element i of the graph is element i of
-// the anchor's (contiguous) result.
+// the anchor's (contiguous) result; or the anchor's dst view itself (a channels-last
+// convolution's output: the graph then has the dst's shape, element (n, c, h, w) is the
+// anchor's).
 bool epilogue_view(const Tensor& r, const Tensor& d) {
+  if (r.numel() == 0 || r.numel() != d.numel()) return false;
+  if (same_view(r, d)) return true;
   return r.impl()->storage == d.impl()->storage && r.dtype() == d.dtype() && r.is_contiguous() &&
-         d.is_contiguous() && r.offset() == d.offset() && r.numel() == d.numel() && r.numel() > 0;
+         d.is_contiguous() && r.offset() == d.offset();
 }
 
 // Whether `t` is every element of its storage, each once (a Fill of it leaves one value).
@@ -88,15 +99,15 @@ bool covers_storage(const Tensor& t) {
 // Which storages something outside the recorded ops still holds. The ops hold snapshots (one
 // impl per tensor, nothing else refers to them), so a storage is held when it has more owners
 // than snapshots: those must be written; the others only when a later op reads them.
-std::unordered_set<const Storage*> held_storages(const std::vector<ir::Op>& ops) {
+std::unordered_set<const Storage*> held_storages(const std::vector<StreamOp>& ops) {
   std::unordered_map<const Storage*, long> snapshots;
-  for (const ir::Op& op : ops) {
+  for (const StreamOp& op : ops) {
     const auto io = io_of(op);
     for (int i = 0; i < io.nreads; ++i) snapshots[io.reads[i]->impl()->storage.get()]++;
     snapshots[io.dst->impl()->storage.get()]++;
   }
   std::unordered_set<const Storage*> held;
-  for (const ir::Op& op : ops) {
+  for (const StreamOp& op : ops) {
     const auto io = io_of(op);
     auto check = [&](const Tensor& t) {
       const std::shared_ptr<Storage>& s = t.impl()->storage;
@@ -111,8 +122,8 @@ std::unordered_set<const Storage*> held_storages(const std::vector<ir::Op>& ops)
 
 // The op with each tensor replaced by a snapshot of its view: later metadata changes to the
 // caller's tensors (Module::to swaps storages, in-place view ops) do not reach recorded work.
-ir::Op snapshot(const ir::Op& op) {
-  ir::Op r = op;
+StreamOp snapshot(const StreamOp& op) {
+  StreamOp r = op;
   auto snap = [](Tensor& t) {
     auto impl = std::make_shared<TensorImpl>();
     const TensorImpl& src = *t.impl();
@@ -172,7 +183,7 @@ struct ReadPlan {
 class Planner {
  public:
   // held: storages something outside the stream holds; last_read: the last op reading each.
-  Planner(const std::vector<ir::Op>& ops, int64_t max_buffers,
+  Planner(const std::vector<StreamOp>& ops, int64_t max_buffers,
           const std::unordered_set<const Storage*>& held,
           const std::unordered_map<const Storage*, size_t>& last_read)
       : ops_(ops), max_buffers_(max_buffers), held_(held), last_read_(last_read) {}
@@ -187,7 +198,7 @@ class Planner {
 
   // Appends op k to `grp`, or returns false (nothing changed) when it cannot join it.
   bool add(Group& grp, size_t k) {
-    const ir::Op& op = ops_[k];
+    const ir::Op& op = std::get<ir::Op>(ops_[k]);  // element-wise
     const auto io = io_of(op);
     const Tensor& dst = *io.dst;
     const bool fill = std::holds_alternative<ir::Fill>(op);
@@ -286,7 +297,7 @@ class Planner {
   // of a node (a view the group writes or loads, in the graph's shape and element order) and
   // its dst is no storage the group touches; false: nothing changed.
   bool add_reduce(Group& grp, size_t k) {
-    const auto& r = std::get<ir::Reduce>(ops_[k]);
+    const auto& r = *op_if<ir::Reduce>(ops_[k]);
     if (grp.anchor >= 0 || grp.compute_ops < 1 || !grp.has_shape) return false;
     if (r.src.shape() != grp.g.shape || detail::overlaps_itself(r.dst)) return false;
     int32_t node = -1;
@@ -377,7 +388,7 @@ class Planner {
     return int32_t(grp.g.nodes.size()) - 1;
   }
 
-  const std::vector<ir::Op>& ops_;
+  const std::vector<StreamOp>& ops_;
   int64_t max_buffers_;
   const std::unordered_set<const Storage*>& held_;
   const std::unordered_map<const Storage*, size_t>& last_read_;
@@ -398,8 +409,54 @@ void Backend::read(const void* src, int64_t src_offset, void* dst, int64_t nbyte
 }
 
 bool Backend::execute_fused(const ir::Fused& op) {
+  const auto* conv = std::get_if<ir::Conv>(&op);
+  if (conv && fusion_.load(std::memory_order_relaxed) && conv_anchorable(*conv)) {
+    // Recorded as an anchor: the element-wise ops after it may become its epilogue.
+    const StreamOp rec = *conv;
+    const auto io = io_of(rec);
+    bool here = true;
+    auto recordable = [&](const Tensor& t) {
+      return t.device() == device() &&
+             !t.impl()->storage->host_pointer_kept.load(std::memory_order_acquire);
+    };
+    for (int i = 0; i < io.nreads; ++i) here = here && recordable(*io.reads[i]);
+    if (here && recordable(*io.dst)) {
+      record(rec);
+      return true;
+    }
+  }
   flush_stream();
-  return run_fused(op);
+  if (!run_fused(op)) return false;
+  ++n_eager_;  // one kernel outside the stream (stream_stats().kernels() counts it)
+  return true;
+}
+
+void Backend::record(const StreamOp& op) {
+  const auto io = io_of(op);
+  std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+  for (int i = 0; i < io.nreads; ++i) io.reads[i]->impl()->storage->pending++;
+  io.dst->impl()->storage->pending++;
+  pending_.push_back(snapshot(op));
+  pending_count_ = int64_t(pending_.size());
+  ++n_recorded_;
+  if (int64_t(pending_.size()) >= capacity_) flush_stream();
+}
+
+void Backend::run_recorded(const StreamOp& op) {
+  if (const auto* conv = std::get_if<ir::Conv>(&op)) {
+    // conv_anchorable promised run_fused takes it; the frontend's composite is gone by now.
+    if (!run_fused(*conv))
+      EMBER_FAIL("conv", "the backend ", name(), " declined a convolution it recorded");
+    return;
+  }
+  run_op(std::get<ir::Op>(op));
+}
+
+bool Backend::run_anchor_group(const StreamOp& anchor, const ir::FusedGraph& g,
+                               int32_t anchor_input) {
+  if (const auto* conv = std::get_if<ir::Conv>(&anchor))
+    return execute_conv_anchored(*conv, g, anchor_input);
+  return execute_anchored(std::get<ir::Op>(anchor), g, anchor_input);
 }
 
 void Backend::sync() {
@@ -468,13 +525,7 @@ void Backend::submit(const ir::Op& op) {
     bool here = recordable(*io.dst);
     for (int i = 0; i < io.nreads; ++i) here = here && recordable(*io.reads[i]);
     if (here && (!elementwise || fusible(op))) {
-      std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
-      for (int i = 0; i < io.nreads; ++i) io.reads[i]->impl()->storage->pending++;
-      io.dst->impl()->storage->pending++;
-      pending_.push_back(snapshot(op));
-      pending_count_ = int64_t(pending_.size());
-      ++n_recorded_;
-      if (int64_t(pending_.size()) >= capacity_) flush_stream();
+      record(StreamOp(op));
       return;
     }
   }
@@ -482,13 +533,13 @@ void Backend::submit(const ir::Op& op) {
 }
 
 void Backend::drop_stream() noexcept {
-  std::vector<ir::Op> ops;
+  std::vector<StreamOp> ops;
   {
     std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
     ops.swap(pending_);
     pending_count_ = 0;
   }
-  for (const ir::Op& op : ops) {
+  for (const StreamOp& op : ops) {
     const auto io = io_of(op);
     for (int i = 0; i < io.nreads; ++i) io.reads[i]->impl()->storage->pending--;
     io.dst->impl()->storage->pending--;
@@ -499,14 +550,14 @@ void Backend::flush_stream() {
   if (pending_count_.load(std::memory_order_acquire) == 0) return;
   std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
   if (pending_.empty()) return;  // another thread ran it, or this one is running it
-  std::vector<ir::Op> ops;
+  std::vector<StreamOp> ops;
   ops.swap(pending_);
   ++n_flushes_;
   struct Release {  // the storages' counts drop when the ops are done (also on an error)
-    const std::vector<ir::Op>& ops;
+    const std::vector<StreamOp>& ops;
     std::atomic<int64_t>& count;
     ~Release() {
-      for (const ir::Op& op : ops) {
+      for (const StreamOp& op : ops) {
         const auto io = io_of(op);
         for (int i = 0; i < io.nreads; ++i) io.reads[i]->impl()->storage->pending--;
         io.dst->impl()->storage->pending--;
@@ -517,7 +568,7 @@ void Backend::flush_stream() {
   run_stream_ops(ops);
 }
 
-void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
+void Backend::run_stream_ops(const std::vector<StreamOp>& ops) {
   const std::unordered_set<const Storage*> held = held_storages(ops);
   // The last op that reads each storage: a group's write is needed when a later group reads it.
   std::unordered_map<const Storage*, size_t> last_read;
@@ -529,7 +580,7 @@ void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
   std::exception_ptr first_error;
   auto run_eager = [&](size_t k) {
     ++n_eager_;
-    run_op(ops[k]);
+    run_recorded(ops[k]);
   };
   // An anchored group as one kernel (execute_anchored) when the anchor's own output is dead and
   // the epilogue computes something; false: nothing ran.
@@ -542,7 +593,7 @@ void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
     std::vector<size_t> side_fills;
     for (const Group::Written& w : grp.written) {
       if (!planner.may_be_output(w.storage, last)) continue;
-      const bool fill = std::holds_alternative<ir::Fill>(ops[w.op]);
+      const bool fill = op_if<ir::Fill>(ops[w.op]) != nullptr;
       if (fill && w.view.shape() != g.shape)
         side_fills.push_back(w.op);
       else
@@ -556,15 +607,17 @@ void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
     g.ops = int64_t(grp.op_index.size());
     const bool done = stream_check_mode() ? execute_anchored_checked(
                                                 g, input, ops, size_t(grp.anchor), grp.op_index)
-                                          : execute_anchored(ops[size_t(grp.anchor)], g, input);
+                                          : run_anchor_group(ops[size_t(grp.anchor)], g, input);
     if (!done) return false;
     ++n_graphs_;
     n_fused_ops_ += g.ops + 1;
     n_dropped_ +=
         1 + int64_t(grp.written.size()) - int64_t(g.outputs.size()) - int64_t(side_fills.size());
     if (fusion_log())
-      std::fprintf(stderr, "[ember fusion] %s: matmul + %lld epilogue ops -> 1 kernel\n%s",
-                   name().c_str(), (long long)g.ops, g.describe().c_str());
+      std::fprintf(stderr, "[ember fusion] %s: %s + %lld epilogue ops -> 1 kernel\n%s",
+                   name().c_str(),
+                   std::holds_alternative<ir::Conv>(ops[size_t(grp.anchor)]) ? "conv" : "matmul",
+                   (long long)g.ops, g.describe().c_str());
     std::sort(side_fills.begin(), side_fills.end());
     for (size_t k : side_fills) run_eager(k);
     return true;
@@ -592,7 +645,7 @@ void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
       std::vector<size_t> side_fills;
       for (const Group::Written& w : grp.written) {
         if (!needed(w)) continue;
-        const bool fill = std::holds_alternative<ir::Fill>(ops[w.op]);
+        const bool fill = op_if<ir::Fill>(ops[w.op]) != nullptr;
         if (fill && (!grp.has_shape || w.view.shape() != grp.g.shape))
           side_fills.push_back(w.op);
         else
@@ -634,10 +687,10 @@ void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
   // open group it would be written (side fills) and loaded back.
   std::vector<size_t> next_compute(ops.size() + 1, ops.size());
   for (size_t k = ops.size(); k-- > 0;)
-    next_compute[k] = std::holds_alternative<ir::Fill>(ops[k]) ? next_compute[k + 1] : k;
+    next_compute[k] = op_if<ir::Fill>(ops[k]) ? next_compute[k + 1] : k;
   Group grp;
   for (size_t k = 0; k < ops.size(); ++k) {
-    if (std::holds_alternative<ir::Reduce>(ops[k])) {
+    if (op_if<ir::Reduce>(ops[k])) {
       // A reduction ends the group that computes its src (ops reading its result start the
       // next one); else the group runs and the reduction after it, eagerly.
       const bool joined = grp.compute_ops >= 0 && planner.add_reduce(grp, k);
@@ -658,7 +711,7 @@ void Backend::run_stream_ops(const std::vector<ir::Op>& ops) {
       grp.anchor_dst = *io_of(ops[k]).dst;
       continue;
     }
-    if (grp.has_shape && grp.compute_ops >= 0 && std::holds_alternative<ir::Fill>(ops[k]) &&
+    if (grp.has_shape && grp.compute_ops >= 0 && op_if<ir::Fill>(ops[k]) &&
         next_compute[k] < ops.size() && io_of(ops[next_compute[k]]).dst->shape() != grp.g.shape) {
       run_group(grp);
       grp = Group();

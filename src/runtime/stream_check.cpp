@@ -49,7 +49,7 @@ bool stream_check_mode() {
   return on;
 }
 
-bool Backend::execute_graph_checked(const ir::FusedGraph& g, const std::vector<ir::Op>& ops,
+bool Backend::execute_graph_checked(const ir::FusedGraph& g, const std::vector<StreamOp>& ops,
                                     const std::vector<size_t>& index) {
   return run_checked([&] { return execute_graph(g); }, g, ops, index, 0.0);
 }
@@ -57,16 +57,16 @@ bool Backend::execute_graph_checked(const ir::FusedGraph& g, const std::vector<i
 // An anchored group changes the order of arithmetic (a GEMM library's and the epilogue's
 // approximations of gelu, tanh, ...): f32 results agree within 1e-4 * (1 + |eager|).
 bool Backend::execute_anchored_checked(const ir::FusedGraph& g, int32_t anchor_input,
-                                       const std::vector<ir::Op>& ops, size_t anchor,
+                                       const std::vector<StreamOp>& ops, size_t anchor,
                                        const std::vector<size_t>& index) {
   std::vector<size_t> all{anchor};
   all.insert(all.end(), index.begin(), index.end());
-  return run_checked([&] { return execute_anchored(ops[anchor], g, anchor_input); }, g, ops, all,
+  return run_checked([&] { return run_anchor_group(ops[anchor], g, anchor_input); }, g, ops, all,
                      1e-4);
 }
 
 bool Backend::run_checked(const std::function<bool()>& fused_run, const ir::FusedGraph& g,
-                          const std::vector<ir::Op>& ops, const std::vector<size_t>& index,
+                          const std::vector<StreamOp>& ops, const std::vector<size_t>& index,
                           double rtol) {
   // The check's reads sync the device, and a GPU's sync runs the deferred data checks (index
   // ranges, class targets...): one that fails would throw from here, before or halfway through
@@ -107,11 +107,11 @@ bool Backend::run_checked(const std::function<bool()>& fused_run, const ir::Fuse
   }
   if (!fused_run()) return false;
   for (size_t k : index) {
-    ir::Op op = ops[k];
+    StreamOp op = ops[k];
     const auto io = io_of(op);
     for (int i = 0; i < io.nreads; ++i) remap(*io.reads[i]);
     remap(*io.dst);
-    run_op(op);
+    run_recorded(op);
   }
   // A reduction sums in another order than the eager kernel (both accumulate in double):
   // its dst agrees within a rounding or two of its dtype.

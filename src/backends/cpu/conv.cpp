@@ -19,12 +19,14 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/autotune_util.h"
 #include "backends/cpu/dense.h"
 #include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/post_ops.h"
 #include "backends/ref/dispatch.h"
 
 namespace ember::cpu {
@@ -223,8 +225,9 @@ Tensor readable(const Tensor& t) {
 }
 bool usable(const Tensor& t) { return t.dtype() == DType::f32 && t.numel() > 0; }
 
-// Runs a created entry on the tensors (in the order of its binds).
-void execute(Entry& e, const std::vector<const Tensor*>& ts) {
+// Runs a created entry on the tensors (in the order of its binds); `extra`: post-op operands.
+void execute(Entry& e, const std::vector<const Tensor*>& ts,
+             const std::vector<std::pair<int, memory>>& extra = {}) {
   try {
     dnnl::stream s(engine());
     auto& eng = engine();
@@ -243,6 +246,7 @@ void execute(Entry& e, const std::vector<const Tensor*>& ts) {
       }
       args.emplace(b.arg, prim[i]);
     }
+    for (const auto& [arg, mem] : extra) args.emplace(arg, mem);
     e.prim.execute(s, args);
     for (size_t i = 0; i < e.binds.size(); ++i)
       if (e.binds[i].out && !e.binds[i].same) e.binds[i].reorder.execute(s, prim[i], user[i]);
@@ -338,21 +342,28 @@ Entry* choose(Kind kind, Ways& w, const std::vector<const Tensor*>& ts, const Op
 
 // Finds or creates the primitives for (kind, tensors, geometry) and runs the chosen one; false
 // when oneDNN declines the geometry. Tensors are in the order of the entry's binds.
+std::mutex g_cache_mutex;  // one convolution at a time
+std::map<std::vector<int64_t>, Ways> g_cache;
+
+// The cached primitives for (kind, tensors, geometry), made on first use; g_cache_mutex held.
 template <typename Op, typename Make>
-bool run_cached(Kind kind, const std::vector<const Tensor*>& ts, const Op& op, Make make,
-                const Tensor& weight) {
-  static std::mutex mu;
-  static std::map<std::vector<int64_t>, Ways> cache;
-  std::lock_guard<std::mutex> lock(mu);  // one convolution at a time
+Ways& ways_of(Kind kind, const std::vector<const Tensor*>& ts, const Op& op, Make make) {
   const auto key = key_of(kind, ts, op);
-  auto it = cache.find(key);
-  if (it == cache.end()) {
+  auto it = g_cache.find(key);
+  if (it == g_cache.end()) {
     Ways w;
     w.blocked = try_make(make, ts, op, false);
     if (channels_last(*ts[0])) w.nhwc = try_make(make, ts, op, true);
-    it = cache.emplace(key, std::move(w)).first;
+    it = g_cache.emplace(key, std::move(w)).first;
   }
-  Entry* e = choose(kind, it->second, ts, op, weight);
+  return it->second;
+}
+
+template <typename Op, typename Make>
+bool run_cached(Kind kind, const std::vector<const Tensor*>& ts, const Op& op, Make make,
+                const Tensor& weight) {
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  Entry* e = choose(kind, ways_of(kind, ts, op, make), ts, op, weight);
   if (!e) return false;  // remembered, so it is not retried
   execute(*e, ts);
   return true;
@@ -369,6 +380,79 @@ bool conv_dnnl(const ir::Conv& op) {
   if (b.defined()) ts.push_back(&b);
   ts.push_back(&op.dst);
   return run_cached(Kind::forward, ts, op, make_forward, w);
+}
+
+bool conv_dnnl_anchorable(const ir::Conv& op) {
+  // Tensors oneDNN reads as they are (no dense copy of data that may still be pending).
+  const Tensor& b = op.bias;
+  if (!usable(op.src) || !usable(op.weight) || op.dst.numel() == 0 ||
+      op.dst.dtype() != DType::f32 || !plain_strides(op.dst) || !plain_strides(op.src) ||
+      !plain_strides(op.weight) || (b.defined() && (b.dtype() != DType::f32 || b.stride(0) != 1)))
+    return false;
+  std::vector<const Tensor*> ts{&op.src, &op.weight};
+  if (b.defined()) ts.push_back(&b);
+  ts.push_back(&op.dst);
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  const Ways& w = ways_of(Kind::forward, ts, op, make_forward);
+  return w.blocked || w.nhwc;  // conv_dnnl will run it
+}
+
+bool conv_dnnl_epilogue(const ir::Conv& op, const ir::FusedGraph& g, int32_t anchor_input) {
+  if (!conv_dnnl_anchorable(op) || g.outputs.size() != 1) return false;
+  const Tensor& out = g.outputs[0].dst;
+  const Dims dims = dims_of(op.dst);
+  Dims out_strides;
+  if (out.dtype() != DType::f32 || !post_ops::view_strides(out, dims, out_strides)) return false;
+  post_ops::Plan p;
+  if (!post_ops::plan_epilogue(g, anchor_input, dims, true, p)) return false;
+  for (const post_ops::Plan::Binary& x : p.binary)  // written while read: left to the graph
+    if (x.src.impl()->storage == out.impl()->storage) return false;
+  const memory::desc out_md(dims, kF32, out_strides);
+  const Tensor& x = op.src;
+  const Tensor& w = op.weight;
+  const bool has_b = op.bias.defined();
+  const memory::desc bmd = has_b ? bias_desc(op.bias) : memory::desc();
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(p.po);
+  // As choose()'s default: NHWC as it is for channels-last 1x1 kernels, else blocked (then
+  // NHWC); the product never reaches memory in either.
+  bool one_by_one = true;
+  for (int64_t d = 2; d < w.dim(); ++d) one_by_one = one_by_one && w.size(d) == 1;
+  std::vector<bool> ways;
+  if (channels_last(x) && one_by_one) ways.push_back(true);
+  ways.push_back(false);
+  if (channels_last(x) && !one_by_one) ways.push_back(true);
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  for (const bool nhwc : ways) {
+    Geo geo(op);
+    geo.nhwc = nhwc;
+    Entry e;
+    try {
+      const dnnl::convolution_forward::primitive_desc pd(
+          forward_desc(dnnl::prop_kind::forward_inference, dims_of(x), weight_dims(w, op.groups),
+                       has_b ? &bmd : nullptr, dims, geo, nhwc),
+          attr, engine());
+      e.prim = dnnl::convolution_forward(pd);
+      e.binds.push_back(bind(DNNL_ARG_SRC, false, strided_desc(x), pd.src_desc()));
+      e.binds.push_back(
+          bind(DNNL_ARG_WEIGHTS, false, weight_desc(w, op.groups), pd.weights_desc()));
+      if (has_b) e.binds.push_back(bind(DNNL_ARG_BIAS, false, bmd, pd.bias_desc()));
+      e.binds.push_back(bind(DNNL_ARG_DST, true, out_md, pd.dst_desc()));
+    } catch (const dnnl::error&) {
+      continue;  // this layout with these post-ops is not taken
+    }
+    std::vector<const Tensor*> ts{&x, &w};
+    if (has_b) ts.push_back(&op.bias);
+    ts.push_back(&out);
+    std::vector<std::pair<int, memory>> extra;
+    for (const post_ops::Plan::Binary& b : p.binary)
+      extra.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.index) | DNNL_ARG_SRC_1,
+                       memory(b.md, engine(), const_cast<float*>(ref::ptr<float>(b.src)))});
+    execute(e, ts, extra);
+    count_fused_run();
+    return true;
+  }
+  return false;
 }
 
 bool conv_dnnl_backward_data(const ir::ConvBackwardData& op) {

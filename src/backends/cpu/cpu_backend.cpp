@@ -93,6 +93,15 @@ bool CpuBackend::anchorable(const ir::Op& op) const {
          mm->b.dtype() == DType::f32 && mm->dst.numel() > 0 && mm->a.size(2) > 0;
 }
 
+bool CpuBackend::conv_anchorable(const ir::Conv& op) const {
+  return own_kernels() && conv_dnnl_anchorable(op);
+}
+
+bool CpuBackend::execute_conv_anchored(const ir::Conv& anchor, const ir::FusedGraph& epilogue,
+                                       int32_t anchor_input) {
+  return conv_dnnl_epilogue(anchor, epilogue, anchor_input);
+}
+
 bool CpuBackend::execute_anchored(const ir::Op& anchor, const ir::FusedGraph& epilogue,
                                   int32_t anchor_input) {
   const auto* mm = std::get_if<ir::Matmul>(&anchor);

@@ -32,6 +32,11 @@ class CpuBackend : public ref::RefBackend {
   /// An f32 matmul anchors its epilogue (bias, activation, residual, scale), run as one oneDNN
   /// matmul with post-ops when it maps onto them (epilogue.cpp).
   bool anchorable(const ir::Op& op) const override;
+  /// An f32 forward convolution oneDNN runs on its tensors as they are anchors one too
+  /// (conv.cpp: the convolution primitive with the same post-ops).
+  bool conv_anchorable(const ir::Conv& op) const override;
+  bool execute_conv_anchored(const ir::Conv& anchor, const ir::FusedGraph& epilogue,
+                             int32_t anchor_input) override;
   bool execute_anchored(const ir::Op& anchor, const ir::FusedGraph& epilogue,
                         int32_t anchor_input) override;
 };

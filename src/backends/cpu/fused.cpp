@@ -224,6 +224,8 @@ bool fused(const ir::Fused& op) {
 
 int64_t fused_runs() { return g_fused_runs.load(std::memory_order_relaxed); }
 
+void count_fused_run() { g_fused_runs.fetch_add(1, std::memory_order_relaxed); }
+
 }  // namespace ember::cpu
 
 #pragma GCC pop_options

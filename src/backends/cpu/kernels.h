@@ -22,7 +22,11 @@ bool sgemm_matmul(const ir::Matmul& op);  // gemm.cpp
 /// oneDNN matmul with post-ops; false (nothing written) when the epilogue does not map onto
 /// them. epilogue.cpp.
 bool matmul_epilogue(const ir::Matmul& op, const ir::FusedGraph& epilogue, int32_t anchor_input);
-bool conv_dnnl(const ir::Conv& op);       // conv.cpp: oneDNN forward convolution (f32)
+bool conv_dnnl(const ir::Conv& op);  // conv.cpp: oneDNN forward convolution (f32)
+/// conv.cpp: whether conv_dnnl runs `op` with its tensors as they are (a stream anchor), and
+/// `op` + its epilogue as one primitive with post-ops (false: nothing written).
+bool conv_dnnl_anchorable(const ir::Conv& op);
+bool conv_dnnl_epilogue(const ir::Conv& op, const ir::FusedGraph& epilogue, int32_t anchor_input);
 /// conv.cpp: oneDNN backward-data / backward-weights convolutions (f32); false: not taken.
 bool conv_dnnl_backward_data(const ir::ConvBackwardData& op);
 bool conv_dnnl_backward_weights(const ir::ConvBackwardWeights& op);
@@ -57,6 +61,8 @@ int64_t sliced_runs();
 bool fused(const ir::Fused& op);
 /// How many fused ops the cpu kernels have run (for tests that check the fused path is taken).
 int64_t fused_runs();
+/// Counts one fused op run outside fused() (a convolution with its epilogue: conv.cpp).
+void count_fused_run();
 
 /// elementwise.cpp: the elementwise kernels' row loops on contiguous runs (single-threaded), for
 /// the fused-graph executor: d[i] = op(s[i]), d[i] = op(a[i * sa], b[i * sb]) (sa, sb in {0, 1}),

@@ -1,0 +1,230 @@
+// The translation of an anchored group's epilogue (ir::FusedGraph) into oneDNN post-ops, shared
+// by the cpu's matmul (epilogue.cpp) and convolution (conv.cpp) anchors: a chain from the
+// anchor's result to the one output where each node is an eltwise step (relu, leaky_relu, gelu,
+// gelu_tanh, silu, sigmoid, tanh, neg, square, exp; a scalar add/sub/mul/div as eltwise_linear)
+// or a tensor add/sub/mul/max/min with a load (a binary post-op with broadcast dims of 1).
+#include "backends/cpu/post_ops.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+namespace ember::cpu::post_ops {
+
+using dnnl::algorithm;
+using dnnl::memory;
+using Kind = ir::FusedGraph::Kind;
+
+// The strides of `t`'s elements seen as `shape` (the same elements in row-major order, as
+// torch's view), or false when no strides do it (torch's computeStride).
+bool view_strides(const Tensor& t, const Dims& shape, Dims& out) {
+  const Shape& os = t.shape();
+  const Strides& st = t.strides();
+  out.assign(shape.size(), 1);
+  if (t.numel() == 1 || os.empty()) return t.numel() == 1;
+  int64_t view_d = int64_t(shape.size()) - 1;
+  int64_t base = st.back(), tensor_numel = 1, view_numel = 1;
+  for (int64_t d = int64_t(os.size()) - 1; d >= 0; --d) {
+    tensor_numel *= os[size_t(d)];
+    if (d == 0 || (os[size_t(d) - 1] != 1 && st[size_t(d) - 1] != tensor_numel * base)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[size_t(view_d)] == 1)) {
+        out[size_t(view_d)] = view_numel * base;
+        view_numel *= shape[size_t(view_d)];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (d > 0) {
+        base = st[size_t(d) - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
+}
+
+// A strided f32 descriptor of dims/strides where a stride of 0 becomes a broadcast dim of 1
+// (size-1 dims get the stride of a dense layout, which oneDNN checks).
+memory::desc broadcast_desc(Dims dims, Dims strides) {
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (strides[i] == 0) dims[i] = 1;
+  for (size_t i = dims.size(); i-- > 0;)
+    if (dims[i] == 1) {
+      int64_t s = 1;
+      for (size_t j = i + 1; j < dims.size(); ++j) s = std::max(s, strides[j] * dims[j]);
+      strides[i] = s;
+    }
+  return memory::desc(dims, memory::data_type::f32, strides);
+}
+
+// Whether the dims that are not 1 are dense and row-major: the only post-op operand and dst
+// layouts taken: with a strided src1 (the op table's linear/bias "permuted" case, a bias [5] of
+// stride 2) oneDNN 2.6 gave wrong values.
+bool dense(const memory::desc& md) {
+  const Dims dims = md.dims();
+  int64_t expect = 1;
+  const dnnl_memory_desc_t& c = md.data;
+  for (size_t i = dims.size(); i-- > 0;) {
+    if (dims[i] == 1) continue;
+    if (c.format_desc.blocking.strides[i] != expect) return false;
+    expect *= dims[i];
+  }
+  return true;
+}
+
+bool dense_any_order(const memory::desc& md) {
+  const Dims dims = md.dims();
+  const dnnl_memory_desc_t& c = md.data;
+  std::vector<std::pair<int64_t, int64_t>> by_stride;  // (stride, size) of the dims not 1
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != 1) by_stride.push_back({c.format_desc.blocking.strides[i], dims[i]});
+  std::sort(by_stride.begin(), by_stride.end());
+  int64_t expect = 1;
+  for (const auto& [stride, size] : by_stride) {
+    if (stride != expect) return false;
+    expect *= size;
+  }
+  return true;
+}
+
+memory::desc operand_desc(const Tensor& t) {
+  return broadcast_desc(Dims(t.shape().begin(), t.shape().end()),
+                        Dims(t.strides().begin(), t.strides().end()));
+}
+
+namespace {
+
+bool eltwise_of(const ir::FusedGraph::Node& n, algorithm& alg, float& alpha, float& beta) {
+  alpha = 0;
+  beta = 0;
+  switch (n.unary) {
+    case ir::UnaryOp::relu:
+      alg = algorithm::eltwise_relu;
+      return true;
+    case ir::UnaryOp::leaky_relu:
+      alg = algorithm::eltwise_relu;
+      alpha = float(n.p0);
+      return true;
+    case ir::UnaryOp::gelu:
+      alg = algorithm::eltwise_gelu_erf;
+      return true;
+    case ir::UnaryOp::gelu_tanh:
+      alg = algorithm::eltwise_gelu_tanh;
+      return true;
+    case ir::UnaryOp::silu:
+      alg = algorithm::eltwise_swish;
+      alpha = 1;
+      return true;
+    case ir::UnaryOp::sigmoid:
+      alg = algorithm::eltwise_logistic;
+      return true;
+    case ir::UnaryOp::tanh:
+      alg = algorithm::eltwise_tanh;
+      return true;
+    case ir::UnaryOp::square:
+      alg = algorithm::eltwise_square;
+      return true;
+    case ir::UnaryOp::exp:
+      alg = algorithm::eltwise_exp;
+      return true;
+    case ir::UnaryOp::neg:
+      alg = algorithm::eltwise_linear;
+      alpha = -1;
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool plan_epilogue(const ir::FusedGraph& g, int32_t anchor_input, const Dims& dims, bool any_order,
+                   Plan& p) {
+  if (g.outputs.size() != 1) return false;
+  int32_t chain = -1;
+  int steps = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::FusedGraph::Node& n = g.nodes[i];
+    if (n.dtype != DType::f32) return false;
+    if (n.kind == Kind::load) {
+      if (n.input == anchor_input) {
+        if (chain >= 0) return false;
+        chain = int32_t(i);
+      }
+      continue;
+    }
+    if (n.kind == Kind::constant) continue;
+    if (chain < 0) return false;
+    if (n.kind == Kind::unary) {
+      algorithm alg;
+      float alpha, beta;
+      if (n.a != chain || !eltwise_of(n, alg, alpha, beta)) return false;
+      p.po.append_eltwise(1.f, alg, alpha, beta);
+    } else if (n.kind == Kind::binary) {
+      const bool left = n.a == chain;
+      if (left == (n.b == chain)) return false;  // the chain on exactly one side
+      const ir::FusedGraph::Node& o = g.nodes[size_t(left ? n.b : n.a)];
+      if (o.kind == Kind::constant) {
+        const float c = float(o.value.to_double());
+        float alpha = 1, beta = 0;
+        switch (n.binary) {
+          case ir::BinaryOp::add:
+            beta = c;
+            break;
+          case ir::BinaryOp::mul:
+            alpha = c;
+            break;
+          case ir::BinaryOp::sub:
+            alpha = left ? 1.f : -1.f;
+            beta = left ? -c : c;
+            break;
+          case ir::BinaryOp::div:
+            if (!left || c == 0) return false;
+            alpha = 1.f / c;
+            break;
+          default:
+            return false;
+        }
+        p.po.append_eltwise(1.f, algorithm::eltwise_linear, alpha, beta);
+      } else if (o.kind == Kind::load && o.input != anchor_input) {
+        algorithm alg;
+        switch (n.binary) {
+          case ir::BinaryOp::add:
+            alg = algorithm::binary_add;
+            break;
+          case ir::BinaryOp::mul:
+            alg = algorithm::binary_mul;
+            break;
+          case ir::BinaryOp::maximum:
+            alg = algorithm::binary_max;
+            break;
+          case ir::BinaryOp::minimum:
+            alg = algorithm::binary_min;
+            break;
+          case ir::BinaryOp::sub:
+            if (!left) return false;
+            alg = algorithm::binary_sub;
+            break;
+          default:
+            return false;
+        }
+        const Tensor& t = g.inputs[size_t(o.input)];
+        Dims strides;
+        if (t.dtype() != DType::f32 || !view_strides(t, dims, strides)) return false;
+        const memory::desc md = broadcast_desc(dims, strides);
+        if (!(any_order ? dense_any_order(md) : dense(md))) return false;
+        p.binary.push_back({p.po.len(), t, md});
+        p.po.append_binary(alg, md);
+      } else {
+        return false;
+      }
+    } else {
+      return false;  // where, cast
+    }
+    chain = int32_t(i);
+    ++steps;
+  }
+  return steps > 0 && g.outputs[0].node == chain;
+}
+
+}  // namespace ember::cpu::post_ops

@@ -1,0 +1,43 @@
+// oneDNN post-ops for an anchored group's epilogue (post_ops.cpp): shared by the cpu's matmul
+// and convolution anchors. Internal to the cpu backend.
+#pragma once
+#include <dnnl.hpp>
+
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace ember::cpu::post_ops {
+
+using Dims = dnnl::memory::dims;
+
+/// The strides of `t`'s elements seen as `shape` (the same elements in row-major order, as
+/// torch's view), or false when no strides do it (torch's computeStride).
+bool view_strides(const Tensor& t, const Dims& shape, Dims& out);
+/// A strided f32 descriptor where a stride of 0 becomes a broadcast dim of 1.
+dnnl::memory::desc broadcast_desc(Dims dims, Dims strides);
+/// Whether the dims that are not 1 are dense and row-major (oneDNN 2.6 gave wrong values for
+/// a strided binary operand).
+bool dense(const dnnl::memory::desc& md);
+/// Whether the dims that are not 1 are dense in some order (NHWC as well as NCHW).
+bool dense_any_order(const dnnl::memory::desc& md);
+/// `t`'s own layout, broadcast dims (stride 0) as 1.
+dnnl::memory::desc operand_desc(const Tensor& t);
+
+struct Plan {
+  dnnl::post_ops po;
+  struct Binary {
+    int index;  // in po
+    Tensor src;
+    dnnl::memory::desc md;
+  };
+  std::vector<Binary> binary;
+};
+
+/// The epilogue `g` (reading the anchor's result as inputs[anchor_input]) as post-ops on a
+/// result of `dims`, or false when it is not a chain of steps post-ops express. Binary
+/// operands must be f32, viewable as `dims` and dense (any_order: in any dim order).
+bool plan_epilogue(const ir::FusedGraph& g, int32_t anchor_input, const Dims& dims, bool any_order,
+                   Plan& p);
+
+}  // namespace ember::cpu::post_ops

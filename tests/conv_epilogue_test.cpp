@@ -1,0 +1,220 @@
+// Convolution epilogues on the cpu: the stream records an f32 forward convolution (offered
+// through Backend::execute_fused) as an anchor, the element-wise ops that read its whole result
+// join it, and the cpu backend runs both as one oneDNN convolution with post-ops
+// (src/backends/cpu/conv.cpp, post_ops.cpp). Each case compares fusion on with fusion off
+// (within 1e-4 * (1 + |eager|)) and checks the stream's counters say what ran.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ember/ember.h"
+#include "op_table.h"
+
+namespace ember {
+namespace {
+
+namespace F = nn::functional;
+const Device kCpu = Device::cpu();
+
+Tensor input(const Shape& s, uint64_t seed, double lo = -1, double hi = 1) {
+  return testing::uniform(s, DType::f32, seed, lo, hi).to(kCpu);
+}
+
+std::vector<double> values(const Tensor& t) { return t.to(DType::f64).to_vector<double>(); }
+
+void expect_near_all(const std::vector<double>& f, const std::vector<double>& e,
+                     const std::string& what) {
+  ASSERT_EQ(f.size(), e.size()) << what;
+  for (size_t k = 0; k < f.size(); ++k)
+    if (!(std::fabs(f[k] - e[k]) <= 1e-4 * (1 + std::fabs(e[k])))) {
+      ADD_FAILURE() << what << " element " << k << ": fused " << f[k] << ", eager " << e[k];
+      return;
+    }
+}
+
+// body() with fusion on, then off; every tensor within 1e-4 * (1 + |eager|). Returns the fused
+// run's stream counters.
+StreamStats expect_close(const std::string& what,
+                         const std::function<std::vector<Tensor>()>& body) {
+  SCOPED_TRACE(what);
+  const bool was = fusion_enabled(kCpu);
+  set_fusion(kCpu, true);
+  sync(kCpu);
+  reset_stream_stats(kCpu);
+  const std::vector<Tensor> fused = body();
+  sync(kCpu);
+  const StreamStats st = stream_stats(kCpu);
+  set_fusion(kCpu, false);
+  const std::vector<Tensor> eager = body();
+  set_fusion(kCpu, was);
+  EXPECT_GT(st.recorded, 0);
+  EXPECT_EQ(fused.size(), eager.size());
+  for (size_t i = 0; i < std::min(fused.size(), eager.size()); ++i) {
+    EXPECT_EQ(fused[i].shape(), eager[i].shape()) << "output " << i;
+    expect_near_all(values(fused[i]), values(eager[i]), "output " + std::to_string(i));
+  }
+  return st;
+}
+
+struct Case {
+  std::string name;
+  std::function<Tensor(const Tensor&)> epilogue;
+};
+
+TEST(ConvEpilogueTest, EachEpilogueKindIsOneKernel) {
+  const Tensor x = input({2, 3, 10, 9}, 1), w = input({8, 3, 3, 3}, 2), b = input({8}, 3);
+  const Tensor res = input({2, 8, 8, 7}, 4), chan = input({1, 8, 1, 1}, 5);
+  const std::vector<Case> cases = {
+      {"relu", [](const Tensor& y) { return F::relu(y); }},
+      {"gelu", [](const Tensor& y) { return F::gelu(y); }},
+      {"silu", [](const Tensor& y) { return F::silu(y); }},
+      {"sigmoid", [](const Tensor& y) { return F::sigmoid(y); }},
+      {"tanh", [](const Tensor& y) { return tanh(y); }},
+      {"scale", [](const Tensor& y) { return y * 0.25; }},
+      {"residual + relu", [&](const Tensor& y) { return F::relu(y + res); }},
+      {"per-channel mul", [&](const Tensor& y) { return y * chan; }},
+      {"scale + gelu + residual", [&](const Tensor& y) { return F::gelu(y * 2.0) + res; }},
+  };
+  for (const Case& c : cases) {
+    const StreamStats st =
+        expect_close(c.name, [&] { return std::vector<Tensor>{c.epilogue(F::conv2d(x, w, b))}; });
+    EXPECT_EQ(st.kernels(), 1) << c.name << ": the convolution and its epilogue are one kernel";
+    EXPECT_EQ(st.graphs, 1) << c.name;
+    EXPECT_EQ(st.eager_ops, 0) << c.name;
+    EXPECT_GE(st.dropped, 1) << c.name << ": the convolution's own output is never written";
+  }
+}
+
+TEST(ConvEpilogueTest, GeometriesAndGroups) {
+  const Tensor x = input({2, 4, 11, 12}, 6), b = input({6}, 7);
+  struct Geo {
+    std::string name;
+    Tensor w;
+    std::vector<int64_t> stride, padding, dilation;
+    int64_t groups;
+  };
+  const std::vector<Geo> geos = {
+      {"stride 2, padding 1", input({6, 4, 3, 3}, 8), {2}, {1}, {1}, 1},
+      {"dilation 2", input({6, 4, 3, 3}, 9), {1}, {2}, {2}, 1},
+      {"groups 2", input({6, 2, 3, 3}, 10), {1}, {1}, {1}, 2},
+      {"1x1", input({6, 4, 1, 1}, 11), {1}, {0}, {1}, 1},
+  };
+  for (const Geo& g : geos) {
+    const StreamStats st = expect_close(g.name, [&] {
+      return std::vector<Tensor>{
+          F::relu(F::conv2d(x, g.w, b, g.stride, g.padding, g.dilation, g.groups))};
+    });
+    EXPECT_EQ(st.kernels(), 1) << g.name;
+  }
+  const Tensor dw = input({4, 1, 3, 3}, 12);  // depthwise, no bias
+  const StreamStats st = expect_close("depthwise", [&] {
+    return std::vector<Tensor>{F::gelu(F::conv2d(x, dw, Tensor(), {1}, {1}, {1}, 4))};
+  });
+  EXPECT_EQ(st.kernels(), 1);
+}
+
+TEST(ConvEpilogueTest, ChannelsLastInputAndResidual) {
+  const Tensor x = input({2, 5, 9, 9}, 13).contiguous(MemoryFormat::channels_last);
+  const Tensor b = input({8}, 16);
+  const Tensor res = input({2, 8, 9, 9}, 15).contiguous(MemoryFormat::channels_last);
+  for (int64_t k : {1, 3}) {
+    const Tensor w = input({8, 5, k, k}, 14 + uint64_t(k));
+    const std::string what = "channels_last " + std::to_string(k) + "x" + std::to_string(k);
+    const StreamStats st = expect_close(what, [&] {
+      const Tensor y = F::conv2d(x, w, b, {1}, {k / 2});
+      EXPECT_TRUE(y.is_contiguous(MemoryFormat::channels_last)) << what;
+      return std::vector<Tensor>{F::relu(y + res)};
+    });
+    EXPECT_EQ(st.kernels(), 1) << what;
+    EXPECT_EQ(st.eager_ops, 0) << what;
+  }  // A contiguous residual on a channels-last output: the graph reads both by logical index.
+  const Tensor w = input({8, 5, 3, 3}, 40), plain = input({2, 8, 9, 9}, 41);
+  expect_close("mixed layouts",
+               [&] { return std::vector<Tensor>{F::relu(F::conv2d(x, w, b, {1}, {1}) + plain)}; });
+}
+
+TEST(ConvEpilogueTest, OneAndThreeSpatialDims) {
+  const Tensor x1 = input({2, 3, 20}, 42), w1 = input({5, 3, 4}, 43);
+  expect_close("conv1d", [&] { return std::vector<Tensor>{F::relu(F::conv1d(x1, w1))}; });
+  const Tensor x3 = input({1, 3, 6, 7, 5}, 44), w3 = input({4, 3, 2, 3, 2}, 45);
+  const Tensor b3 = input({4}, 46);
+  const StreamStats st = expect_close(
+      "conv3d", [&] { return std::vector<Tensor>{F::silu(F::conv3d(x3, w3, b3, {1}, {1}))}; });
+  EXPECT_EQ(st.kernels(), 1);
+}
+
+TEST(ConvEpilogueTest, AHeldOutputIsWrittenAndBothAreRight) {
+  const Tensor x = input({1, 3, 8, 8}, 17), w = input({4, 3, 3, 3}, 18), b = input({4}, 19);
+  const StreamStats st = expect_close("held", [&] {
+    Tensor y = F::conv2d(x, w, b);
+    Tensor z = F::relu(y);
+    return std::vector<Tensor>{y, z};  // y is read too: the convolution writes it
+  });
+  EXPECT_EQ(st.kernels(), 2) << "the convolution, then relu";
+  EXPECT_EQ(st.graphs, 0);
+}
+
+TEST(ConvEpilogueTest, AConvolutionAloneIsCountedAsAKernel) {
+  const Tensor x = input({1, 3, 8, 8}, 20), w = input({4, 3, 3, 3}, 21);
+  const StreamStats st =
+      expect_close("alone", [&] { return std::vector<Tensor>{F::conv2d(x, w)}; });
+  EXPECT_EQ(st.kernels(), 1);
+  EXPECT_EQ(st.eager_ops, 1);
+}
+
+TEST(ConvEpilogueTest, EpiloguesOutsidePostOpsRunAsAGraphAfterTheConvolution) {
+  const Tensor x = input({1, 3, 8, 8}, 22), w = input({4, 3, 3, 3}, 23);
+  const StreamStats st = expect_close("branch", [&] {
+    Tensor y = F::conv2d(x, w);
+    return std::vector<Tensor>{y * F::sigmoid(y) + abs(y)};
+  });
+  EXPECT_EQ(st.kernels(), 2);
+}
+
+TEST(ConvEpilogueTest, GradientsThroughConvReluAreUnchanged) {
+  auto grads = [](bool fusion) {
+    const bool was = fusion_enabled(kCpu);
+    set_fusion(kCpu, fusion);
+    manual_seed(7);
+    nn::Conv2d conv(nn::Conv2dOptions(3, 6, 3).padding(1));
+    Tensor x = input({2, 3, 7, 7}, 24).requires_grad_(true);
+    Tensor loss = (F::relu(conv.forward(x)) * input({2, 6, 7, 7}, 25)).sum();
+    loss.backward();
+    std::vector<std::vector<double>> g{values(x.grad()), values(conv.weight.grad()),
+                                       values(conv.bias.grad()), values(loss)};
+    set_fusion(kCpu, was);
+    return g;
+  };
+  const auto on = grads(true), off = grads(false);
+  ASSERT_EQ(on.size(), off.size());
+  for (size_t i = 0; i < on.size(); ++i) expect_near_all(on[i], off[i], std::to_string(i));
+}
+
+TEST(ConvEpilogueTest, AThrowingOpDoesNotPoisonAPendingConvolution) {
+  const Tensor x = input({1, 3, 8, 8}, 26), w = input({4, 3, 3, 3}, 27), b = input({4}, 28);
+  const StreamStats st = expect_close("throw", [&] {
+    Tensor y = F::relu(F::conv2d(x, w, b));                      // recorded, pending
+    EXPECT_THROW(F::conv2d(x, input({4, 5, 3, 3}, 29)), Error);  // channels do not match
+    EXPECT_THROW(y + input({7}, 30), Error);
+    Tensor z = F::gelu(F::conv2d(y, input({2, 4, 3, 3}, 31)));
+    return std::vector<Tensor>{y, z};
+  });
+  EXPECT_GE(st.graphs, 1);
+}
+
+TEST(ConvEpilogueTest, OtherDtypesRunTheComposite) {
+  const Tensor x = input({1, 3, 8, 8}, 32).to(DType::f64);
+  const Tensor w = input({4, 3, 3, 3}, 33).to(DType::f64);
+  set_fusion(kCpu, true);
+  const Tensor y = F::relu(F::conv2d(x, w));
+  EXPECT_EQ(y.dtype(), DType::f64);
+  const Tensor want = F::relu(F::conv2d(x.to(DType::f32), w.to(DType::f32)));
+  expect_near_all(values(y), values(want), "f64");
+}
+
+}  // namespace
+}  // namespace ember
