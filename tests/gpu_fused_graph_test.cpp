@@ -109,6 +109,60 @@ TEST(GpuFusedGraphTest, F32ChainsMatchOpByOp) {
   });
 }
 
+// GELU's backward as autograd records it: products feeding sums across nodes, which GLSL may
+// contract into fmas unless the locals are `precise` (lavapipe did: an ulp off the eager ops).
+TEST(GpuFusedGraphTest, ProductsFeedingSumsAcrossNodesAreNotContracted) {
+  on_each_gpu([](const Device& d) {
+    const Tensor xh = host_values({4099}, 3), gh = host_values({4099}, 4);
+    expect_same(
+        d,
+        [&](const Device& d) -> std::vector<Tensor> {
+          const Tensor x = xh.to(d), g = gh.to(d);
+          const Tensor cdf = (erf(x * 0.70710678f) + 1) * 0.5f;
+          const Tensor pdf = exp(x * x * -0.5f) * 0.39894228f;
+          return {g * (cdf + x * pdf), x * g + g * 3 - x * x};
+        },
+        "gelu backward");
+  });
+}
+
+// Without `precise` locals GLSL may also simplify x - x to 0 and x / 0 to garbage (lavapipe gave
+// 0 and denormals): IEEE results as the eager ops and torch give.
+TEST(GpuFusedGraphTest, DivisionByAValueComputedInTheGraphKeepsIeeeResults) {
+  on_each_gpu([](const Device& d) {
+    const Tensor xh = tensor<float>({1.f, -2.f, 0.f, 3.f});
+    std::vector<Tensor> fused;
+    expect_same(
+        d,
+        [&](const Device& d) -> std::vector<Tensor> {
+          const Tensor x = xh.to(d), y = xh.to(d);
+          std::vector<Tensor> r = {x / (x - x),
+                                   1.0 / (x - x),
+                                   x / (x * 0),
+                                   x / (x - y),
+                                   (x * 1e38 * 10) - (x * 1e38 * 10),
+                                   isfinite(x / 0.0)};
+          if (fused.empty()) fused = r;  // the first run is the fused one
+          return r;
+        },
+        "division");
+    // torch 1.13's answers for x = [1, -2, 0, 3].
+    const float inf = INFINITY, nan = NAN;
+    const std::vector<std::vector<float>> want = {{inf, -inf, nan, inf},
+                                                  {inf, inf, inf, inf},
+                                                  {inf, inf, nan, inf},
+                                                  {inf, -inf, nan, inf},
+                                                  {nan, nan, 0, nan}};
+    for (size_t i = 0; i < want.size(); ++i) {
+      const std::vector<float> q = fused[i].to(Device::cpu()).to_vector<float>();
+      for (size_t j = 0; j < 4; ++j)
+        EXPECT_TRUE(std::isnan(want[i][j]) ? std::isnan(q[j]) : q[j] == want[i][j])
+            << d.str() << " result " << i << " element " << j << ": " << q[j];
+    }
+    EXPECT_EQ(fused[5].to(Device::cpu()).to_vector<int>(), (std::vector<int>{0, 0, 0, 0}));
+  });
+}
+
 TEST(GpuFusedGraphTest, SeveralLiveOutputs) {
   on_each_gpu([](const Device& d) {
     const Tensor xh = host_values({3, 333}, 3);

@@ -104,6 +104,7 @@ std::string rank_tag(const Iter& it) { return "_r" + std::to_string(it.rank()) +
 kir::Kernel iter_kernel(const std::string& name, const std::vector<BufferDecl>& decls,
                         const Iter& it, const Caps& caps, const IterBody& body) {
   kir::Kernel k(name, ew_local_size(caps));
+  k.set_precise_locals(true);  // eager and fused element-wise values round alike (kir.h)
   std::vector<kir::Buf> bufs;
   std::vector<std::string> vars;
   for (const BufferDecl& b : decls) {

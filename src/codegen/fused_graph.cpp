@@ -115,8 +115,9 @@ std::vector<Expr> graph_values(kir::Kernel& k, const ir::FusedGraph& g,
         e = stored_value(k, n.dtype, convert(k, dt(n.a), n.dtype, at(n.a)));
         break;
     }
-    // One local per node: each value is computed once, and no contraction (a * b + c into an
-    // fma) crosses two ops, as it cannot between two eager kernels.
+    // One local per node: each value is computed once, and (iter_kernel renders float locals
+    // `precise` in GLSL) no contraction (a * b + c into an fma) crosses two ops, as it cannot
+    // between two eager kernels.
     v[i] = k.let("v" + std::to_string(i), e);
   }
   return v;

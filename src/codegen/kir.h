@@ -306,6 +306,13 @@ class Kernel {
   /// Workgroup barrier with shared-memory (and buffer) visibility.
   void barrier();
 
+  /// Float locals are rendered `precise` in GLSL: no contraction (a * b + c into an fma) or
+  /// reassociation into or out of them, which GLSL otherwise allows even across statements. The
+  /// element-wise kernels set it so a fused graph's nodes round as the eager ops' results do
+  /// (OpenCL C never contracts across statements).
+  void set_precise_locals(bool on) { precise_locals_ = on; }
+  bool precise_locals() const { return precise_locals_; }
+
   /// Defines helper function `name` returning `ret` with the given parameters; `body` receives
   /// the parameters as expressions and must `ret`. Defined once: a second call with the same
   /// name returns the first definition (library functions call this on every use).
@@ -356,6 +363,7 @@ class Kernel {
 
   std::string name_;
   uint32_t local_size_;
+  bool precise_locals_ = false;
   std::vector<BufferDecl> buffers_;
   std::vector<SharedDecl> shared_;
   std::vector<Var> vars_;

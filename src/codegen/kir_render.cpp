@@ -533,7 +533,8 @@ class Renderer {
     switch (st.kind) {
       case St::let: {
         const Type t = k_.vars()[size_t(st.target)].type;
-        return ind + ty(t) + " " + var(st.target) + (st.a.valid() ? " = " + expr(st.a) : "") +
+        const char* q = !cl() && k_.precise_locals() && is_float(t) ? "precise " : "";
+        return ind + q + ty(t) + " " + var(st.target) + (st.a.valid() ? " = " + expr(st.a) : "") +
                ";\n";
       }
       case St::assign:
