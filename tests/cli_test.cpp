@@ -714,7 +714,8 @@ TEST(CliTest, ExitStatusesAndMessagesAreTheSameForEveryCommand) {
         "train fashion-mnist --lr abc", "train fashion-mnist --limit-test -1", "eval",
         "eval --checkpoint x --device nonsense", "eval --checkpoint x --batch-size 0",
         "predict --checkpoint x", "predict --checkpoint x y.png --device vulkan:Bogus",
-        "predict --checkpoint x y.png --dataset cifar", "devices extra"}) {
+        "predict --checkpoint x y.png --dataset cifar", "devices extra",
+        "eval --checkpoint x --device cpu:1"}) {
     Result r = run_ember(args);
     EXPECT_EQ(r.status, 2) << args << ": " << r.output;
     EXPECT_EQ(r.output.rfind("error: ", 0), 0u) << args << ": " << r.output;
@@ -723,9 +724,16 @@ TEST(CliTest, ExitStatusesAndMessagesAreTheSameForEveryCommand) {
         << args << ": " << r.output;
   }
   Result dev = run_ember("train fashion-mnist --device nonsense");
-  EXPECT_NE(dev.output.find("--device: unknown device 'nonsense' (expected cpu, ref, vulkan"),
+  EXPECT_NE(dev.output.find("--device: unknown device 'nonsense' (expected cpu, cpu:0, ref, vulkan"),
             std::string::npos)
       << dev.output;
+  // cpu:0 is the cpu, as torch.device("cpu:0"): past the parser, the missing file is the error.
+  Result cpu0 = run_ember("eval --checkpoint x.safetensors --device cpu:0");
+  EXPECT_EQ(cpu0.status, 1) << cpu0.output;
+  Result cpu1 = run_ember("eval --checkpoint x --device cpu:1");
+  EXPECT_NE(cpu1.output.find("--device: 'cpu:1': the cpu backend has one device, index 0"),
+            std::string::npos)
+      << cpu1.output;
   Result lr = run_ember("train fashion-mnist --lr 0");
   EXPECT_NE(lr.output.find("--lr: value 0 is out of range (must be a finite number > 0)"),
             std::string::npos)

@@ -26,6 +26,15 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& value) {
   opt->check(CLI::Validator(
       [](std::string& s) -> std::string {
         if (s == "cpu" || s == "ref" || s == "vulkan" || s == "opencl" || s == "cuda") return "";
+        if (s.rfind("cpu:", 0) == 0 || s.rfind("ref:", 0) == 0) {
+          try {
+            (void)Device::parse(s);  // host devices: opens nothing
+            return "";
+          } catch (const Error& e) {
+            const std::string m = e.what();  // "[device] 'cpu:1': the cpu backend has ..."
+            return m.substr(m.find("] ") == std::string::npos ? 0 : m.find("] ") + 2);
+          }
+        }
         if (s.rfind("cuda:", 0) == 0 && is_index(s.substr(5))) return "";
         if (s.rfind("opencl:", 0) == 0 && is_index(s.substr(7))) return "";
         if (s.rfind("vulkan:", 0) == 0) {
@@ -39,7 +48,8 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& value) {
           }
         }
         return "unknown device '" + s +
-               "' (expected cpu, ref, vulkan, vulkan:N, vulkan:KIND, opencl, opencl:N or cuda:N; "
+               "' (expected cpu, cpu:0, ref, vulkan, vulkan:N, vulkan:KIND, opencl, opencl:N or "
+               "cuda:N; "
                "see `ember "
                "devices`)";
       },
