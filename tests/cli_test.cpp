@@ -724,8 +724,9 @@ TEST(CliTest, ExitStatusesAndMessagesAreTheSameForEveryCommand) {
         << args << ": " << r.output;
   }
   Result dev = run_ember("train fashion-mnist --device nonsense");
-  EXPECT_NE(dev.output.find("--device: unknown device 'nonsense' (expected cpu, cpu:0, ref, vulkan"),
-            std::string::npos)
+  EXPECT_NE(
+      dev.output.find("--device: unknown device 'nonsense' (expected cpu, cpu:0, ref, vulkan"),
+      std::string::npos)
       << dev.output;
   // cpu:0 is the cpu, as torch.device("cpu:0"): past the parser, the missing file is the error.
   Result cpu0 = run_ember("eval --checkpoint x.safetensors --device cpu:0");
@@ -937,6 +938,32 @@ TEST(CliTest, ModelFileMetadataOutOfRangeNamesTheField) {
     EXPECT_EQ(r.output.rfind("error: [", 0), 0u) << r.output;
     EXPECT_NE(r.output.find(expected), std::string::npos) << edit.first << ": " << r.output;
   }
+}
+
+// --resume keeps the checkpoint's learning rate (torch's optimizer.load_state_dict) unless --lr
+// is given; what is reported is what ran.
+TEST(CliTest, ResumeKeepsTheCheckpointsLearningRateUnlessLrIsGiven) {
+  REQUIRE_FASHION();
+  TempDir dir;
+  const std::string common = "train fashion-mnist --model mlp --limit-train 320 --limit-test 100 ";
+  Result r = run_ember(common + "--epochs 1 --lr 0.01 --out " + (dir / "a"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  fs::copy(dir / "a", dir / "b", fs::copy_options::recursive);
+  auto epoch_lrs = [&](const std::string& run) {
+    std::ifstream f(dir / (run + "/summary.json"));
+    const nlohmann::json s = nlohmann::json::parse(f);
+    std::vector<double> lrs;
+    for (const auto& e : s["history"]) lrs.push_back(e["lr"].get<double>());
+    return std::make_pair(s["lr"].get<double>(), lrs);
+  };
+  Result kept = run_ember(common + "--epochs 2 --resume --out " + (dir / "a"));
+  ASSERT_EQ(kept.status, 0) << kept.output;
+  EXPECT_NE(kept.output.find("Adam lr 0.01,"), std::string::npos) << kept.output;
+  EXPECT_EQ(epoch_lrs("a"), std::make_pair(0.01, std::vector<double>{0.01, 0.01}));
+  Result changed = run_ember(common + "--epochs 2 --resume --lr 0.5 --out " + (dir / "b"));
+  ASSERT_EQ(changed.status, 0) << changed.output;
+  EXPECT_NE(changed.output.find("Adam lr 0.5,"), std::string::npos) << changed.output;
+  EXPECT_EQ(epoch_lrs("b"), std::make_pair(0.5, std::vector<double>{0.01, 0.5}));
 }
 
 TEST(CliTest, ResumingACopiedRunFolderLeavesTheOriginalAlone) {

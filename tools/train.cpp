@@ -33,6 +33,7 @@ struct TrainArgs {
   bool epochs_given = false;  // else the dataset's default (default_epochs); 0 and negatives fail
   int64_t batch_size = 64;
   double lr = 1e-3;
+  bool lr_given = false;  // else a --resume keeps the checkpoint's learning rate
   std::string device = "cpu";
   std::string out;
   bool resume = false;
@@ -193,6 +194,13 @@ int run_train(TrainArgs a) {
         if (was["data"].value(k, nlohmann::json()) != data_json[k])
           EMBER_FAIL("train", "--resume: the checkpoint in ", out, " is from a run with ", k, " ",
                      was["data"].value(k, nlohmann::json()).dump(), ", not ", data_json[k].dump());
+    // As torch's optimizer.load_state_dict: the checkpoint's learning rate, unless --lr asks for
+    // another (then every group takes it, as setting param_group["lr"] after loading).
+    if (a.lr_given)
+      for (optim::ParamGroup& g : opt->param_groups()) g.set_lr(a.lr);
+    else if (!opt->param_groups().empty())
+      a.lr = opt->param_groups()[0].lr();
+    learner.set_report_setting("optimizer", "Adam, lr " + shortest(a.lr));
   }
 
   std::cout << "training " << a.model << " on "
@@ -287,7 +295,8 @@ void add_train_command(CLI::App& app) {
                  "Training batch size (one larger than the training set is the whole set)",
                  int64_t(1))
       ->capture_default_str();
-  cmd->add_option("--lr", a->lr, "Adam learning rate")
+  cmd->add_option("--lr", a->lr,
+                  "Adam learning rate (with --resume: the checkpoint's unless given)")
       ->check(CLI::Validator(
           [](std::string& s) -> std::string {
             char* end = nullptr;
@@ -336,10 +345,12 @@ void add_train_command(CLI::App& app) {
                  "Testing: act as if Ctrl-C was pressed after N batches", int64_t(0))
       ->group("");
   CLI::Option* image_size = cmd->get_option("--image-size");
+  CLI::Option* lr = cmd->get_option("--lr");
   CLI::Option* channels = cmd->get_option("--channels");
   CLI::Option* valid_fraction = cmd->get_option("--valid-fraction");
-  cmd->callback([a, epochs, image_size, channels, valid_fraction] {
+  cmd->callback([a, epochs, lr, image_size, channels, valid_fraction] {
     a->epochs_given = epochs->count() > 0;
+    a->lr_given = lr->count() > 0;
     if (a->dataset.empty() && a->data_dir.empty())
       throw CLI::ValidationError("dataset",
                                  "name one (mnist, fashion-mnist) or give --data DIR, a folder "

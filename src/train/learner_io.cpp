@@ -294,6 +294,15 @@ void Learner::write_logs() const {
                             history_html(history_, "Ember training report", info), "Learner");
 }
 
+void Learner::set_report_setting(const std::string& name, const std::string& value) {
+  for (auto& [k, v] : opts_.report_settings)
+    if (k == name) {
+      v = value;
+      return;
+    }
+  opts_.report_settings.emplace_back(name, value);
+}
+
 void Learner::resume(const std::string& dir) {
   constexpr const char* op = "Learner::resume";
   std::vector<std::string> candidates;

@@ -326,6 +326,9 @@ class Learner {
   /// with a warning on stderr and never deleted; the others are resolved against this
   /// learner's own output_dir (see "Deleting old epoch checkpoints" above).
   void resume(const std::string& dir);
+  /// Replaces the value of report setting `name` (LearnerOptions::report_settings) or appends
+  /// it: for what is known only after resume(), such as the learning rate a checkpoint restored.
+  void set_report_setting(const std::string& name, const std::string& value);
   /// The user_json stored in the checkpoint resume() loaded ("" before a resume), so a program
   /// can check that it continues the same kind of run.
   const std::string& resumed_user_json() const& { return resumed_user_json_; }
