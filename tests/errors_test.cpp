@@ -174,6 +174,15 @@ TEST(ErrorsTest, MessagesUseThePublicOpNames) {
     EXPECT_EQ(m.rfind("[one_hot] class value -1 is negative", 0), 0u) << m;
     m = message_of([&] { one_hot(tensor<int64_t>({2, -1}).to(dev), -1); });
     EXPECT_EQ(m.rfind("[one_hot] class value -1 is negative", 0), 0u) << m;
+    // In-place arithmetic on a leaf that requires grad names the op called, as torch's message
+    // names it; the leaf is unchanged.
+    Tensor leaf = ones({3}, {DType::f32, dev}).requires_grad_();
+    const std::string refused = " a leaf tensor that requires grad (shape [3]) is being used";
+    EXPECT_EQ(message_of([&] { leaf.mul_(2); }).rfind("[mul_]" + refused, 0), 0u);
+    EXPECT_EQ(message_of([&] { leaf.add_(1); }).rfind("[add_]" + refused, 0), 0u);
+    EXPECT_EQ(message_of([&] { leaf.clamp_(0, 0.5); }).rfind("[clamp_]" + refused, 0), 0u);
+    EXPECT_EQ(message_of([&] { leaf.copy_(zeros({3})); }).rfind("[copy_]" + refused, 0), 0u);
+    EXPECT_EQ(leaf.detach().to_vector<float>(), (std::vector<float>{1, 1, 1}));
   }
 }
 

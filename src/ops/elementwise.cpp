@@ -382,6 +382,7 @@ Tensor& assign(Tensor& self, const Tensor& r, const char* op) {
   if (r.shape() != self.shape())
     EMBER_FAIL(op, "output with shape ", shape_str(self.shape()),
                " doesn't match the broadcast shape ", shape_str(r.shape()));
+  detail::check_leaf_write(self, op);  // named as the op the user called, not copy_
   return self.copy_(r);
 }
 // What a non-linear in-place op reads: a clone when autodiff records it, since the rule saves

@@ -69,4 +69,8 @@ Tensor binary(ir::BinaryOp op, const Scalar& a, const Tensor& b);
 /// Broadcasts `ts` to one shape (views, no copy). Throws naming `op` and all shapes.
 std::vector<Tensor> broadcast_all(const std::vector<Tensor>& ts, const char* op);
 
+/// Refuses an in-place write into t when it is (a view of) a leaf that requires grad while
+/// grad mode is on (torch's rule), naming `op`; call it before anything is written.
+void check_leaf_write(const Tensor& t, const char* op);
+
 }  // namespace ember::detail

@@ -246,9 +246,8 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::contiguous() const { return contiguous(MemoryFormat::contiguous); }
 
-namespace {
-/// Refuses an in-place write into a leaf that requires grad, or a view of one, while recording
-/// (torch's rule), before anything is written, so a refused op leaves the tensor unchanged.
+namespace detail {
+// A refused op leaves the tensor unchanged: nothing is written before this check.
 void check_leaf_write(const Tensor& t, const char* op) {
   if (!is_grad_enabled()) return;
   const Tensor base = t.impl()->view_base ? Tensor(t.impl()->view_base) : t;
@@ -258,11 +257,11 @@ void check_leaf_write(const Tensor& t, const char* op) {
                  " that requires grad (shape ", shape_str(c->shape()),
                  ") is being used in an in-place operation; wrap it in NoGradGuard");
 }
-}  // namespace
+}  // namespace detail
 
 Tensor& Tensor::fill_(const Scalar& v) {
   check_defined(*this, "fill_");
-  check_leaf_write(*this, "fill_");
+  detail::check_leaf_write(*this, "fill_");
   run(ir::Fill{*this, v});
   // Filling a region of a tensor with history: that region gets no gradient.
   if (is_grad_enabled() &&
@@ -275,7 +274,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   check_defined(*this, "copy_");
   check_defined(src, "copy_");
   if (impl_->inference) autograd::check_inference_write(*this);  // before a cross-device upload
-  check_leaf_write(*this, "copy_");
+  detail::check_leaf_write(*this, "copy_");
   const Shape b = broadcast_shapes(shape(), src.shape(), "copy_");
   if (b != shape())
     EMBER_FAIL("copy_", "source shape ", shape_str(src.shape()),
