@@ -123,32 +123,12 @@ Acc identity(ir::ReduceOp op) {
   return a;
 }
 
-// Sum of x[0, n) in double, 8 independent lanes (as the eager cpu reduce).
-#define EMBER_FOLD_SUM_BODY                                 \
-  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};                 \
-  int64_t i = 0;                                            \
-  for (; i + 8 <= n; i += 8)                                \
-    for (int j = 0; j < 8; ++j) acc[j] += double(x[i + j]); \
-  double s = 0;                                             \
-  for (; i < n; ++i) s += double(x[i]);                     \
-  for (int j = 0; j < 8; ++j) s += acc[j];                  \
-  return s;
-
-template <typename C>
-double fold_sum_base(const C* x, int64_t n) {
-  EMBER_FOLD_SUM_BODY
-}
-template <typename C>
-EMBER_CPU_AVX2 double fold_sum_avx2(const C* x, int64_t n) {
-  EMBER_FOLD_SUM_BODY
-}
-
 // Folds x[0, n) (compute dtype C: float or double) into a.
 template <typename C>
 void fold_run(ir::ReduceOp op, const C* x, int64_t n, Acc& a) {
   using ir::ReduceOp;
   if (op == ReduceOp::sum) {
-    a.v += has_avx2() ? fold_sum_avx2(x, n) : fold_sum_base(x, n);
+    a.v += sum_lanes(x, n);  // the eager reduce's lanes and order
     return;
   }
   if (op == ReduceOp::prod) {

@@ -8,13 +8,17 @@
 
 namespace ember::cpu {
 
-bool unary(const ir::Unary& op);          // elementwise.cpp
-bool binary(const ir::Binary& op);        // elementwise.cpp
-bool copy(const ir::Copy& op);            // elementwise.cpp
-bool fill(const ir::Fill& op);            // elementwise.cpp
-bool where(const ir::Where& op);          // elementwise.cpp
-bool reduce(const ir::Reduce& op);        // reduce.cpp
-bool scan(const ir::Scan& op);            // reduce.cpp: f32/f64 contiguous cumsum
+bool unary(const ir::Unary& op);    // elementwise.cpp
+bool binary(const ir::Binary& op);  // elementwise.cpp
+bool copy(const ir::Copy& op);      // elementwise.cpp
+bool fill(const ir::Fill& op);      // elementwise.cpp
+bool where(const ir::Where& op);    // elementwise.cpp
+bool reduce(const ir::Reduce& op);  // reduce.cpp
+bool scan(const ir::Scan& op);      // reduce.cpp: f32/f64 contiguous cumsum
+/// Sum of x[0, n) in double over 8 independent lanes (AVX2 when the CPU has it): the eager
+/// reduce's order, which the fused reductions (fused_graph.cpp) keep. reduce.cpp.
+double sum_lanes(const float* x, int64_t n);
+double sum_lanes(const double* x, int64_t n);
 bool im2col(const ir::Im2col& op);        // im2col.cpp
 bool col2im(const ir::Col2im& op);        // im2col.cpp
 bool sgemm_matmul(const ir::Matmul& op);  // gemm.cpp

@@ -215,6 +215,11 @@ void reduce_typed(const ir::Reduce& op, const Tensor& src, int64_t outer, int64_
 
 }  // namespace
 
+double sum_lanes(const float* x, int64_t n) { return has_avx2() ? sum_avx2(x, n) : sum_base(x, n); }
+double sum_lanes(const double* x, int64_t n) {
+  return has_avx2() ? sum_avx2(x, n) : sum_base(x, n);
+}
+
 bool reduce(const ir::Reduce& op) {
   const DType t = op.src.dtype();
   if (op.op != ReduceOp::sum && op.op != ReduceOp::max && op.op != ReduceOp::min) return false;
