@@ -15,18 +15,14 @@
 #include "ember/ember.h"
 #include "runtime/autotune.h"
 #include "runtime/backend.h"
+#include "test_util.h"
 
 namespace ember {
 namespace {
 
 namespace F = nn::functional;
 
-std::vector<Device> gpu_devices() {
-  std::vector<Device> out;
-  for (const DeviceInfo& i : available_devices())
-    if (!i.device.is_host()) out.push_back(i.device);
-  return out;
-}
+using test::gpu_devices;
 
 void on_each_gpu(const std::function<void(const Device&)>& body) {
   const std::vector<Device> gpus = gpu_devices();

@@ -13,18 +13,14 @@
 #include "ember/ember.h"
 #include "ember/nn/functional/activation.h"
 #include "runtime/backend.h"
+#include "test_util.h"
 
 namespace ember {
 namespace {
 
 namespace F = nn::functional;
 
-std::vector<Device> gpu_devices() {
-  std::vector<Device> out;
-  for (const DeviceInfo& i : available_devices())
-    if (!i.device.is_host()) out.push_back(i.device);
-  return out;
-}
+using test::gpu_devices;
 
 // A tensor's values as exact host words: floats widened to f64, integers and bools to i64.
 std::vector<uint64_t> bits(const Tensor& t) {

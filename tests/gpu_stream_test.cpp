@@ -9,16 +9,12 @@
 
 #include "ember/ember.h"
 #include "runtime/kernel_backend.h"
+#include "test_util.h"
 
 namespace ember {
 namespace {
 
-std::vector<Device> gpu_devices() {
-  std::vector<Device> out;
-  for (const DeviceInfo& i : available_devices())
-    if (!i.device.is_host()) out.push_back(i.device);
-  return out;
-}
+using test::gpu_devices;
 
 Tensor host4(float b) { return from_vector<float>({b, b + 1, b + 2, b + 3}, {4}, Device::ref()); }
 

@@ -60,6 +60,14 @@ std::string read_bytes(const std::string& path);
 /// Writes bytes to a file, replacing it.
 void write_bytes(const std::string& path, const std::string& bytes);
 
+/// The non-host devices this machine has (Vulkan, OpenCL...), in available_devices() order.
+inline std::vector<Device> gpu_devices() {
+  std::vector<Device> out;
+  for (const DeviceInfo& i : available_devices())
+    if (!i.device.is_host()) out.push_back(i.device);
+  return out;
+}
+
 }  // namespace ember::test
 
 /// Declares `dev` as the default Vulkan device, or skips the test saying why there is none.
