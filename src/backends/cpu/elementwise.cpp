@@ -766,7 +766,6 @@ bool binary_row(BinaryOp op, DType t, void* d, const void* a, const void* b, int
 
 bool unary(const ir::Unary& op) {
   const DType t = op.src.dtype();
-  if (op.dst.numel() <= kGrainElementwise) return false;  // the reference loop is as fast
   if (op.dst.dtype() == DType::b8) {
     if (t == DType::f32 && predicate_typed<float>(op)) return true;
     if (t == DType::f64 && predicate_typed<double>(op)) return true;
@@ -803,7 +802,6 @@ bool unary(const ir::Unary& op) {
 
 bool binary(const ir::Binary& op) {
   const DType t = op.a.dtype();
-  if (op.dst.numel() <= kGrainElementwise) return false;
   if (t == DType::f32 && binary_typed<float>(op)) return true;
   if (t == DType::f64 && binary_typed<double>(op)) return true;
   if (t == DType::i64 && binary_typed<int64_t>(op)) return true;

@@ -18,9 +18,9 @@
 // result), the dtype itself otherwise (bool as bool). Nodes without a cpu functor run the
 // reference kernel (ref/kernels.h) on the tile buffers, which the eager cpu backend runs for them
 // too. exp, sigmoid and silu on f32/f16/bf16 are the one case where the eager kernel's formula
-// depends on the op (std::exp in the reference at or below kGrainElementwise elements, the AVX2
-// exp256 on contiguous runs, the scalar exp_f32 on strided ones): each such node takes the
-// variant its eager op would have run, from the strides its eager operand and result have.
+// depends on the op (the AVX2 exp256 on contiguous runs, the scalar exp_f32 on strided ones, the
+// reference's std::exp under EMBER_CPU_KERNELS=ref): each such node takes the variant its eager
+// op would have run, from the strides its eager operand and result have.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -294,7 +294,6 @@ bool make_plan(const ir::FusedGraph& g, Plan& p) {
   p.np.assign(nn, {});
   p.total = numel_of(g.shape);
   const bool ref_only = ref_kernels_only();
-  const bool big = p.total > kGrainElementwise;  // the eager cpu kernels decline at or below
   EagerLayout layout(g);
   // Last use of each node (outputs: the end of the tile).
   std::vector<size_t> last(nn, 0);
@@ -347,7 +346,7 @@ bool make_plan(const ir::FusedGraph& g, Plan& p) {
         q.round = !pred && is_half(n.dtype);
         q.how = How::row;
         if (exp_family(n.unary) && compute_dtype(st) == DType::f32) {
-          if (ref_only || !big)
+          if (ref_only)
             q.how = How::ref;
           else if (st == DType::f32 &&
                    !eager_contiguous_run(g.shape, layout.of(int32_t(i)), layout.of(n.a)))
