@@ -1,9 +1,9 @@
 #include "ember/device.h"
 
-#include <cstdlib>
 #include <mutex>
 #include <optional>
 
+#include "core/env.h"
 #include "ember/error.h"
 
 namespace ember {
@@ -98,8 +98,8 @@ Device Device::parse(const std::string& s) {
 Device Device::default_device() {
   if (default_override()) return *default_override();
   static const Device from_env = [] {
-    const char* e = std::getenv("EMBER_DEVICE");
-    if (!e || !*e) return Device::cpu();
+    const std::string e = env_string("EMBER_DEVICE");
+    if (e.empty()) return Device::cpu();
     try {
       return Device::parse(e);
     } catch (const std::exception& err) {

@@ -7,6 +7,7 @@
 
 #include "backends/vulkan/instance.h"
 #include "backends/vulkan/vulkan_backend.h"
+#include "core/env.h"
 #include "ember/error.h"
 #include "ember/vulkan.h"
 
@@ -117,7 +118,7 @@ Device resolve(const DeviceKind& kind) {
   std::lock_guard<std::mutex> lock(registry().mutex);
   DeviceKind k = kind;
   if (k.kind == DeviceKind::Kind::DefaultDevice) {
-    if (const char* e = std::getenv("EMBER_VULKAN_DEFAULT_DEVICE"); e && *e)
+    if (const std::string e = env_string("EMBER_VULKAN_DEFAULT_DEVICE"); !e.empty())
       k = DeviceKind::parse(e);
   }
   return Device(DeviceType::vulkan, resolve_locked(k));
