@@ -222,6 +222,33 @@ TEST(AutotuneTest, ForeignFileIsIgnoredWithAWarningAndRewritten) {
   expect_ignored_then_rewritten(j.dump(), "format version 99");
 }
 
+// The tuning still happens (and is used by this process); the cache file cannot be written, once
+// said.
+TEST(AutotuneTest, UnwritableCacheWarnsOnceWithTheReason) {
+  TempDir d;
+  fs::create_directories(d.path);
+  const std::string file = d.path + "/a-file";
+  std::ofstream(file) << "not a folder";
+  struct Case {
+    std::string dir, why;
+  };
+  // A regular file where the folder should be, and a folder that cannot be made inside it.
+  for (const Case& c :
+       {Case{file, file + " is not a folder"}, Case{file + "/sub", file + " is not a folder"}}) {
+    Autotuner t("dev", "test device", opts(c.dir));
+    Counting op(three());
+    ::testing::internal::CaptureStderr();
+    const size_t first = op.pick(t);
+    op.pick(t, "s2");  // a second save: no second warning
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(t.stats().tuned, 2);
+    EXPECT_EQ(op.pick(t), first);
+    const std::string want =
+        "warning: [autotune] cannot write " + c.dir + "/dev.json: " + c.why + "\n";
+    EXPECT_EQ(err, want) << c.dir;
+  }
+}
+
 TEST(AutotuneTest, OffNeverTimesAndWritesNoFile) {
   TempDir d;
   Autotuner t("dev", "test device", opts(d.path, Effort::off));

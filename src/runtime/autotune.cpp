@@ -198,7 +198,8 @@ void Autotuner::load_locked() {
 
 // Writes every choice (mu_ held): temp file + rename (core/atomic_file.h). Choices another
 // process wrote since this one loaded the file are kept (a foreign or corrupt file, reported at
-// load, is overwritten). A failed write only costs the next process its tuning.
+// load, is overwritten). A failed write only costs the next process its tuning: it warns once
+// per tuner (an unwritable EMBER_AUTOTUNE_CACHE would otherwise never keep a choice, silently).
 void Autotuner::save_locked() {
   if (options_.dir.empty() || options_.effort == Effort::off) return;
   const std::string path = options_.dir + "/" + stem_ + ".json";
@@ -217,7 +218,11 @@ void Autotuner::save_locked() {
                             {"device", identity_},
                             {"entries", entries}};
   const std::string text = j.dump(1) + "\n";
-  try_write_file_atomic(path, text.data(), text.size());
+  std::string why;
+  if (!try_write_file_atomic(path, text.data(), text.size(), &why) && !save_warned_) {
+    save_warned_ = true;
+    std::fprintf(stderr, "warning: [autotune] cannot write %s: %s\n", path.c_str(), why.c_str());
+  }
 }
 
 size_t Autotuner::tune(const std::string& key, const std::vector<Candidate>& cands,

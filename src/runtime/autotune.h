@@ -137,6 +137,7 @@ class Autotuner {
   std::map<std::string, Entry> entries_;
   std::map<std::string, std::string> forced_;
   TunerStats stats_;
+  bool save_warned_ = false;  // an unwritable cache file is reported once
 };
 
 /// The device's Autotuner (made on first use from Backend::autotune_identity()); one per device
