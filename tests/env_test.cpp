@@ -154,5 +154,23 @@ TEST(EnvTest, CacheDirFollowsTheVariableThenXdgThenHome) {
   EXPECT_EQ(env_cache_dir("EMBER_TEST_ENV_CACHE", "autotune"), "");
 }
 
+#ifdef EMBER_HAVE_VULKAN
+// The bad value is blamed on EMBER_VULKAN_DEFAULT_DEVICE (it was blamed on EMBER_DEVICE, or on
+// no variable), whether or not the machine has a Vulkan device: it is parsed first.
+TEST(EnvTest, BadVulkanDefaultDeviceNamesItsVariable) {
+  ScopedEnv e("EMBER_VULKAN_DEFAULT_DEVICE", "Bogus(2)");
+  try {
+    (void)ember::Device::vulkan();
+    FAIL() << "no error";
+  } catch (const ember::Error& err) {
+    const std::string m = err.what();
+    EXPECT_EQ(m.rfind("[device] EMBER_VULKAN_DEFAULT_DEVICE=Bogus(2) does not name a usable "
+                      "device: unknown device kind 'Bogus(2)'",
+                      0),
+              0u)
+        << m;
+  }
+}
+#endif
 
 }  // namespace

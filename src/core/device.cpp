@@ -103,8 +103,11 @@ Device Device::default_device() {
     try {
       return Device::parse(e);
     } catch (const std::exception& err) {
-      // Name the variable the bad value came from; the parse error without its "[tag] ".
+      // Name the variable the bad value came from; the parse error without its "[tag] ". One
+      // that names its own variable (EMBER_DEVICE=vulkan with EMBER_VULKAN_DEFAULT_DEVICE) is
+      // that variable's fault.
       std::string why = err.what();
+      if (why.find("EMBER_VULKAN_DEFAULT_DEVICE=") != std::string::npos) throw;
       if (!why.empty() && why[0] == '[' && why.find("] ") != std::string::npos)
         why = why.substr(why.find("] ") + 2);
       EMBER_FAIL("device", "EMBER_DEVICE=", e, " does not name a usable device: ", why);
