@@ -7,6 +7,8 @@
 #include <string>
 #include <type_traits>
 
+#include "ember/device.h"
+
 namespace ember::tools {
 void add_devices_command(CLI::App& app);
 /// ember train mnist|fashion-mnist|images [...] (images: --data DIR, image_data.h):
@@ -57,7 +59,11 @@ CLI::Option* add_int_option(CLI::App* cmd, const std::string& name, T& value,
 
 /// --device: a name Device::parse knows (cpu, ref, vulkan, vulkan:N, vulkan:KIND, cuda:N), else a
 /// usage error. Whether the device can run is found out when the command opens it (an error).
+/// Not given (value ""): the library's default device, Device::default_device() (EMBER_DEVICE,
+/// else cpu).
 CLI::Option* add_device_option(CLI::App* cmd, std::string& value);
+/// The device --device names, or the default one when it was not given (device_of("")).
+Device device_of(const std::string& value);
 
 /// --max-image-pixels N, on a command that decodes images: the largest image (width x height)
 /// it accepts, data::set_max_image_pixels (default data::kDefaultMaxImagePixels; 0: no limit).

@@ -34,7 +34,7 @@ struct TrainArgs {
   int64_t batch_size = 64;
   double lr = 1e-3;
   bool lr_given = false;  // else a --resume keeps the checkpoint's learning rate
-  std::string device = "cpu";
+  std::string device;     // "": Device::default_device() (EMBER_DEVICE, else cpu)
   std::string out;
   bool resume = false;
   std::string data_dir;
@@ -102,7 +102,7 @@ int run_train(TrainArgs a) {
   const auto t0 = std::chrono::steady_clock::now();
   // The options' ranges are checked as they are parsed (usage errors, exit status 2).
   const bool images = a.dataset == "images";
-  const Device device = Device::parse(a.device);
+  const Device device = device_of(a.device);
   Device::set_default_device(device);
   const std::string out = !a.out.empty() ? a.out
                           : images       ? "runs/" + folder_name(a.data_dir) + "-" + a.model
