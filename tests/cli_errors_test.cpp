@@ -160,3 +160,77 @@ TEST(CliTest, ExitStatusesAndMessagesAreTheSameForEveryCommand) {
                         "  2    usage error", "  130  `ember train` was interrupted"})
     EXPECT_NE(help.output.find(s), std::string::npos) << s << "\n" << help.output;
 }
+
+// Every numeric option of every command: a value that is not a number, negative, zero where that
+// means nothing, or past a sane bound is a usage error (status 2) naming the option, before any
+// data is read. --valid-fraction 1.5 failed later with status 1; --image-size 100000 tried to
+// allocate 144 GB.
+TEST(CliTest, NumericOptionsOutOfRangeAreUsageErrors) {
+  REQUIRE_CLI();
+  struct Case {
+    const char* args;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"train --data x --valid-fraction 1.5",
+       "--valid-fraction: value 1.5 is out of range (must be > 0 and < 1)"},
+      {"train --data x --valid-fraction 1",
+       "--valid-fraction: value 1 is out of range (must be > 0 and < 1)"},
+      {"train --data x --valid-fraction 0",
+       "--valid-fraction: value 0 is out of range (must be > 0 and < 1)"},
+      {"train --data x --valid-fraction -0.2",
+       "--valid-fraction: value -0.2 is out of range (must be > 0 and < 1)"},
+      {"train --data x --valid-fraction nan",
+       "--valid-fraction: value nan is out of range (must be > 0 and < 1)"},
+      {"train --data x --valid-fraction 0.2x", "--valid-fraction: value 0.2x is not a number"},
+      {"train --data x --image-size 100000",
+       "--image-size: value 100000 is out of range (must be 1 to 4096)"},
+      {"train --data x --image-size 4097",
+       "--image-size: value 4097 is out of range (must be 1 to 4096)"},
+      {"train --data x --image-size 0",
+       "--image-size: value 0 is out of range (must be 1 to 4096)"},
+      {"train --data x --image-size -8",
+       "--image-size: value -8 is out of range (must be 1 to 4096)"},
+      {"train --data x --image-size big", "--image-size: value big is not an integer"},
+      {"train --data x --channels 0", "--channels: must be 1 or 3, got 0"},
+      {"train --data x --channels three", "--channels: value three is not an integer"},
+      {"train fashion-mnist --lr inf",
+       "--lr: value inf is out of range (must be a finite number > 0)"},
+      {"train fashion-mnist --lr -0.1",
+       "--lr: value -0.1 is out of range (must be a finite number > 0)"},
+      {"train fashion-mnist --lr 1e400",
+       "--lr: value 1e400 is out of range (must be a finite number > 0)"},
+      {"train fashion-mnist --batch-size 0",
+       "--batch-size: value 0 is out of range (must be >= 1)"},
+      {"train fashion-mnist --epochs x", "--epochs: value x is not an integer"},
+      {"train fashion-mnist --workers -1",
+       "--workers: value -1 is out of range (must be 0 to 256)"},
+      {"train fashion-mnist --limit-train -1",
+       "--limit-train: value -1 is out of range (must be >= 0)"},
+      {"train fashion-mnist --limit-test -5",
+       "--limit-test: value -5 is out of range (must be >= 0)"},
+      {"train fashion-mnist --interrupt-after -1",
+       "--interrupt-after: value -1 is out of range (must be >= 0)"},
+      {"train fashion-mnist --seed x", "--seed: value x is not a non-negative integer"},
+      {"train fashion-mnist --max-image-pixels -1",
+       "--max-image-pixels: value -1 is out of range (must be >= 0)"},
+      {"eval --checkpoint x --batch-size -3",
+       "--batch-size: value -3 is out of range (must be >= 1)"},
+      {"eval --checkpoint x --max-image-pixels 1.5",
+       "--max-image-pixels: value 1.5 is not an integer"},
+      {"predict --checkpoint x y.png --max-image-pixels -1",
+       "--max-image-pixels: value -1 is out of range (must be >= 0)"},
+  };
+  for (const Case& c : cases) {
+    Result r = run_ember(c.args);
+    EXPECT_EQ(r.status, 2) << c.args << ": " << r.output;
+    EXPECT_EQ(r.output.rfind(std::string("error: ") + c.message + "\n", 0), 0u)
+        << c.args << ": " << r.output;
+  }
+  // The ends of the ranges are accepted: the run gets as far as the (missing) folder.
+  for (const char* args : {"--image-size 4096", "--image-size 1", "--valid-fraction 0.999"}) {
+    Result r = run_ember(std::string("train --data /nonexistent-ember ") + args);
+    EXPECT_EQ(r.status, 1) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("/nonexistent-ember"), std::string::npos) << args << ": " << r.output;
+  }
+}

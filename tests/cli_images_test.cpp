@@ -251,7 +251,8 @@ TEST(CliTestImages, ImageFolderErrorsNameTheProblem) {
   expect("train images", 2, "--data DIR is required");
   expect("train fashion-mnist --image-size 32", 2, "--image-size: applies to an image folder");
   expect("train --data x --channels 2", 2, "--channels: must be 1 or 3");
-  expect("train --data x --image-size 0", 2, "--image-size: must be >= 1");
+  expect("train --data x --image-size 0", 2,
+         "--image-size: value 0 is out of range (must be 1 to 4096)");
   // The folder.
   expect("train --data " + (dir / "missing") + out, 1, "no such folder");
   fs::create_directories(dir.path / "empty");
@@ -266,8 +267,8 @@ TEST(CliTestImages, ImageFolderErrorsNameTheProblem) {
   fs::remove(dir.path / "two/b/102.jpg");
   expect("train --data " + (dir / "two") + out, 1, "1 image; a class needs at least 2");
   make_image_folder(dir.path / "two", {"a", "b"}, 3, 1, 5);  // whole again
-  expect("train --data " + (dir / "two") + " --valid-fraction 1" + out, 1,
-         "--valid-fraction must be in (0, 1)");
+  expect("train --data " + (dir / "two") + " --valid-fraction 1" + out, 2,
+         "--valid-fraction: value 1 is out of range (must be > 0 and < 1)");
   expect("train --data " + (dir / "two") + " --image-size 5" + out, 1, "at least 6x6");
   // A corrupt image is named, whether found by the grayscale probe or by the decoder.
   {

@@ -96,6 +96,9 @@ std::string folder_name(const std::string& dir) {
 // --workers above this is refused: each worker is a thread with batches in flight, and torch's
 // DataLoader, asked for 2^63 workers, starts processes until the system gives out.
 constexpr int64_t kMaxWorkers = 256;
+// --image-size above this is refused: the batch of S x S images is allocated up front (100000
+// asked for 144 GB), and no classifier here needs more.
+constexpr int64_t kMaxTrainImageSize = 4096;
 
 int run_train(TrainArgs a) {
   if (!a.epochs_given) a.epochs = default_epochs(a.dataset);
@@ -297,16 +300,7 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--lr", a->lr,
                   "Adam learning rate (with --resume: the checkpoint's unless given)")
-      ->check(CLI::Validator(
-          [](std::string& s) -> std::string {
-            char* end = nullptr;
-            const double v = std::strtod(s.c_str(), &end);
-            if (s.empty() || *end != '\0') return "value " + s + " is not a number";
-            if (!(v > 0) || !std::isfinite(v))
-              return "value " + s + " is out of range (must be a finite number > 0)";
-            return "";
-          },
-          "", ""))
+      ->check(real_between(0, HUGE_VAL, "a finite number > 0"))
       ->capture_default_str();
   add_device_option(cmd, a->device);
   add_max_image_pixels_option(cmd);
@@ -321,13 +315,15 @@ void add_train_command(CLI::App& app) {
                   "for images: DIR/<class>/*.png|jpg|jpeg, split per class into training and "
                   "validation images, or DIR/train/<class>/... and DIR/test/<class>/...");
   add_int_option(cmd, "--image-size", a->image_size,
-                 "Images: the side S they are resized (shorter side) and centre-cropped to "
-                 "(default 28 for grayscale images, 32 for colour)");
+                 "Images: the side S they are resized (shorter side) and centre-cropped to, 1 "
+                 "to 4096 (default 28 for grayscale images, 32 for colour)",
+                 int64_t(1), kMaxTrainImageSize);
   add_int_option(cmd, "--channels", a->channels,
                  "Images: 1 (grayscale) or 3 (RGB); default 1 when every image is grayscale");
   cmd->add_option("--valid-fraction", a->valid_fraction,
                   "Images without a test folder: the share of each class held out for "
-                  "validation (seeded by --seed)")
+                  "validation, > 0 and < 1 (seeded by --seed)")
+      ->check(real_between(0, 1, "> 0 and < 1"))
       ->capture_default_str();
   add_int_option(cmd, "--workers", a->workers, "DataLoader worker threads (at most 256)",
                  int64_t(0), kMaxWorkers)
@@ -366,9 +362,6 @@ void add_train_command(CLI::App& app) {
     if (channels->count() > 0 && a->channels != 1 && a->channels != 3)
       throw CLI::ValidationError("--channels",
                                  "must be 1 or 3, got " + std::to_string(a->channels));
-    if (image_size->count() > 0 && a->image_size < 1)
-      throw CLI::ValidationError("--image-size",
-                                 "must be >= 1, got " + std::to_string(a->image_size));
     const int rc = run_train(*a);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });
