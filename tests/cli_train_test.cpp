@@ -80,7 +80,9 @@ TEST(CliTestTrain, ResumeAfterInterruptionMatchesAnUninterruptedRun) {
   Result cut = run_ember(common + "--interrupt-after 13 --out " + (dir / "cut"));
   EXPECT_EQ(cut.status, 130) << cut.output;
   EXPECT_TRUE(fs::exists(dir / "cut/checkpoints/interrupted.safetensors"));
-  EXPECT_EQ(read_json(dir / "cut/summary.json")["status"], "interrupted");
+  const json c = read_json(dir / "cut/summary.json");
+  EXPECT_EQ(c["status"], "interrupted");
+  EXPECT_GT(c["train_samples_per_second"].get<double>(), 0.0) << c.dump();
 
   Result resumed = run_ember(common + "--resume --out " + (dir / "cut"));
   ASSERT_EQ(resumed.status, 0) << resumed.output;
@@ -102,6 +104,11 @@ TEST(CliTestTrain, ResumeAfterInterruptionMatchesAnUninterruptedRun) {
   Result early = run_ember(common + "--interrupt-after 3 --out " + (dir / "early"));
   EXPECT_EQ(early.status, 130) << early.output;
   EXPECT_TRUE(fs::exists(dir / "early/checkpoints/interrupted.safetensors")) << early.output;
+  // The rate is that of the 3 x 64 samples that ran (no epoch completed: it read 0.0).
+  const json e = read_json(dir / "early/summary.json");
+  EXPECT_EQ(e["status"], "interrupted");
+  EXPECT_GT(e["train_samples_per_second"].get<double>(), 0.0) << e.dump();
+  EXPECT_EQ(early.output.find(" 0.0 training samples/s"), std::string::npos) << early.output;
 
   // Resuming another model's run is an error naming it.
   Result other =

@@ -178,11 +178,28 @@ int run_train(TrainArgs a) {
                        {"seed", std::to_string(a.seed)},
                        {"training images", std::to_string(train_set->size())},
                        {"test images", std::to_string(test_set->size())}};
-  if (a.interrupt_after > 0) {  // for tests: a deterministic Ctrl-C after that many batches
-    o.on_batch_end = [n = a.interrupt_after, seen = int64_t(0)](const train::BatchEvent&) mutable {
-      if (++seen == n) std::raise(SIGINT);
-    };
-  }
+  // The training rate of this process's batches, for a run interrupted before an epoch's
+  // metrics (samples_per_sec) exist: samples over the time from each epoch's start (fit, or
+  // the previous epoch's end) to its last batch.
+  struct Rate {
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point epoch_start = Clock::now(), last_batch = epoch_start;
+    int64_t samples = 0;
+    double seconds = 0;  // of the epochs completed in this process
+  };
+  auto rate = std::make_shared<Rate>();
+  const int64_t n_train = train_set->size(), train_batch = batch_within(a.batch_size, n_train);
+  o.on_batch_end = [rate, n_train, train_batch, n = a.interrupt_after,
+                    seen = int64_t(0)](const train::BatchEvent& e) mutable {
+    rate->last_batch = Rate::Clock::now();
+    rate->samples += e.batch == e.batches - 1 ? n_train - e.batch * train_batch : train_batch;
+    // For tests: a deterministic Ctrl-C after that many batches.
+    if (++seen == n) std::raise(SIGINT);
+  };
+  o.on_epoch_end = [rate](const train::EpochSummary&) {
+    rate->seconds += std::chrono::duration<double>(rate->last_batch - rate->epoch_start).count();
+    rate->epoch_start = Rate::Clock::now();
+  };
   train::Learner learner(model, opt, train::cross_entropy_loss(), o);
   if (a.resume) {
     learner.resume(out);
@@ -233,6 +250,14 @@ int run_train(TrainArgs a) {
                                                 : nlohmann::json(it->second);
   };
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Interrupted: the batches this process ran, the unfinished epoch's included (the epochs'
+  // samples_per_sec leave it out, and there may be none: that read 0.0).
+  double samples_per_second = mean_metric(r.history, "samples_per_sec");
+  if (r.status == train::FitStatus::interrupted) {
+    const double secs =
+        rate->seconds + std::chrono::duration<double>(rate->last_batch - rate->epoch_start).count();
+    samples_per_second = secs > 0 ? double(rate->samples) / secs : 0.0;
+  }
   nlohmann::json s = {{"dataset", a.dataset},
                       {"model", a.model},
                       {"device", device.str()},
@@ -248,7 +273,7 @@ int run_train(TrainArgs a) {
                       {"test_accuracy", last("valid_accuracy")},
                       {"test_loss", last("valid_loss")},
                       {"train_loss", last("train_loss")},
-                      {"train_samples_per_second", mean_metric(r.history, "samples_per_sec")},
+                      {"train_samples_per_second", samples_per_second},
                       {"wall_seconds", wall},
                       {"checkpoint", r.last_checkpoint},
                       {"history", epochs}};
