@@ -208,3 +208,24 @@ TEST(CliTestTrain, ResumingACopiedRunFolderLeavesTheOriginalAlone) {
             0u)
       << neg.output;
 }
+
+// --limit-train / --limit-test: only those images are converted to f32 (all 60,000 were). The
+// fusion log shows the normalisation's graph, and so its shape.
+TEST(CliTestTrain, LimitsConvertOnlyTheImagesUsed) {
+  REQUIRE_FASHION();
+  TempDir dir;
+  Result r = run_ember(
+      "train fashion-mnist --model mlp --limit-train 64 --limit-test 32 --epochs 1 --out " +
+          (dir / "run"),
+      "EMBER_FUSION_LOG=1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("  shape [64, 28, 28], 1 inputs, 1 outputs\n"), std::string::npos)
+      << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("  shape [32, 28, 28], 1 inputs, 1 outputs\n"), std::string::npos)
+      << r.output.substr(0, 2000);
+  EXPECT_EQ(r.output.find("shape [60000, 28, 28]"), std::string::npos) << r.output.substr(0, 2000);
+  EXPECT_EQ(r.output.find("shape [10000, 28, 28]"), std::string::npos) << r.output.substr(0, 2000);
+  const json s = read_json(dir / "run/summary.json");
+  EXPECT_EQ(s["train_samples"], 64);
+  EXPECT_EQ(s["test_samples"], 32);
+}

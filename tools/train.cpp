@@ -136,9 +136,11 @@ int run_train(TrainArgs a) {
   } else {
     const DatasetSpec spec = dataset_spec(a.dataset);
     const std::string dir = a.data_dir.empty() ? spec.default_dir : a.data_dir;
-    train_ds = std::make_shared<data::TensorDataset>(load_split(spec, dir, true));
-    test_ds =
-        std::make_shared<data::TensorDataset>(load_split(spec, dir, false, &test_fingerprint));
+    // Only the images used are converted to f32 (first_n below then keeps them all).
+    train_ds =
+        std::make_shared<data::TensorDataset>(load_split(spec, dir, true, nullptr, a.limit_train));
+    test_ds = std::make_shared<data::TensorDataset>(
+        load_split(spec, dir, false, &test_fingerprint, a.limit_test));
   }
   const data::DatasetPtr<data::Example> train_set = first_n(train_ds, a.limit_train);
   const data::DatasetPtr<data::Example> test_set = first_n(test_ds, a.limit_test);
