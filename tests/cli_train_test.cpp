@@ -17,6 +17,7 @@ TEST(CliTestTrain, ShortMlpRunWritesSummaryAndLearns) {
   Result r = run_ember("train fashion-mnist --limit-train 2000 --epochs 1 --model mlp --out " +
                        (dir / "run"));
   ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find(" on cpu, 1 epoch, batch 64, "), std::string::npos) << r.output;
   const json s = read_json(dir / "run/summary.json");
   ASSERT_TRUE(s.is_object());
   EXPECT_EQ(s["dataset"], "fashion-mnist");
@@ -62,6 +63,7 @@ TEST(CliTestTrain, CnnLossDecreasesOnATinyRun) {
   ASSERT_EQ(r.status, 0) << r.output;
   const json s = read_json(dir / "run/summary.json");
   ASSERT_EQ(s["history"].size(), 2u) << s.dump();
+  EXPECT_NE(r.output.find(" on cpu, 2 epochs, batch 32, "), std::string::npos) << r.output;
   const double l0 = s["history"][0]["train_loss"], l1 = s["history"][1]["train_loss"];
   EXPECT_LT(l1, l0);
   EXPECT_LT(l1, 2.0);  // below chance (ln 10 = 2.30)

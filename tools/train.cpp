@@ -234,8 +234,9 @@ int run_train(TrainArgs a) {
                     : a.dataset)
             << " (" << train_set->size() << " training, " << test_set->size()
             << (images && data_json["test_folder"] == "" ? " validation" : " test")
-            << " images) on " << device.str() << ", " << a.epochs << " epochs, batch "
-            << a.batch_size << ", Adam lr " << a.lr << ", output " << out << "\n";
+            << " images) on " << device.str() << ", " << a.epochs
+            << (a.epochs == 1 ? " epoch" : " epochs") << ", batch " << a.batch_size << ", Adam lr "
+            << a.lr << ", output " << out << "\n";
   const train::FitResult r = learner.fit(train_loader, &test_loader, a.epochs);
 
   nlohmann::json epochs = nlohmann::json::array();
