@@ -182,7 +182,9 @@ void expect_ignored_then_rewritten(const std::string& text, const std::string& w
   op.pick(t);
   op.pick(t, "s2");
   const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("autotune cache " + d.path + "/dev.json ignored"), std::string::npos) << err;
+  EXPECT_NE(err.find("warning: [autotune] cache " + d.path + "/dev.json ignored"),
+            std::string::npos)
+      << err;
   EXPECT_NE(err.find(why), std::string::npos) << err;
   EXPECT_EQ(err.find("ignored"), err.rfind("ignored")) << "one warning: " << err;
   EXPECT_EQ(t.stats().tuned, 2);
@@ -220,6 +222,33 @@ TEST(AutotuneTest, ForeignFileIsIgnoredWithAWarningAndRewritten) {
   expect_ignored_then_rewritten(j.dump(), "format version 99");
 }
 
+// The tuning still happens (and is used by this process); the cache file cannot be written, once
+// said.
+TEST(AutotuneTest, UnwritableCacheWarnsOnceWithTheReason) {
+  TempDir d;
+  fs::create_directories(d.path);
+  const std::string file = d.path + "/a-file";
+  std::ofstream(file) << "not a folder";
+  struct Case {
+    std::string dir, why;
+  };
+  // A regular file where the folder should be, and a folder that cannot be made inside it.
+  for (const Case& c :
+       {Case{file, file + " is not a folder"}, Case{file + "/sub", file + " is not a folder"}}) {
+    Autotuner t("dev", "test device", opts(c.dir));
+    Counting op(three());
+    ::testing::internal::CaptureStderr();
+    const size_t first = op.pick(t);
+    op.pick(t, "s2");  // a second save: no second warning
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(t.stats().tuned, 2);
+    EXPECT_EQ(op.pick(t), first);
+    const std::string want =
+        "warning: [autotune] cannot write " + c.dir + "/dev.json: " + c.why + "\n";
+    EXPECT_EQ(err, want) << c.dir;
+  }
+}
+
 TEST(AutotuneTest, OffNeverTimesAndWritesNoFile) {
   TempDir d;
   Autotuner t("dev", "test device", opts(d.path, Effort::off));
@@ -237,8 +266,19 @@ TEST(AutotuneTest, OffNeverTimesAndWritesNoFile) {
   setenv("EMBER_AUTOTUNE", "fast", 1);
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(Options::from_env().effort, Effort::balanced);
-  EXPECT_NE(::testing::internal::GetCapturedStderr().find("EMBER_AUTOTUNE='fast'"),
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find(
+                "warning: [env] EMBER_AUTOTUNE=fast is not one of off|minimal|balanced|full; "
+                "using balanced\n"),
             std::string::npos);
+  // Flag words, as every switch reads them; levels in any case.
+  for (const char* off : {"0", "false", "OFF", "No"}) {
+    setenv("EMBER_AUTOTUNE", off, 1);
+    EXPECT_EQ(Options::from_env().effort, Effort::off) << off;
+  }
+  setenv("EMBER_AUTOTUNE", "1", 1);
+  EXPECT_EQ(Options::from_env().effort, Effort::balanced);
+  setenv("EMBER_AUTOTUNE", "Minimal", 1);
+  EXPECT_EQ(Options::from_env().effort, Effort::minimal);
   unsetenv("EMBER_AUTOTUNE");
   EXPECT_EQ(Options::from_env().effort, Effort::balanced);
 }

@@ -548,6 +548,16 @@ TEST(IdxTest, CorruptFilesAreRejectedWithTheFileName) {
   expect_error([&] { read_idx(gz); }, {"[read_idx]", gz, "gzip error"});
   write_bytes(junk, {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5});
   expect_error([&] { read_idx(junk); }, {"[read_idx]", junk, "gzip error"});
+  // Named .gz but not gzip (it said "bad magic"); an uncompressed IDX file so named still reads.
+  const std::string html = dir / "page.gz", empty_gz = dir / "empty.gz", raw = dir / "raw.gz";
+  write_bytes(html, {'<', 'h', 't', 'm', 'l', '>'});
+  expect_error([&] { read_idx(html); },
+               {"[read_idx] " + html +
+                ": not a gzip file (a gzip file starts with 0x1f 0x8b, this one with 0x3c 0x68)"});
+  write_bytes(empty_gz, {});
+  expect_error([&] { read_idx(empty_gz); }, {"[read_idx] " + empty_gz + ": not a gzip file"});
+  write_bytes(raw, {0, 0, 8, 1, 0, 0, 0, 2, 7, 9});
+  EXPECT_EQ(read_idx(raw).to_vector<uint8_t>(), (std::vector<uint8_t>{7, 9}));
 }
 
 // ---------------------------------------------------------------- images

@@ -62,12 +62,19 @@ TEST(ErrorsTest, ViewsAndIndicesOutOfRange) {
   expect_error([] { zeros({2, 3}).permute({0}); }, {"[permute]"});
   expect_error([] { zeros({2}).slice(0, 0, 2, 0); }, {"[slice]", "step"});
   expect_error([] { zeros({3}).item<float>(); }, {"[item]", "3 elements"});
-  expect_error([] { zeros({-1}); }, {"negative dimension"});
+  // Each factory names itself and the shape (they all said [empty]).
+  expect_error([] { zeros({-2, 3}); }, {"[zeros] negative dimension in shape [-2, 3]"});
+  expect_error([] { ones({2, -3}); }, {"[ones] negative dimension in shape [2, -3]"});
+  expect_error([] { full({-1}, 2.0); }, {"[full] negative dimension in shape [-1]"});
+  expect_error([] { empty({-1}); }, {"[empty] negative dimension in shape [-1]"});
+  expect_error([] { rand({-4}); }, {"[rand] negative dimension in shape [-4]"});
+  expect_error([] { randn({-4}); }, {"[randn] negative dimension in shape [-4]"});
+  expect_error([] { randint(0, 5, {-4}); }, {"[randint] negative dimension in shape [-4]"});
   expect_error(
       [] {
         zeros({int64_t(1) << 32, int64_t(1) << 32});
       },
-      {"[empty]", "too many elements"});
+      {"[zeros]", "too many elements"});
   expect_error(
       [] {
         ones({1, 1}).expand({int64_t(1) << 40, int64_t(1) << 40});

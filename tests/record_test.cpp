@@ -164,6 +164,14 @@ TEST(SafetensorsTest, RejectsCorruptFiles) {
   expect_rejected(p, "truncated file");
   write_bytes(p, make_file(ok_header, data).substr(0, 8 + ok_header.size() + 5));
   expect_rejected(p, "out of range");
+  // The offsets printed are the file's, counting the 8-byte length before the header.
+  {
+    const std::string h = ok_header;
+    const std::string cut = make_file(h, data).substr(0, 8 + h.size() + 5);
+    write_bytes(p, cut);
+    expect_rejected(p, "(the data section is file bytes " + std::to_string(8 + h.size()) + " to " +
+                           std::to_string(cut.size()) + "; truncated file?)");
+  }
   std::string huge = make_file(ok_header, data);
   huge[7] = char(0x7f);
   write_bytes(p, huge);
@@ -171,7 +179,8 @@ TEST(SafetensorsTest, RejectsCorruptFiles) {
   std::string longer = make_file(ok_header, data);
   longer[0] = char(200);  // 200 > file size, below the limit
   write_bytes(p, longer);
-  expect_rejected(p, "exceeds the file size");
+  expect_rejected(p, "header length 200 (file bytes 8 to 208) exceeds the file size (" +
+                         std::to_string(longer.size()) + " bytes)");
   write_bytes(p, make_file(R"({"x":{"dtype":"F32",)", data));
   expect_rejected(p, "not valid JSON");
   write_bytes(p, make_file(R"([1, 2])", data));

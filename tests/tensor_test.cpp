@@ -180,6 +180,41 @@ TEST(TensorTest, ComparisonOperatorsGiveBoolTensors) {
   test::expect_error([&] { (void)(x < tensor<float>({1.f, 2.f})); }, {"[lt]", "[4]", "[2]"});
 }
 
+// operator% is torch's %, torch.remainder: the sign of the divisor, for floats and integers, in
+// all three forms (tensor % tensor, tensor % scalar, scalar % tensor).
+TEST(TensorTest, ModuloOperatorIsTorchRemainder) {
+  const Tensor a = tensor<float>({-7.f, 7.f, -7.f, 7.f, 5.5f, -0.5f});
+  const Tensor b = tensor<float>({3.f, -3.f, -3.f, 3.f, 2.f, 4.f});
+  EXPECT_EQ((a % b).to_vector<float>(), (std::vector<float>{2.f, -2.f, -1.f, 1.f, 1.5f, 3.5f}));
+  EXPECT_EQ((a % b).to_vector<float>(), remainder(a, b).to_vector<float>());
+  const Tensor ai = tensor<int64_t>({-7, 7, -7, 7, 0});
+  const Tensor bi = tensor<int64_t>({3, -3, -3, 3, -5});
+  const Tensor ri = ai % bi;
+  EXPECT_EQ(ri.dtype(), DType::i64);
+  EXPECT_EQ(ri.to_vector<int64_t>(), (std::vector<int64_t>{2, -2, -1, 1, 0}));
+  EXPECT_EQ((ai % 3).to_vector<int64_t>(), (std::vector<int64_t>{2, 1, 2, 1, 0}));
+  EXPECT_EQ((ai % -3).to_vector<int64_t>(), (std::vector<int64_t>{-1, -2, -1, -2, 0}));
+  EXPECT_EQ((7 % tensor<int64_t>({-3, 3, 5})).to_vector<int64_t>(),
+            (std::vector<int64_t>{-2, 1, 2}));
+  EXPECT_EQ((-7.5 % tensor<float>({2.f, -2.f})).to_vector<float>(),
+            (std::vector<float>{0.5f, -1.5f}));
+  // Broadcasting and promotion as every binary operator: i64 % f32 is f32.
+  const Tensor p = tensor<int64_t>({-5, 5}, {2, 1}) % tensor<float>({3.f, -3.f});
+  EXPECT_EQ(p.shape(), (Shape{2, 2}));
+  EXPECT_EQ(p.to_vector<float>(), (std::vector<float>{1.f, -2.f, 2.f, -1.f}));
+  // By zero: an integer remainder throws, as remainder() does; a floating one is NaN.
+  test::expect_error([&] { (void)(ai % 0); }, {"[remainder] integer division by zero"});
+  test::expect_error(
+      [&] {
+        (void)(ai % tensor<int64_t>({1, 1, 0, 1, 1}));
+      },
+      {"[remainder] integer division by zero"});
+  test::expect_error([&] { (void)(5 % tensor<int64_t>({0})); },
+                     {"[remainder] integer division by zero"});
+  const std::vector<float> z = (a % 0.0).to_vector<float>();
+  EXPECT_TRUE(std::all_of(z.begin(), z.end(), [](float v) { return std::isnan(v); }));
+}
+
 TEST(TensorTest, HalfAndBFloat16RoundTrip) {
   EXPECT_EQ(float(Half(1.0f)), 1.0f);
   EXPECT_EQ(Half(1.0f).bits, 0x3c00);

@@ -2,10 +2,15 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <cctype>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <type_traits>
+
+#include "ember/device.h"
 
 namespace ember::tools {
 void add_devices_command(CLI::App& app);
@@ -16,6 +21,32 @@ void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 /// ember predict --checkpoint FILE IMAGE: tools/infer.cpp.
 void add_predict_command(CLI::App& app);
+
+namespace detail {
+/// add_int_option's check of `s`: "" when valid (then `s` is canonical decimal), else why not.
+template <typename T>
+std::string check_int(std::string& s, T min, T max) {
+  T v{};
+  const char* end = s.data() + s.size();
+  const bool plus = s.size() > 1 && s[0] == '+' && s[1] != '-';
+  const auto [p, ec] = std::from_chars(s.data() + (plus ? 1 : 0), end, v);
+  if (ec == std::errc::result_out_of_range)
+    return "value " + s + " is out of range (" + std::to_string(std::numeric_limits<T>::min()) +
+           " to " + std::to_string(std::numeric_limits<T>::max()) + ")";
+  if (ec != std::errc() || p != end || s.empty())
+    return "value " + s + " is not " +
+           (std::is_signed_v<T> ? "an integer" : "a non-negative integer");
+  if (v < min || v > max) {
+    const bool no_max = max == std::numeric_limits<T>::max();
+    return "value " + std::to_string(v) + " is out of range (must be " +
+           (no_max ? ">= " + std::to_string(min)
+                   : std::to_string(min) + " to " + std::to_string(max)) +
+           ")";
+  }
+  s = std::to_string(v);
+  return "";
+}
+}  // namespace detail
 
 /// An integer option read exactly: decimal digits (a '-' only for signed T) in [min, max], else a
 /// usage error naming the option ("--epochs: value 0 is out of range (must be >= 1)"). CLI11
@@ -29,35 +60,40 @@ CLI::Option* add_int_option(CLI::App* cmd, const std::string& name, T& value,
   static_assert(std::is_integral_v<T>);
   CLI::Option* opt = cmd->add_option(name, value, description);
   opt->transform(CLI::Validator(
-      [min, max](std::string& s) -> std::string {
-        T v{};
-        const char* end = s.data() + s.size();
-        const bool plus = s.size() > 1 && s[0] == '+' && s[1] != '-';
-        const auto [p, ec] = std::from_chars(s.data() + (plus ? 1 : 0), end, v);
-        if (ec == std::errc::result_out_of_range)
-          return "value " + s + " is out of range (" +
-                 std::to_string(std::numeric_limits<T>::min()) + " to " +
-                 std::to_string(std::numeric_limits<T>::max()) + ")";
-        if (ec != std::errc() || p != end || s.empty())
-          return "value " + s + " is not " +
-                 (std::is_signed_v<T> ? "an integer" : "a non-negative integer");
-        if (v < min || v > max) {
-          const bool no_max = max == std::numeric_limits<T>::max();
-          return "value " + std::to_string(v) + " is out of range (must be " +
-                 (no_max ? ">= " + std::to_string(min)
-                         : std::to_string(min) + " to " + std::to_string(max)) +
-                 ")";
-        }
-        s = std::to_string(v);
-        return "";
+      [min, max, name, opt](std::string& s) -> std::string {
+        const std::string why = detail::check_int(s, min, max);
+        // CLI11 gives a hidden option (empty group) no name in its error (": value ..."): say
+        // it here (main.cpp drops the empty one).
+        return why.empty() || !opt->get_group().empty() ? why : name + ": " + why;
       },
       "", ""));
   return opt;
 }
 
+/// A real-number option's check: the whole value a finite decimal number strictly between `lo`
+/// and `hi` ("value 1.5 is out of range (must be > 0 and < 1)"), else a usage error naming the
+/// option. `range` says the range in words.
+inline CLI::Validator real_between(double lo, double hi, const std::string& range) {
+  return CLI::Validator(
+      [lo, hi, range](std::string& s) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(s[0])))
+          return "value " + s + " is not a number";
+        if (!(v > lo && v < hi) || !std::isfinite(v))
+          return "value " + s + " is out of range (must be " + range + ")";
+        return "";
+      },
+      "", "");
+}
+
 /// --device: a name Device::parse knows (cpu, ref, vulkan, vulkan:N, vulkan:KIND, cuda:N), else a
 /// usage error. Whether the device can run is found out when the command opens it (an error).
+/// Not given (value ""): the library's default device, Device::default_device() (EMBER_DEVICE,
+/// else cpu).
 CLI::Option* add_device_option(CLI::App* cmd, std::string& value);
+/// The device --device names, or the default one when it was not given (device_of("")).
+Device device_of(const std::string& value);
 
 /// --max-image-pixels N, on a command that decodes images: the largest image (width x height)
 /// it accepts, data::set_max_image_pixels (default data::kDefaultMaxImagePixels; 0: no limit).

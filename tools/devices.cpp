@@ -21,8 +21,9 @@ bool is_index(const std::string& s) {
 }  // namespace
 
 CLI::Option* add_device_option(CLI::App* cmd, std::string& value) {
-  CLI::Option* opt =
-      cmd->add_option("--device", value, "cpu, ref, vulkan, opencl, ... (see `ember devices`)");
+  CLI::Option* opt = cmd->add_option("--device", value,
+                                     "cpu, ref, vulkan, opencl, ... (see `ember devices`; default: "
+                                     "$EMBER_DEVICE, else cpu)");
   opt->check(CLI::Validator(
       [](std::string& s) -> std::string {
         if (s == "cpu" || s == "ref" || s == "vulkan" || s == "opencl" || s == "cuda") return "";
@@ -54,7 +55,11 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& value) {
                "devices`)";
       },
       "", ""));
-  return opt->capture_default_str();
+  return opt;
+}
+
+Device device_of(const std::string& value) {
+  return value.empty() ? Device::default_device() : Device::parse(value);
 }
 
 void add_devices_command(CLI::App& app) {

@@ -141,7 +141,7 @@ constexpr const char* kNotANumberFooter =
 
 void add_eval_command(CLI::App& app) {
   struct Args {
-    std::string checkpoint, data_dir, dataset, device = "cpu";
+    std::string checkpoint, data_dir, dataset, device;
     int64_t batch_size = 256;
   };
   auto a = std::make_shared<Args>();
@@ -164,7 +164,7 @@ void add_eval_command(CLI::App& app) {
                  int64_t(1))
       ->capture_default_str();
   cmd->callback([a] {
-    const Device device = Device::parse(a->device);
+    const Device device = device_of(a->device);
     Trained t = load_trained("eval", a->checkpoint, a->dataset, device);
     data::DatasetPtr<data::Example> test;
     std::string what = t.dataset;
@@ -216,7 +216,7 @@ void add_eval_command(CLI::App& app) {
 
 void add_predict_command(CLI::App& app) {
   struct Args {
-    std::string checkpoint, image, dataset, device = "cpu";
+    std::string checkpoint, image, dataset, device;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
@@ -236,7 +236,7 @@ void add_predict_command(CLI::App& app) {
   add_max_image_pixels_option(cmd);
   cmd->callback([a] {
     namespace F = nn::functional;
-    const Device device = Device::parse(a->device);
+    const Device device = device_of(a->device);
     Trained t = load_trained("predict", a->checkpoint, a->dataset, device);
     std::vector<std::string> classes;
     Tensor x;

@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> extras = app.remaining();
     for (const CLI::App* sub : app.get_subcommands({}))
       for (const std::string& x : sub->remaining()) extras.push_back(x);
-    const std::string msg = extras.empty() ? e.what() : CLI::ExtrasError(extras).what();
+    std::string msg = extras.empty() ? e.what() : CLI::ExtrasError(extras).what();
+    if (msg.rfind(": ", 0) == 0) msg = msg.substr(2);  // a hidden option's (commands.h)
     std::cerr << "error: " << msg << "\nRun with --help for more information.\n";
     return ember::tools::kExitUsage;
   } catch (const std::exception& e) {

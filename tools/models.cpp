@@ -167,7 +167,7 @@ std::string data_fingerprint(const Tensor& images_u8, const Tensor& labels) {
 }
 
 data::TensorDataset load_split(const DatasetSpec& spec, const std::string& dir, bool train,
-                               std::string* fingerprint) {
+                               std::string* fingerprint, int64_t limit) {
   data::TensorDataset raw = [&] {
     if (spec.name == "mnist") {
       prepare_mnist(dir, dir == spec.default_dir);
@@ -176,7 +176,12 @@ data::TensorDataset load_split(const DatasetSpec& spec, const std::string& dir, 
     return data::load_fashion_mnist(dir, train);
   }();
   if (fingerprint) *fingerprint = data_fingerprint(raw.data(), raw.targets());
-  return data::TensorDataset(normalize_images(raw.data(), spec).contiguous(), raw.targets());
+  Tensor images = raw.data(), labels = raw.targets();
+  if (limit > 0 && limit < images.size(0)) {
+    images = images.narrow(0, 0, limit);
+    labels = labels.narrow(0, 0, limit).contiguous();
+  }
+  return data::TensorDataset(normalize_images(images, spec).contiguous(), labels);
 }
 
 }  // namespace ember::tools

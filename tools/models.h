@@ -74,9 +74,10 @@ bool has_mnist_files(const std::string& dir);
 void prepare_mnist(const std::string& dir, bool may_create);
 /// The train or test split of a dataset as f32 [N, 1, 28, 28] normalized images and i64 [N]
 /// labels (host). For mnist, prepares `dir` first when needed. `fingerprint`, when given, gets
-/// data_fingerprint of the split.
+/// data_fingerprint of the split (all of it). `limit` > 0: only the first `limit` images are
+/// converted and returned (--limit-train 64 converted all 60,000).
 data::TensorDataset load_split(const DatasetSpec& spec, const std::string& dir, bool train,
-                               std::string* fingerprint = nullptr);
+                               std::string* fingerprint = nullptr, int64_t limit = 0);
 /// What identifies a split's content: "fnv1a64:<16 hex digits>", FNV-1a over the bytes of its
 /// first 100 images (u8 [N, H, W] as stored) and their labels. MNIST and Fashion-MNIST have the
 /// same shapes and class count, so a model trained on one runs on the other without an error;

@@ -34,7 +34,7 @@ struct TrainArgs {
   int64_t batch_size = 64;
   double lr = 1e-3;
   bool lr_given = false;  // else a --resume keeps the checkpoint's learning rate
-  std::string device = "cpu";
+  std::string device;     // "": Device::default_device() (EMBER_DEVICE, else cpu)
   std::string out;
   bool resume = false;
   std::string data_dir;
@@ -96,13 +96,16 @@ std::string folder_name(const std::string& dir) {
 // --workers above this is refused: each worker is a thread with batches in flight, and torch's
 // DataLoader, asked for 2^63 workers, starts processes until the system gives out.
 constexpr int64_t kMaxWorkers = 256;
+// --image-size above this is refused: the batch of S x S images is allocated up front (100000
+// asked for 144 GB), and no classifier here needs more.
+constexpr int64_t kMaxTrainImageSize = 4096;
 
 int run_train(TrainArgs a) {
   if (!a.epochs_given) a.epochs = default_epochs(a.dataset);
   const auto t0 = std::chrono::steady_clock::now();
   // The options' ranges are checked as they are parsed (usage errors, exit status 2).
   const bool images = a.dataset == "images";
-  const Device device = Device::parse(a.device);
+  const Device device = device_of(a.device);
   Device::set_default_device(device);
   const std::string out = !a.out.empty() ? a.out
                           : images       ? "runs/" + folder_name(a.data_dir) + "-" + a.model
@@ -133,9 +136,11 @@ int run_train(TrainArgs a) {
   } else {
     const DatasetSpec spec = dataset_spec(a.dataset);
     const std::string dir = a.data_dir.empty() ? spec.default_dir : a.data_dir;
-    train_ds = std::make_shared<data::TensorDataset>(load_split(spec, dir, true));
-    test_ds =
-        std::make_shared<data::TensorDataset>(load_split(spec, dir, false, &test_fingerprint));
+    // Only the images used are converted to f32 (first_n below then keeps them all).
+    train_ds =
+        std::make_shared<data::TensorDataset>(load_split(spec, dir, true, nullptr, a.limit_train));
+    test_ds = std::make_shared<data::TensorDataset>(
+        load_split(spec, dir, false, &test_fingerprint, a.limit_test));
   }
   const data::DatasetPtr<data::Example> train_set = first_n(train_ds, a.limit_train);
   const data::DatasetPtr<data::Example> test_set = first_n(test_ds, a.limit_test);
@@ -175,11 +180,28 @@ int run_train(TrainArgs a) {
                        {"seed", std::to_string(a.seed)},
                        {"training images", std::to_string(train_set->size())},
                        {"test images", std::to_string(test_set->size())}};
-  if (a.interrupt_after > 0) {  // for tests: a deterministic Ctrl-C after that many batches
-    o.on_batch_end = [n = a.interrupt_after, seen = int64_t(0)](const train::BatchEvent&) mutable {
-      if (++seen == n) std::raise(SIGINT);
-    };
-  }
+  // The training rate of this process's batches, for a run interrupted before an epoch's
+  // metrics (samples_per_sec) exist: samples over the time from each epoch's start (fit, or
+  // the previous epoch's end) to its last batch.
+  struct Rate {
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point epoch_start = Clock::now(), last_batch = epoch_start;
+    int64_t samples = 0;
+    double seconds = 0;  // of the epochs completed in this process
+  };
+  auto rate = std::make_shared<Rate>();
+  const int64_t n_train = train_set->size(), train_batch = batch_within(a.batch_size, n_train);
+  o.on_batch_end = [rate, n_train, train_batch, n = a.interrupt_after,
+                    seen = int64_t(0)](const train::BatchEvent& e) mutable {
+    rate->last_batch = Rate::Clock::now();
+    rate->samples += e.batch == e.batches - 1 ? n_train - e.batch * train_batch : train_batch;
+    // For tests: a deterministic Ctrl-C after that many batches.
+    if (++seen == n) std::raise(SIGINT);
+  };
+  o.on_epoch_end = [rate](const train::EpochSummary&) {
+    rate->seconds += std::chrono::duration<double>(rate->last_batch - rate->epoch_start).count();
+    rate->epoch_start = Rate::Clock::now();
+  };
   train::Learner learner(model, opt, train::cross_entropy_loss(), o);
   if (a.resume) {
     learner.resume(out);
@@ -212,8 +234,9 @@ int run_train(TrainArgs a) {
                     : a.dataset)
             << " (" << train_set->size() << " training, " << test_set->size()
             << (images && data_json["test_folder"] == "" ? " validation" : " test")
-            << " images) on " << device.str() << ", " << a.epochs << " epochs, batch "
-            << a.batch_size << ", Adam lr " << a.lr << ", output " << out << "\n";
+            << " images) on " << device.str() << ", " << a.epochs
+            << (a.epochs == 1 ? " epoch" : " epochs") << ", batch " << a.batch_size << ", Adam lr "
+            << a.lr << ", output " << out << "\n";
   const train::FitResult r = learner.fit(train_loader, &test_loader, a.epochs);
 
   nlohmann::json epochs = nlohmann::json::array();
@@ -230,6 +253,14 @@ int run_train(TrainArgs a) {
                                                 : nlohmann::json(it->second);
   };
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Interrupted: the batches this process ran, the unfinished epoch's included (the epochs'
+  // samples_per_sec leave it out, and there may be none: that read 0.0).
+  double samples_per_second = mean_metric(r.history, "samples_per_sec");
+  if (r.status == train::FitStatus::interrupted) {
+    const double secs =
+        rate->seconds + std::chrono::duration<double>(rate->last_batch - rate->epoch_start).count();
+    samples_per_second = secs > 0 ? double(rate->samples) / secs : 0.0;
+  }
   nlohmann::json s = {{"dataset", a.dataset},
                       {"model", a.model},
                       {"device", device.str()},
@@ -245,7 +276,7 @@ int run_train(TrainArgs a) {
                       {"test_accuracy", last("valid_accuracy")},
                       {"test_loss", last("valid_loss")},
                       {"train_loss", last("train_loss")},
-                      {"train_samples_per_second", mean_metric(r.history, "samples_per_sec")},
+                      {"train_samples_per_second", samples_per_second},
                       {"wall_seconds", wall},
                       {"checkpoint", r.last_checkpoint},
                       {"history", epochs}};
@@ -297,16 +328,7 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--lr", a->lr,
                   "Adam learning rate (with --resume: the checkpoint's unless given)")
-      ->check(CLI::Validator(
-          [](std::string& s) -> std::string {
-            char* end = nullptr;
-            const double v = std::strtod(s.c_str(), &end);
-            if (s.empty() || *end != '\0') return "value " + s + " is not a number";
-            if (!(v > 0) || !std::isfinite(v))
-              return "value " + s + " is out of range (must be a finite number > 0)";
-            return "";
-          },
-          "", ""))
+      ->check(real_between(0, HUGE_VAL, "a finite number > 0"))
       ->capture_default_str();
   add_device_option(cmd, a->device);
   add_max_image_pixels_option(cmd);
@@ -321,13 +343,15 @@ void add_train_command(CLI::App& app) {
                   "for images: DIR/<class>/*.png|jpg|jpeg, split per class into training and "
                   "validation images, or DIR/train/<class>/... and DIR/test/<class>/...");
   add_int_option(cmd, "--image-size", a->image_size,
-                 "Images: the side S they are resized (shorter side) and centre-cropped to "
-                 "(default 28 for grayscale images, 32 for colour)");
+                 "Images: the side S they are resized (shorter side) and centre-cropped to, 1 "
+                 "to 4096 (default 28 for grayscale images, 32 for colour)",
+                 int64_t(1), kMaxTrainImageSize);
   add_int_option(cmd, "--channels", a->channels,
                  "Images: 1 (grayscale) or 3 (RGB); default 1 when every image is grayscale");
   cmd->add_option("--valid-fraction", a->valid_fraction,
                   "Images without a test folder: the share of each class held out for "
-                  "validation (seeded by --seed)")
+                  "validation, > 0 and < 1 (seeded by --seed)")
+      ->check(real_between(0, 1, "> 0 and < 1"))
       ->capture_default_str();
   add_int_option(cmd, "--workers", a->workers, "DataLoader worker threads (at most 256)",
                  int64_t(0), kMaxWorkers)
@@ -366,9 +390,6 @@ void add_train_command(CLI::App& app) {
     if (channels->count() > 0 && a->channels != 1 && a->channels != 3)
       throw CLI::ValidationError("--channels",
                                  "must be 1 or 3, got " + std::to_string(a->channels));
-    if (image_size->count() > 0 && a->image_size < 1)
-      throw CLI::ValidationError("--image-size",
-                                 "must be >= 1, got " + std::to_string(a->image_size));
     const int rc = run_train(*a);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });

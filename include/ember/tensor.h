@@ -356,6 +356,12 @@ Tensor operator+(const Scalar& a, const Tensor& b);
 Tensor operator-(const Scalar& a, const Tensor& b);
 Tensor operator*(const Scalar& a, const Tensor& b);
 Tensor operator/(const Scalar& a, const Tensor& b);
+/// remainder(a, b), as torch's `%` (torch.remainder): the result has the sign of the divisor
+/// (-7 % 3 == 2, 7 % -3 == -2); an integer remainder by zero throws ember::Error, a floating one
+/// is NaN. Not C++'s `%` on ints, whose result has the sign of the dividend (that is fmod).
+Tensor operator%(const Tensor& a, const Tensor& b);
+Tensor operator%(const Tensor& a, const Scalar& b);
+Tensor operator%(const Scalar& a, const Tensor& b);
 
 // ---- creation ----
 /// Uninitialised memory.

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/env.h"
 #include "core/merge_dims.h"
 #include "ember/error.h"
 
@@ -257,10 +258,7 @@ std::shared_ptr<const Kernel> cached(const std::string& key, Dialect d, const Ca
   if (hit) {
     // EMBER_CHECK_KERNEL_KEYS=1 (the tests set it): a key must name one kernel, so a lowering
     // that bakes something into the source but not into the key fails here, not with wrong data.
-    static const bool check = [] {
-      const char* e = std::getenv("EMBER_CHECK_KERNEL_KEYS");
-      return e && *e && std::string(e) != "0";
-    }();
+    static const bool check = env_flag("EMBER_CHECK_KERNEL_KEYS", false);
     if (check && make()->source != hit->source)
       EMBER_FAIL("codegen", "kernel key '", key,
                  "' names two different kernels: the lowering must put what it bakes into the "

@@ -27,13 +27,21 @@ std::string base_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-bool make_dirs(const std::string& path) {
+// Creates `path` and its missing parents; on failure says which folder and why in `why`.
+bool make_dirs(const std::string& path, std::string& why) {
   if (path.empty()) return true;
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) return S_ISDIR(st.st_mode);
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return true;
+    why = path + " is not a folder";
+    return false;
+  }
   const size_t slash = path.find_last_of('/');
-  if (slash != std::string::npos && slash > 0 && !make_dirs(path.substr(0, slash))) return false;
-  return ::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST;
+  if (slash != std::string::npos && slash > 0 && !make_dirs(path.substr(0, slash), why))
+    return false;
+  if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return true;
+  why = "cannot create folder " + path + " (" + std::strerror(errno) + ")";
+  return false;
 }
 
 // Writes and renames; on failure returns the reason (errno kept in `err`) with the temporary
@@ -90,11 +98,18 @@ void write_file_atomic(const std::string& path, const void* data, size_t n, cons
     EMBER_FAIL(op, path, ": ", why, " (", std::strerror(err), ")");
 }
 
-bool try_write_file_atomic(const std::string& path, const void* data, size_t n) noexcept {
+bool try_write_file_atomic(const std::string& path, const void* data, size_t n,
+                           std::string* why) noexcept {
   try {
-    if (path.empty() || !make_dirs(dir_of(path))) return false;
-    int err = 0;
-    return write_atomic(path, data, n, err) == nullptr;
+    std::string reason = path.empty() ? "empty file name" : "";
+    if (reason.empty() && make_dirs(dir_of(path), reason)) {
+      int err = 0;
+      const char* w = write_atomic(path, data, n, err);
+      if (!w) return true;
+      reason = std::string(w) + " (" + std::strerror(err) + ")";
+    }
+    if (why) *why = reason;
+    return false;
   } catch (...) {  // std::string allocation
     return false;
   }

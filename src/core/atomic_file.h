@@ -13,7 +13,9 @@ namespace ember {
 void write_file_atomic(const std::string& path, const void* data, size_t n, const char* op);
 
 /// The same for caches, where a failed write only costs time: creates missing parent folders and
-/// returns false instead of throwing.
-bool try_write_file_atomic(const std::string& path, const void* data, size_t n) noexcept;
+/// returns false instead of throwing, the reason in `*why` when given ("cannot create folder
+/// /x/y (Permission denied)", "/x is not a folder", "rename failed (...)").
+bool try_write_file_atomic(const std::string& path, const void* data, size_t n,
+                           std::string* why = nullptr) noexcept;
 
 }  // namespace ember

@@ -1,9 +1,9 @@
 #include "ember/device.h"
 
-#include <cstdlib>
 #include <mutex>
 #include <optional>
 
+#include "core/env.h"
 #include "ember/error.h"
 
 namespace ember {
@@ -98,13 +98,16 @@ Device Device::parse(const std::string& s) {
 Device Device::default_device() {
   if (default_override()) return *default_override();
   static const Device from_env = [] {
-    const char* e = std::getenv("EMBER_DEVICE");
-    if (!e || !*e) return Device::cpu();
+    const std::string e = env_string("EMBER_DEVICE");
+    if (e.empty()) return Device::cpu();
     try {
       return Device::parse(e);
     } catch (const std::exception& err) {
-      // Name the variable the bad value came from; the parse error without its "[tag] ".
+      // Name the variable the bad value came from; the parse error without its "[tag] ". One
+      // that names its own variable (EMBER_DEVICE=vulkan with EMBER_VULKAN_DEFAULT_DEVICE) is
+      // that variable's fault.
       std::string why = err.what();
+      if (why.find("EMBER_VULKAN_DEFAULT_DEVICE=") != std::string::npos) throw;
       if (!why.empty() && why[0] == '[' && why.find("] ") != std::string::npos)
         why = why.substr(why.find("] ") + 2);
       EMBER_FAIL("device", "EMBER_DEVICE=", e, " does not name a usable device: ", why);

@@ -75,6 +75,16 @@ void swap_bytes(unsigned char* p, size_t n, int es) {
 Tensor read_idx(const std::string& path) {
   const char* op = "read_idx";
   std::vector<unsigned char> bytes = detail::read_file(path, op);
+  // A .gz file that is neither gzip nor IDX (an HTML error page saved by a download) is named
+  // for what it fails to be ("bad magic" sent the reader to the IDX format).
+  const bool named_gz = path.size() >= 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+  const bool idx_magic = bytes.size() >= 2 && bytes[0] == 0 && bytes[1] == 0;
+  if (named_gz && !detail::is_gzip(bytes) && !idx_magic)
+    EMBER_FAIL(op, path, ": not a gzip file (a gzip file starts with 0x1f 0x8b, this one with ",
+               bytes.empty()      ? std::string("nothing: it is empty")
+               : bytes.size() < 2 ? hex(bytes[0])
+                                  : hex(bytes[0]) + " " + hex(bytes[1]),
+               ")");
   if (detail::is_gzip(bytes)) bytes = detail::gunzip(bytes, path, op);
   if (bytes.size() < 4)
     EMBER_FAIL(op, path, ": truncated header (", bytes.size(),

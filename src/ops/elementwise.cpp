@@ -342,6 +342,9 @@ Tensor operator+(const Scalar& a, const Tensor& b) { return binary(BinaryOp::add
 Tensor operator-(const Scalar& a, const Tensor& b) { return binary(BinaryOp::sub, a, b); }
 Tensor operator*(const Scalar& a, const Tensor& b) { return binary(BinaryOp::mul, a, b); }
 Tensor operator/(const Scalar& a, const Tensor& b) { return binary(BinaryOp::div, a, b); }
+Tensor operator%(const Tensor& a, const Tensor& b) { return remainder(a, b); }
+Tensor operator%(const Tensor& a, const Scalar& b) { return remainder(a, b); }
+Tensor operator%(const Scalar& a, const Tensor& b) { return binary(BinaryOp::remainder, a, b); }
 
 Tensor operator~(const Tensor& a) { return bitwise_not(a); }
 #define EMBER_INT_OPERATOR(sym, fn)                                          \

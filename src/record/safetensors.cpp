@@ -130,9 +130,10 @@ SafetensorsFile deserialize_safetensors(const std::string& bytes, const std::str
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | uint8_t(bytes[size_t(i)]);
   if (n > kMaxHeader) fail("header length ", n, " exceeds the limit of ", kMaxHeader);
+  // Offsets in the messages are the file's: the header starts after the 8-byte length.
   if (n > bytes.size() - 8)
-    fail("header length ", n, " exceeds the file size (", bytes.size(),
-         " bytes): truncated or not ", "a safetensors file");
+    fail("header length ", n, " (file bytes 8 to ", 8 + n, ") exceeds the file size (",
+         bytes.size(), " bytes): truncated or not ", "a safetensors file");
   const std::string text = bytes.substr(8, size_t(n));
   if (text.empty() || text[0] != '{') fail("header is not a JSON object");
   // JSON keeps the last of repeated keys silently; a header naming a tensor twice is corrupt.
@@ -209,8 +210,9 @@ SafetensorsFile deserialize_safetensors(const std::string& bytes, const std::str
       fail("entry \"", name, "\": shape ", shape_text(shape), " is too large");
     if (e < b) fail("entry \"", name, "\": data_offsets [", b, ", ", e, "] end before they begin");
     if (e > data_size)
-      fail("entry \"", name, "\": data_offsets [", b, ", ", e, "] are out of range (data section ",
-           data_size, " bytes; truncated file?)");
+      fail("entry \"", name, "\": data_offsets [", b, ", ", e, "] (file bytes ", 8 + n + b, " to ",
+           8 + n + e, ") are out of range (the data section is file bytes ", 8 + n, " to ",
+           bytes.size(), "; truncated file?)");
     if (e - b != nbytes)
       fail("entry \"", name, "\": data_offsets [", b, ", ", e, "] hold ", e - b, " bytes but ",
            v["dtype"].get<std::string>(), " ", shape_text(shape), " needs ", nbytes);
@@ -224,7 +226,9 @@ SafetensorsFile deserialize_safetensors(const std::string& bytes, const std::str
   uint64_t at = 0;
   for (const auto& s : spans) {
     if (s.begin < at) fail("tensor \"", s.name, "\" overlaps the previous tensor's data");
-    if (s.begin > at) fail("gap in the data before tensor \"", s.name, "\" (offset ", at, ")");
+    if (s.begin > at)
+      fail("gap in the data before tensor \"", s.name, "\" (data offset ", at, ", file byte ",
+           8 + n + at, ")");
     at = s.end;
   }
   if (at != data_size)

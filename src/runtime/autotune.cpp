@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
+#include "core/env.h"
 #include "ember/error.h"
 #include "runtime/backend.h"
 
@@ -22,11 +23,6 @@ namespace {
 
 constexpr int kFormatVersion = 1;
 constexpr const char* kFormat = "ember-autotune";
-
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::strcmp(v, "0") != 0;
-}
 
 // Timed runs per candidate at each effort.
 int reps_of(Effort e) { return e == Effort::minimal ? 2 : e == Effort::balanced ? 3 : 5; }
@@ -66,25 +62,19 @@ const char* effort_name(Effort e) {
   return "balanced";
 }
 
+// EMBER_AUTOTUNE: a level, or a flag word as every switch reads them (0/false/no: off,
+// 1/true/yes/on: the default, balanced).
 Effort effort_from_env() {
-  const char* v = std::getenv("EMBER_AUTOTUNE");
-  if (!v || !*v) return Effort::balanced;
+  if (const std::optional<bool> f = parse_env_flag(env_string("EMBER_AUTOTUNE")))
+    return *f ? Effort::balanced : Effort::off;
+  const std::string v = env_choice("EMBER_AUTOTUNE", {"off", "minimal", "balanced", "full"},
+                                   effort_name(Effort::balanced));
   Effort e = Effort::balanced;
-  if (!parse_effort(v, e))
-    std::fprintf(
-        stderr, "ember: EMBER_AUTOTUNE='%s' is not off|minimal|balanced|full; using balanced\n", v);
+  parse_effort(v, e);
   return e;
 }
 
-std::string cache_dir_from_env() {
-  const char* c = std::getenv("EMBER_AUTOTUNE_CACHE");
-  if (c && *c) return c;
-  const char* x = std::getenv("XDG_CACHE_HOME");
-  if (x && *x) return std::string(x) + "/ember/autotune";
-  const char* h = std::getenv("HOME");
-  if (h && *h) return std::string(h) + "/.cache/ember/autotune";
-  return "";
-}
+std::string cache_dir_from_env() { return env_cache_dir("EMBER_AUTOTUNE_CACHE", "autotune"); }
 
 int64_t anchor(int64_t v) {
   int64_t p = 1;
@@ -96,7 +86,7 @@ Options Options::from_env() {
   Options o;
   o.effort = effort_from_env();
   o.dir = cache_dir_from_env();
-  o.check = env_flag("EMBER_CHECK");
+  o.check = env_flag("EMBER_CHECK", false);
   return o;
 }
 
@@ -198,7 +188,7 @@ void Autotuner::load_locked() {
   bool found = false;
   const std::string why = read_file(path, got, found);
   if (!why.empty()) {
-    std::fprintf(stderr, "ember: autotune cache %s ignored: %s; it will be rewritten\n",
+    std::fprintf(stderr, "warning: [autotune] cache %s ignored: %s; it will be rewritten\n",
                  path.c_str(), why.c_str());
     return;
   }
@@ -208,7 +198,8 @@ void Autotuner::load_locked() {
 
 // Writes every choice (mu_ held): temp file + rename (core/atomic_file.h). Choices another
 // process wrote since this one loaded the file are kept (a foreign or corrupt file, reported at
-// load, is overwritten). A failed write only costs the next process its tuning.
+// load, is overwritten). A failed write only costs the next process its tuning: it warns once
+// per tuner (an unwritable EMBER_AUTOTUNE_CACHE would otherwise never keep a choice, silently).
 void Autotuner::save_locked() {
   if (options_.dir.empty() || options_.effort == Effort::off) return;
   const std::string path = options_.dir + "/" + stem_ + ".json";
@@ -227,7 +218,11 @@ void Autotuner::save_locked() {
                             {"device", identity_},
                             {"entries", entries}};
   const std::string text = j.dump(1) + "\n";
-  try_write_file_atomic(path, text.data(), text.size());
+  std::string why;
+  if (!try_write_file_atomic(path, text.data(), text.size(), &why) && !save_warned_) {
+    save_warned_ = true;
+    std::fprintf(stderr, "warning: [autotune] cannot write %s: %s\n", path.c_str(), why.c_str());
+  }
 }
 
 size_t Autotuner::tune(const std::string& key, const std::vector<Candidate>& cands,

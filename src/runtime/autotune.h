@@ -34,12 +34,14 @@ namespace ember::autotune {
 
 enum class Effort : uint8_t { off, minimal, balanced, full };
 
-/// EMBER_AUTOTUNE parsed (unset or empty: balanced; anything else unknown: balanced, with a
-/// warning on stderr).
+/// EMBER_AUTOTUNE parsed: off|minimal|balanced|full in any case, 0/false/no for off, 1/true/yes
+/// for balanced; unset or empty: balanced; anything else: balanced, with a warning on stderr
+/// (core/env.h).
 Effort effort_from_env();
 /// "off", "minimal", "balanced", "full".
 const char* effort_name(Effort e);
-/// The cache folder from EMBER_AUTOTUNE_CACHE / XDG_CACHE_HOME / HOME ("" when none is set).
+/// The cache folder from EMBER_AUTOTUNE_CACHE (0/off: none) / XDG_CACHE_HOME / HOME ("" when
+/// none is set).
 std::string cache_dir_from_env();
 /// A power of two >= v (v <= 1: 1): the shape class of a size.
 int64_t anchor(int64_t v);
@@ -135,6 +137,7 @@ class Autotuner {
   std::map<std::string, Entry> entries_;
   std::map<std::string, std::string> forced_;
   TunerStats stats_;
+  bool save_warned_ = false;  // an unwritable cache file is reported once
 };
 
 /// The device's Autotuner (made on first use from Backend::autotune_identity()); one per device

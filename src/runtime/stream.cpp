@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/env.h"
 #include "runtime/backend.h"
 #include "runtime/stream_io.h"
 #include "tensor/overlap.h"
@@ -21,31 +22,13 @@ bool stream_check_mode();  // stream_check.cpp
 
 namespace {
 
-bool env_off(const char* name) {
-  const char* v = std::getenv(name);
-  return v &&
-         (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "false") == 0);
-}
-
 bool fusion_log() {
-  static const bool on = [] {
-    const char* v = std::getenv("EMBER_FUSION_LOG");
-    return v && *v && std::strcmp(v, "0") != 0;
-  }();
+  static const bool on = env_flag("EMBER_FUSION_LOG", false);
   return on;
 }
 
-int64_t env_capacity() {
-  const char* v = std::getenv("EMBER_STREAM_OPS");
-  if (!v || !*v) return 256;
-  char* end = nullptr;
-  const long long n = std::strtoll(v, &end, 10);
-  if (*end || n < 1) {
-    std::fprintf(stderr, "ember: EMBER_STREAM_OPS='%s' is not a positive integer; using 256\n", v);
-    return 256;
-  }
-  return int64_t(n);
-}
+// Ops a stream holds before it flushes (EMBER_STREAM_OPS); a bad value warns (core/env.h).
+int64_t env_capacity() { return env_int("EMBER_STREAM_OPS", 256, 1, 1000000); }
 
 using detail::io_of;
 using detail::op_if;
@@ -472,7 +455,7 @@ void Backend::execute(const ir::Op& op) {
 
 void Backend::enable_fusion() {
   fusion_capable_ = true;
-  fusion_ = !env_off("EMBER_FUSION");
+  fusion_ = env_flag("EMBER_FUSION", true);
   capacity_ = env_capacity();
 }
 

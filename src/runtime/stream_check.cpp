@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/dispatch.h"
+#include "core/env.h"
 #include "runtime/backend.h"
 #include "runtime/stream_io.h"
 
@@ -42,10 +43,7 @@ double element(const std::vector<unsigned char>& bytes, DType t, int64_t i) {
 }  // namespace
 
 bool stream_check_mode() {
-  static const bool on = [] {
-    const char* v = std::getenv("EMBER_CHECK");
-    return v && *v && std::strcmp(v, "0") != 0;
-  }();
+  static const bool on = env_flag("EMBER_CHECK", false);
   return on;
 }
 

@@ -9,14 +9,19 @@ namespace ember {
 
 using detail::make_tensor;
 
-Tensor empty(Shape shape, TensorOptions o) { return make_tensor(shape, o.dtype_, o.device_); }
-Tensor zeros(Shape shape, TensorOptions o) { return full(std::move(shape), 0, o); }
-Tensor ones(Shape shape, TensorOptions o) { return full(std::move(shape), 1, o); }
-Tensor full(Shape shape, const Scalar& v, TensorOptions o) {
-  Tensor t = make_tensor(shape, o.dtype_, o.device_);
+namespace {
+// full() under the factory's own name: a bad shape's error names the function called.
+Tensor filled(const char* op, const Shape& shape, const Scalar& v, const TensorOptions& o) {
+  Tensor t = make_tensor(shape, o.dtype_, o.device_, false, op);
   t.fill_(v);
   return t;
 }
+}  // namespace
+
+Tensor empty(Shape shape, TensorOptions o) { return make_tensor(shape, o.dtype_, o.device_); }
+Tensor zeros(Shape shape, TensorOptions o) { return filled("zeros", shape, 0, o); }
+Tensor ones(Shape shape, TensorOptions o) { return filled("ones", shape, 1, o); }
+Tensor full(Shape shape, const Scalar& v, TensorOptions o) { return filled("full", shape, v, o); }
 // The *_like factories keep a channels-last tensor's layout (torch's memory_format=preserve).
 Tensor empty_like(const Tensor& t) {
   detail::check_defined(t, "empty_like");

@@ -9,8 +9,10 @@
 namespace ember::detail {
 
 /// A new contiguous tensor (uninitialised). `lazy`: its buffer is allocated when first used
-/// (for results of ops the stream may record: one never written is never allocated).
-Tensor make_tensor(const Shape& shape, DType dtype, const Device& device, bool lazy = false);
+/// (for results of ops the stream may record: one never written is never allocated). `op`
+/// tags a bad shape's error: a factory's name ("[zeros] negative dimension in shape [-2, 3]").
+Tensor make_tensor(const Shape& shape, DType dtype, const Device& device, bool lazy = false,
+                   const char* op = "empty");
 /// A new tensor laid out as `f` (contiguous or a channels-last format matching the rank).
 Tensor make_tensor(const Shape& shape, DType dtype, const Device& device, MemoryFormat f,
                    bool lazy = false);

@@ -52,19 +52,19 @@ Tensor& Tensor::normal_(double mean, double std) {
 }
 
 Tensor rand(Shape shape, TensorOptions o) {
-  Tensor t = make_tensor(shape, o.dtype_, o.device_);
+  Tensor t = make_tensor(shape, o.dtype_, o.device_, false, "rand");
   return t.uniform_(0, 1);
 }
 
 Tensor randn(Shape shape, TensorOptions o) {
-  Tensor t = make_tensor(shape, o.dtype_, o.device_);
+  Tensor t = make_tensor(shape, o.dtype_, o.device_, false, "randn");
   return t.normal_(0, 1);
 }
 
 Tensor randint(int64_t low, int64_t high, Shape shape, TensorOptions o) {
   if (high <= low) EMBER_FAIL("randint", "expects low < high, got low=", low, " high=", high);
   if (is_bool(o.dtype_)) EMBER_FAIL("randint", "dtype bool is not supported");
-  Tensor t = make_tensor(shape, o.dtype_, o.device_);
+  Tensor t = make_tensor(shape, o.dtype_, o.device_, false, "randint");
   draw(t, ir::RandomDist::randint, double(low), double(high));
   return t;
 }
@@ -90,7 +90,7 @@ Tensor bernoulli(const Tensor& p) {
 
 Tensor bernoulli(Shape shape, double p, TensorOptions o) {
   if (!(p >= 0 && p <= 1)) EMBER_FAIL("bernoulli", "p must be in [0, 1], got ", p);
-  Tensor t = make_tensor(shape, o.dtype_, o.device_);
+  Tensor t = make_tensor(shape, o.dtype_, o.device_, false, "bernoulli");
   draw(t, ir::RandomDist::bernoulli, p, 0);
   return t;
 }

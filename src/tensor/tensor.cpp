@@ -29,11 +29,12 @@ void* Storage::allocate_now() const {
 
 namespace detail {
 
-Tensor make_tensor(const Shape& shape, DType dtype, const Device& device, bool lazy) {
-  if (shape.size() > 64) EMBER_FAIL("empty", "rank ", shape.size(), " exceeds the maximum of 64");
-  const int64_t n = checked_numel(shape, "empty");
+Tensor make_tensor(const Shape& shape, DType dtype, const Device& device, bool lazy,
+                   const char* op) {
+  if (shape.size() > 64) EMBER_FAIL(op, "rank ", shape.size(), " exceeds the maximum of 64");
+  const int64_t n = checked_numel(shape, op);
   if (n > (int64_t(1) << 62) / dtype_size(dtype))
-    EMBER_FAIL("empty", "shape ", shape_str(shape), " of ", dtype_name(dtype), " is too large");
+    EMBER_FAIL(op, "shape ", shape_str(shape), " of ", dtype_name(dtype), " is too large");
   auto impl = std::make_shared<TensorImpl>();
   Backend& b = backend_for(device);
   if (!b.supports_dtype(dtype))

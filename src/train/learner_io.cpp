@@ -355,7 +355,8 @@ void Learner::resume(const std::string& dir) {
   const int64_t best_epoch = st.best_epoch + (1 - base);
   if (best_epoch < 0 || best_epoch > epochs)
     EMBER_FAIL(op, path, ": field 'best_epoch' = ", st.best_epoch, " is not in [", base - 1, ", ",
-               epochs + base - 1, "] (", epochs, " epochs completed, numbered from ", base, ")");
+               epochs + base - 1, "] (", epochs, epochs == 1 ? " epoch" : " epochs",
+               " completed, numbered from ", base, ")");
   std::vector<EpochSummary> history;
   double es_best = kNaN;
   bool es_has_best = false;

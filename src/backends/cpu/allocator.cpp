@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/env.h"
 #include "ember/error.h"
 #include "runtime/backend.h"
 
@@ -18,11 +19,7 @@ constexpr int64_t kHuge = int64_t(2) << 20;  // blocks from this size get 2 MiB 
 
 // Cached bytes beyond this are freed instead of kept: env EMBER_CPU_CACHE_LIMIT_MB, default 2 GiB.
 int64_t cache_limit() {
-  static const int64_t v = [] {
-    if (const char* e = std::getenv("EMBER_CPU_CACHE_LIMIT_MB"))
-      return int64_t(std::atoll(e)) << 20;
-    return int64_t(2048) << 20;
-  }();
+  static const int64_t v = env_int("EMBER_CPU_CACHE_LIMIT_MB", 2048, 0, int64_t(1) << 30) << 20;
   return v;
 }
 

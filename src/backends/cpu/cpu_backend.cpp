@@ -8,6 +8,7 @@
 #include "backends/cpu/autotune_util.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/thread_pool.h"
+#include "core/env.h"
 
 namespace ember::cpu {
 
@@ -27,10 +28,7 @@ namespace {
 // EMBER_CPU_KERNELS=ref: the backend as it was before its own kernels (reference kernels, the
 // library GEMM of gemm.h, no caching allocator), for A/B measurements. Read once.
 bool own_kernels() {
-  static const bool v = [] {
-    const char* e = std::getenv("EMBER_CPU_KERNELS");
-    return !(e && std::string(e) == "ref");
-  }();
+  static const bool v = env_choice("EMBER_CPU_KERNELS", {"own", "ref"}, "own") == "own";
   return v;
 }
 }  // namespace

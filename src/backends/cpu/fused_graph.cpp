@@ -37,6 +37,7 @@
 #include "backends/cpu/thread_pool.h"
 #include "backends/ref/dispatch.h"
 #include "backends/ref/kernels.h"
+#include "core/env.h"
 #include "core/merge_dims.h"
 #include "ir/op_traits.h"
 #include "tensor/internal.h"
@@ -67,10 +68,7 @@ DType compute_dtype(DType t) { return is_half(t) ? DType::f32 : t; }
 
 // EMBER_CPU_KERNELS=ref (cpu_backend.cpp): the eager ops run the reference kernels only.
 bool ref_kernels_only() {
-  static const bool v = [] {
-    const char* e = std::getenv("EMBER_CPU_KERNELS");
-    return e && std::string(e) == "ref";
-  }();
+  static const bool v = env_choice("EMBER_CPU_KERNELS", {"own", "ref"}, "own") == "ref";
   return v;
 }
 

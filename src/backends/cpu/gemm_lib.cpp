@@ -8,6 +8,7 @@
 
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/thread_pool.h"
+#include "core/env.h"
 #include "ember/error.h"
 
 // libgomp's (weak: present when oneDNN brought it, as in thread_pool.cpp).
@@ -56,9 +57,9 @@ int deep_bind() {
 // keeps its (exported) internals bound to itself even when a pthread OpenBLAS with the same
 // symbol names is already loaded (LibTorch links one). Only an OpenMP build is accepted.
 const OpenBlas* load_openblas() {
-  const char* env = std::getenv("EMBER_OPENBLAS_LIB");
+  const std::string env = env_string("EMBER_OPENBLAS_LIB");
   const char* paths[] = {
-    env,
+    env.c_str(),
 #if defined(EMBER_LIBRARY_ARCH)  // the target's Debian multiarch triplet (from CMake)
     "/usr/lib/" EMBER_LIBRARY_ARCH "/openblas-openmp/libopenblas.so.0",
 #endif
@@ -81,22 +82,19 @@ const OpenBlas* load_openblas() {
   return nullptr;
 }
 
+// EMBER_GEMM (read once): auto (the default), onednn or openblas; another value warns.
+const std::string& gemm_env() {
+  static const std::string v = env_choice("EMBER_GEMM", {"auto", "onednn", "openblas"}, "auto");
+  return v;
+}
+
 const OpenBlas* openblas() {
-  static const OpenBlas* ob = [] {
-    const char* e = std::getenv("EMBER_GEMM");
-    if (e && std::string(e) == "onednn") return static_cast<const OpenBlas*>(nullptr);
-    return load_openblas();
-  }();
+  static const OpenBlas* ob =
+      gemm_env() == "onednn" ? static_cast<const OpenBlas*>(nullptr) : load_openblas();
   return ob;
 }
 
-bool force_openblas() {
-  static const bool v = [] {
-    const char* e = std::getenv("EMBER_GEMM");
-    return e && std::string(e) == "openblas";
-  }();
-  return v;
-}
+bool force_openblas() { return gemm_env() == "openblas"; }
 
 // CBLAS takes 32-bit sizes and leading dimensions.
 bool fits_int(std::initializer_list<int64_t> sizes) {
@@ -137,13 +135,7 @@ Library sgemm_library(int64_t m, int64_t n, int64_t k) {
   return m * n * k > kOneDnnMaxWork ? Library::openblas : Library::onednn;
 }
 
-bool sgemm_choice_forced() {
-  static const bool v = [] {
-    const char* e = std::getenv("EMBER_GEMM");
-    return e && *e;
-  }();
-  return v;
-}
+bool sgemm_choice_forced() { return gemm_env() != "auto"; }
 
 bool openblas_takes(std::initializer_list<int64_t> sizes) { return openblas() && fits_int(sizes); }
 

@@ -8,10 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "core/env.h"
 
 namespace ember::cpu {
 
@@ -28,26 +31,20 @@ int max_threads() { return std::max(64, 4 * hardware_threads()); }
 // n capped at max_threads() (a warning on stderr naming `what`, the setting as written).
 int clamp_threads(long long n, const std::string& what) {
   if (n <= max_threads()) return int(n);
-  std::fprintf(stderr,
-               "ember: %s asks for more threads than the cap of %d (max(64, 4 x %d hardware "
-               "threads)); using %d\n",
-               what.c_str(), max_threads(), hardware_threads(), max_threads());
+  std::fprintf(
+      stderr,
+      "warning: [threads] %s asks for more threads than the cap of %d (max(64, 4 x %d hardware "
+      "threads)); using %d\n",
+      what.c_str(), max_threads(), hardware_threads(), max_threads());
   return max_threads();
 }
 
-// EMBER_NUM_THREADS when it is a positive integer (a warning on stderr otherwise), else the
-// hardware's thread count.
+// EMBER_NUM_THREADS when it is a positive integer (capped, with a warning), else (a warning,
+// core/env.h, when set to something else) the hardware's thread count.
 int default_threads() {
-  if (const char* env = std::getenv("EMBER_NUM_THREADS")) {
-    char* end = nullptr;
-    const long long n = std::strtoll(env, &end, 10);
-    if (end != env && *end == '\0' && n > 0)  // past LLONG_MAX: n is LLONG_MAX, capped below
-      return clamp_threads(n, std::string("EMBER_NUM_THREADS=") + env);
-    std::fprintf(stderr,
-                 "ember: EMBER_NUM_THREADS='%s' is not a positive integer; using %d threads\n", env,
-                 hardware_threads());
-  }
-  return hardware_threads();
+  const int64_t n =
+      env_int("EMBER_NUM_THREADS", hardware_threads(), 1, std::numeric_limits<int64_t>::max());
+  return clamp_threads(n, "EMBER_NUM_THREADS=" + env_string("EMBER_NUM_THREADS"));
 }
 
 // True on pool workers and on a caller while it runs a parallel_for: nested calls go serial.
@@ -211,7 +208,7 @@ Pool& pool() {
   std::lock_guard<std::mutex> lk(g_pool_mu);
   if (!g_pool) {
     g_pool = new Pool(default_threads());
-    if (omp_set_num_threads && std::getenv("EMBER_NUM_THREADS"))
+    if (omp_set_num_threads && !env_string("EMBER_NUM_THREADS").empty())
       omp_set_num_threads(g_pool->size());
   }
   return *g_pool;

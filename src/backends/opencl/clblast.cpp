@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/env.h"
 #include "ember/error.h"
 
 namespace ember::cl {
@@ -32,7 +33,7 @@ const Blas* blas() {
     out->dgemm = reinterpret_cast<decltype(out->dgemm)>(dlsym(lib, "CLBlastDgemmStridedBatched"));
     return out->sgemm && out->dgemm ? out : nullptr;
   }();
-  if (const char* e = std::getenv("EMBER_OPENCL_CLBLAST"); e && std::string(e) == "0")
+  if (!env_flag("EMBER_OPENCL_CLBLAST", true))
     return nullptr;  // read at every matmul: a test or a user may switch it
   return b;
 }

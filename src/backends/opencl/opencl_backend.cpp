@@ -5,21 +5,14 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/env.h"
 #include "ember/error.h"
 
 namespace ember::cl {
 
 namespace {
-int64_t env_max_tasks() {
-  const char* e = std::getenv("EMBER_OPENCL_MAX_TASKS");
-  if (!e || !*e) return kDefaultMaxTasks;
-  char* end = nullptr;
-  const long long v = std::strtoll(e, &end, 10);
-  if (*end != '\0' || v < 1 || v > 1000000)
-    EMBER_FAIL("opencl", "EMBER_OPENCL_MAX_TASKS must be an integer in [1, 1000000], got '", e,
-               "'");
-  return v;
-}
+// A bad value warns and keeps the default (core/env.h).
+int64_t env_max_tasks() { return env_int("EMBER_OPENCL_MAX_TASKS", kDefaultMaxTasks, 1, 1000000); }
 
 struct Entry {
   cl_platform_id platform;
@@ -165,17 +158,7 @@ OpenCLBackend::OpenCLBackend(int64_t index, cl_platform_id platform, cl_device_i
     f.clReleaseContext(ctx_);
     fail("clCreateCommandQueue", err);
   }
-  cache_dir_ = [] {
-    if (const char* e = std::getenv("EMBER_KERNEL_CACHE_DIR")) {
-      const std::string s = e;
-      return (s == "off" || s == "0") ? std::string() : s;
-    }
-    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-      return std::string(x) + "/ember/kernels";
-    if (const char* h = std::getenv("HOME"); h && *h)
-      return std::string(h) + "/.cache/ember/kernels";
-    return std::string();
-  }();
+  cache_dir_ = env_cache_dir("EMBER_KERNEL_CACHE_DIR", "kernels");
 }
 
 OpenCLBackend::~OpenCLBackend() {

@@ -11,6 +11,7 @@
 
 #include "backends/opencl/opencl_backend.h"
 #include "core/atomic_file.h"
+#include "core/env.h"
 #include "ember/error.h"
 
 namespace ember::cl {
@@ -143,7 +144,7 @@ const void* OpenCLBackend::compile(const codegen::Kernel& k) {
   }
   if (k.dialect != codegen::Dialect::opencl)
     EMBER_FAIL("opencl", "kernel ", k.name, " is not OpenCL C");
-  if (const char* d = std::getenv("EMBER_DEBUG_KERNELS"); d && *d) {  // as Vulkan's
+  if (const std::string d = env_string("EMBER_DEBUG_KERNELS"); !d.empty()) {  // as Vulkan's
     std::error_code ec;
     fs::create_directories(d, ec);
     std::ofstream(fs::path(d) / (k.name + "-" + key + ".cl")) << k.source;

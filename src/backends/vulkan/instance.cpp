@@ -4,6 +4,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "core/env.h"
 #include "ember/error.h"
 
 namespace ember::vk {
@@ -25,10 +26,6 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT
   return VK_FALSE;
 }
 
-bool env_on(const char* name) {
-  const char* e = std::getenv(name);
-  return e && *e && std::strcmp(e, "0") != 0;
-}
 }  // namespace
 
 const char* kind_name(VkPhysicalDeviceType t) {
@@ -93,7 +90,7 @@ Instance::Instance() {
     EMBER_FAIL("vulkan", "the Vulkan loader offers API 1.0 only; Ember needs 1.1");
 
   std::vector<const char*> layers, extensions;
-  validation_ = env_on("EMBER_VULKAN_VALIDATION");
+  validation_ = env_flag("EMBER_VULKAN_VALIDATION", false);
   if (validation_) {
     uint32_t n = 0;
     g.vkEnumerateInstanceLayerProperties(&n, nullptr);

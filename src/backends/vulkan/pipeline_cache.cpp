@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
+#include "core/env.h"
 #include "ember/error.h"
 
 namespace ember::vk {
@@ -38,16 +39,7 @@ std::string hex(uint64_t v) {
   return b;
 }
 
-std::string cache_dir_from_env() {
-  if (const char* e = std::getenv("EMBER_KERNEL_CACHE_DIR")) {
-    const std::string s = e;
-    return (s == "off" || s == "0") ? "" : s;
-  }
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    return std::string(x) + "/ember/kernels";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/ember/kernels";
-  return "";
-}
+std::string cache_dir_from_env() { return env_cache_dir("EMBER_KERNEL_CACHE_DIR", "kernels"); }
 
 // Reads a cache entry; empty when missing or corrupt (the caller rebuilds it).
 std::vector<uint32_t> read_entry(const fs::path& path, uint64_t source_hash, uint64_t bytes) {
@@ -118,7 +110,7 @@ std::vector<uint32_t> compile_glsl(void* compiler, const std::string& name,
 
 PipelineCache::PipelineCache(Context& ctx) : ctx_(ctx) {
   dir_ = cache_dir_from_env();
-  if (const char* d = std::getenv("EMBER_DEBUG_KERNELS"); d && *d) {
+  if (const std::string d = env_string("EMBER_DEBUG_KERNELS"); !d.empty()) {
     debug_dir_ = d;
     std::error_code ec;
     fs::create_directories(debug_dir_, ec);

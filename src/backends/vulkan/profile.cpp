@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends/vulkan/pipeline_cache.h"
+#include "core/env.h"
 
 namespace ember::vk::profile {
 
@@ -54,10 +55,7 @@ Table& table() {
 }  // namespace
 
 int level() {
-  static const int l = [] {
-    const char* e = std::getenv("EMBER_VULKAN_PROFILE");
-    return (e && *e) ? std::atoi(e) : 0;
-  }();
+  static const int l = int(env_int("EMBER_VULKAN_PROFILE", 0, 0, 2));
   return l;
 }
 

@@ -7,6 +7,7 @@
 
 #include "backends/vulkan/instance.h"
 #include "backends/vulkan/vulkan_backend.h"
+#include "core/env.h"
 #include "ember/error.h"
 #include "ember/vulkan.h"
 
@@ -115,12 +116,19 @@ int64_t resolve_locked(const DeviceKind& kind) {
 
 Device resolve(const DeviceKind& kind) {
   std::lock_guard<std::mutex> lock(registry().mutex);
-  DeviceKind k = kind;
-  if (k.kind == DeviceKind::Kind::DefaultDevice) {
-    if (const char* e = std::getenv("EMBER_VULKAN_DEFAULT_DEVICE"); e && *e)
-      k = DeviceKind::parse(e);
+  const std::string e = env_string("EMBER_VULKAN_DEFAULT_DEVICE");
+  if (kind.kind != DeviceKind::Kind::DefaultDevice || e.empty())
+    return Device(DeviceType::vulkan, resolve_locked(kind));
+  // A device that is not there is an error (core/env.h), blamed on the variable that named it.
+  try {
+    return Device(DeviceType::vulkan, resolve_locked(DeviceKind::parse(e)));
+  } catch (const Error& err) {
+    std::string why = err.what();  // without its "[device] "
+    if (why.rfind("[", 0) == 0 && why.find("] ") != std::string::npos)
+      why = why.substr(why.find("] ") + 2);
+    EMBER_FAIL("device", "EMBER_VULKAN_DEFAULT_DEVICE=", e,
+               " does not name a usable device: ", why);
   }
-  return Device(DeviceType::vulkan, resolve_locked(k));
 }
 
 std::vector<Device> devices() {

@@ -7,6 +7,7 @@
 
 #include "backends/vulkan/instance.h"
 #include "backends/vulkan/profile.h"
+#include "core/env.h"
 #include "ember/error.h"
 
 namespace ember::vk {
@@ -14,16 +15,8 @@ namespace ember::vk {
 namespace {
 constexpr uint32_t kSetsPerPool = 256;
 
-int64_t env_max_tasks() {
-  const char* e = std::getenv("EMBER_VULKAN_MAX_TASKS");
-  if (!e || !*e) return 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(e, &end, 10);
-  if (*end != '\0' || v < 1 || v > 1000000)
-    EMBER_FAIL("vulkan", "EMBER_VULKAN_MAX_TASKS must be an integer in [1, 1000000], got '", e,
-               "'");
-  return v;
-}
+// 0 when unset (the default, kDefaultMaxTasks); a bad value warns (core/env.h).
+int64_t env_max_tasks() { return env_int("EMBER_VULKAN_MAX_TASKS", 0, 1, 1000000); }
 }  // namespace
 
 // What a batch holds on Vulkan: its command buffer, fence and descriptor pools (the last one is
