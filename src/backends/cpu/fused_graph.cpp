@@ -21,6 +21,9 @@
 // depends on the op (std::exp in the reference at or below kGrainElementwise elements, the AVX2
 // exp256 on contiguous runs, the scalar exp_f32 on strided ones): each such node takes the
 // variant its eager op would have run, from the strides its eager operand and result have.
+// tanh, erf, gelu and gelu_tanh likewise run the reference at or below kGrainElementwise
+// (std::tanh, std::erf) and simd_math.h's lane templates above it, whose bits do not depend on the
+// clone.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -76,6 +79,12 @@ bool ref_kernels_only() {
 
 bool exp_family(UnaryOp op) {
   return op == UnaryOp::exp || op == UnaryOp::sigmoid || op == UnaryOp::silu;
+}
+// Ops whose cpu f32 functor is an approximation of the reference's libm call (exp_family, and
+// the lane templates of tanh, erf and gelu): the eager op's size picks between the two.
+bool approximated(UnaryOp op) {
+  return exp_family(op) || op == UnaryOp::tanh || op == UnaryOp::erf || op == UnaryOp::gelu ||
+         op == UnaryOp::gelu_tanh;
 }
 
 // Elements per partial result of a reduced row (as the eager cpu reduce).
@@ -346,10 +355,10 @@ bool make_plan(const ir::FusedGraph& g, Plan& p) {
         if (pred && n.dtype != DType::b8) return false;
         q.round = !pred && is_half(n.dtype);
         q.how = How::row;
-        if (exp_family(n.unary) && compute_dtype(st) == DType::f32) {
+        if (approximated(n.unary) && compute_dtype(st) == DType::f32) {
           if (ref_only || !big)
             q.how = How::ref;
-          else if (st == DType::f32 &&
+          else if (exp_family(n.unary) && st == DType::f32 &&
                    !eager_contiguous_run(g.shape, layout.of(int32_t(i)), layout.of(n.a)))
             q.how = How::row_scalar;
         }
