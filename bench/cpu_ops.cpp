@@ -1,7 +1,7 @@
 // cpu backend micro-benchmarks against the machine's peers in the same run: elementwise ops
 // against a triad bandwidth probe, the elementwise chain exp(relu(x*2+1)), softmax and layer_norm
-// over [4096, 4096], conv2d 3x3 64->64 on 56x56 and the distinct conv shapes of ResNet-50,
-// max_pool2d on ResNet's stem (NCHW and channels-last), and
+// over [4096, 4096], tanh/erf/gelu/gelu_tanh on 1M and 16M elements, conv2d 3x3 64->64 on 56x56 and
+// the distinct conv shapes of ResNet-50, max_pool2d on ResNet's stem (NCHW and channels-last), and
 // sgemm N = 256..4096 against oneDNN (dnnl_sgemm and the cached dnnl::matmul primitive), OpenBLAS
 // (the pthread build, and the OpenMP build Ember's matmul calls) and BLIS called directly
 // (OpenBLAS/BLIS are dlopen'ed when installed: libopenblas-dev, libopenblas-openmp-dev,
@@ -105,6 +105,33 @@ void BM_exp_ref(benchmark::State& st) {
 void BM_chain(benchmark::State& st) {
   elementwise(st, Device::cpu(), 8,
               [](const Tensor& x, const Tensor&) { return (x * 2 + 1).relu().exp(); });
+}
+
+// tanh, erf, gelu (erf form) and gelu_tanh on n f32 elements (1M: in cache, 16M: from memory;
+// 8 bytes/element), registered by name in main().
+const char* const kActivations[] = {"tanh", "erf", "gelu", "gelu_tanh"};
+Tensor activation(int op, const Tensor& x) {
+  switch (op) {
+    case 0:
+      return tanh(x);
+    case 1:
+      return erf(x);
+    case 2:
+      return F::gelu(x);
+    default:
+      return F::gelu(x, "tanh");
+  }
+}
+void activation_ember(benchmark::State& st, int op, int64_t n) {
+  const Tensor x = input({n});
+  for (auto _ : st) {
+    Tensor y = activation(op, x);
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  note(st, 8.0 * double(n), 0);
+}
+std::string activation_name(const char* who, int op, int64_t n) {
+  return std::string("BM_act/") + kActivations[op] + "/" + (n == kN ? "16M" : "1M") + "/" + who;
 }
 
 void BM_softmax(benchmark::State& st) {
@@ -362,6 +389,24 @@ void BM_torch_exp(benchmark::State& st) {
 void BM_torch_chain(benchmark::State& st) {
   const auto x = tin({kN});
   torch_bench(st, 8.0 * kN, 0, [&] { return (x * 2 + 1).relu().exp(); });
+}
+// torch::tanh etc. allocate their result; the _out forms write a tensor allocated once (at 16M
+// the fresh 64 MiB result's page faults dominate the allocating form on this VM).
+void activation_torch(benchmark::State& st, int op, int64_t n, bool out) {
+  const auto x = tin({n});
+  auto y = torch::empty_like(x);
+  torch_bench(st, 8.0 * double(n), 0, [&] {
+    switch (op) {
+      case 0:
+        return out ? torch::tanh_out(y, x) : torch::tanh(x);
+      case 1:
+        return out ? torch::erf_out(y, x) : torch::erf(x);
+      case 2:
+        return out ? torch::gelu_out(y, x) : torch::gelu(x);
+      default:
+        return out ? torch::gelu_out(y, x, "tanh") : torch::gelu(x, "tanh");
+    }
+  });
 }
 void BM_torch_softmax(benchmark::State& st) {
   const auto x = tin({4096, 4096});
@@ -625,6 +670,19 @@ int main(int argc, char** argv) {
         ->UseRealTime();
 #endif
   }
+  for (int op = 0; op < 4; ++op)
+    for (int64_t n : {int64_t(1) << 20, kN}) {
+      benchmark::RegisterBenchmark(activation_name("ember", op, n).c_str(), activation_ember, op, n)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+#ifdef EMBER_BENCH_HAVE_TORCH
+      for (bool out : {false, true})
+        benchmark::RegisterBenchmark(activation_name(out ? "torch_out" : "torch", op, n).c_str(),
+                                     activation_torch, op, n, out)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+#endif
+    }
   MinReporter rep;
   benchmark::RunSpecifiedBenchmarks(&rep);
   std::printf("\n%-40s %10s %10s %10s   (minimum over repetitions; %d threads)\n", "benchmark",
@@ -674,6 +732,11 @@ int main(int argc, char** argv) {
     ratio("matmul bf16 " + ns + ": ember bf16 over ember f32", "BM_matmul_bf16" + sn,
           "BM_matmul" + sn);
   }
+  for (int op = 0; op < 4; ++op)
+    for (int64_t n : {int64_t(1) << 20, kN})
+      for (const char* t : {"torch", "torch_out"})
+        ratio(std::string(kActivations[op]) + (n == kN ? " 16M" : " 1M") + ": ember over " + t,
+              activation_name("ember", op, n), activation_name(t, op, n));
   ratio("bmm 256x64x64: ember over torch", "BM_bmm_small", "BM_torch_bmm_small");
   ratio("max_pool2d stem NCHW: ember over torch", "BM_max_pool_stem/0", "BM_torch_max_pool_stem/0");
   ratio("max_pool2d stem channels-last: ember over torch", "BM_max_pool_stem/1",

@@ -92,6 +92,21 @@ TEST(CpuFusedGraph, ActivationsAndMath) {
       });
 }
 
+// tanh, erf and gelu: the reference at or below the eager kernels' grain, the lane templates
+// (simd_math.h) above it, on contiguous and strided operands.
+TEST(CpuFusedGraph, TanhErfGelu) {
+  namespace F = nn::functional;
+  for (DType t : kFloats)
+    for (int64_t n : {int64_t(7), int64_t(4097), int64_t(100003)})
+      expect_fused_matches(tag("tanh erf gelu", t, n), [&] {
+        const Tensor x = input({n}, t, 40, -6, 6);
+        const Tensor s = input({2, n}, t, 41, -6, 6).slice(1, 0, n, 2);  // stepped
+        const Tensor a = F::gelu(mul(x, 1.5)), b = F::gelu(add(x, 0.5), "tanh");
+        return std::vector<Tensor>{add(a, b), erf(mul(x, 0.7)), tanh(add(s, 1.0)),
+                                   F::gelu(mul(s, 2.0))};
+      });
+}
+
 TEST(CpuFusedGraph, MixedCasts) {
   for (int64_t n : kSizes)
     expect_fused_matches(tag("casts", DType::f16, n), [&] {

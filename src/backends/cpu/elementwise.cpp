@@ -16,9 +16,15 @@
 
 // Kernels below are compiled without -ftrapping-math so that GCC if-converts the selects (NaN
 // checks, relu, max) and vectorises the loops; we never read floating-point exception flags, so
-// values are unchanged. Likewise without errno from sqrt (never read), so sqrt vectorises.
+// values are unchanged. Likewise without errno from sqrt (never read), so sqrt vectorises. And
+// without contracting a * b + c into an FMA in the AVX clones: the scalar forms then compute the
+// same bits in every clone, and simd_math.h's lane templates the same bits on every lane width.
 #pragma GCC push_options
-#pragma GCC optimize("no-trapping-math", "no-math-errno")
+#pragma GCC optimize("no-trapping-math", "no-math-errno", "fp-contract=off")
+// The functors' apply() and simd_math.h's lane templates return AVX vectors from functions
+// without an AVX target, always inlined into the AVX clones, so the ABI note does not apply. GCC
+// reports it at the end of the file: ignored to the end.
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace ember::cpu {
 
@@ -29,6 +35,19 @@ bool has_avx2() {
 #else
   return false;
 #endif
+}
+
+bool has_avx512() {
+#if defined(__x86_64__)
+  static const bool v = has_avx2() && __builtin_cpu_supports("avx512f");
+  return v;
+#else
+  return false;
+#endif
+}
+
+CpuIsa cpu_isa() {
+  return has_avx512() ? CpuIsa::avx512 : has_avx2() ? CpuIsa::avx2 : CpuIsa::baseline;
 }
 
 namespace {
@@ -56,9 +75,34 @@ struct has_vec : std::false_type {};
 template <typename F>
 struct has_vec<F, std::void_t<decltype(F::kHasVec)>> : std::true_type {};
 
+// Functors with a lane-generic form (kHasLanes, apply(V) for V = float, F8, F16: the same bits
+// on each) also have a 16-lane AVX-512 clone; their scalar operator() is apply(float).
+template <typename F, typename = void>
+struct has_lanes : std::false_type {};
+template <typename F>
+struct has_lanes<F, std::void_t<decltype(F::kHasLanes)>> : std::true_type {};
+
 template <typename F, typename D, typename T>
 EMBER_CPU_AVX2 void unary_row_avx2(F f, D* d, const T* s, int64_t n, int64_t sd, int64_t ss) {
 #if defined(__x86_64__)
+  if constexpr (has_lanes<F>::value && std::is_same_v<T, float> && std::is_same_v<D, float>) {
+    if (sd == 1 && ss == 1) {
+      int64_t i = 0;
+      for (; i + 16 <= n; i += 16) {
+        const F8 x0 = _mm256_loadu_ps(s + i), x1 = _mm256_loadu_ps(s + i + 8);
+        _mm256_storeu_ps(d + i, f.apply(x0));
+        _mm256_storeu_ps(d + i + 8, f.apply(x1));
+      }
+      for (; i < n; i += 8) {
+        const int left = int(n - i < 8 ? n - i : 8);
+        const __m256i m =
+            _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        const F8 x = _mm256_maskload_ps(s + i, m);
+        _mm256_maskstore_ps(d + i, m, f.apply(x));
+      }
+      return;
+    }
+  }
   if constexpr (has_vec<F>::value && std::is_same_v<T, float> && std::is_same_v<D, float>) {
     if (sd == 1 && ss == 1) {
       int64_t i = 0;
@@ -78,6 +122,43 @@ EMBER_CPU_AVX2 void unary_row_avx2(F f, D* d, const T* s, int64_t n, int64_t sd,
   }
 #endif
   EMBER_UNARY_ROW_BODY
+}
+
+// The AVX-512 clone, for functors with apply() only (others run the AVX2 clone).
+template <typename F, typename D, typename T>
+EMBER_CPU_AVX512 void unary_row_avx512(F f, D* d, const T* s, int64_t n, int64_t sd, int64_t ss) {
+#if defined(__x86_64__)
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<D, float>) {
+    if (sd == 1 && ss == 1) {
+      int64_t i = 0;
+      for (; i + 32 <= n; i += 32) {
+        const F16 x0 = _mm512_loadu_ps(s + i), x1 = _mm512_loadu_ps(s + i + 16);
+        _mm512_storeu_ps(d + i, f.apply(x0));
+        _mm512_storeu_ps(d + i + 16, f.apply(x1));
+      }
+      for (; i < n; i += 16) {
+        const int left = int(n - i < 16 ? n - i : 16);
+        const __mmask16 m = __mmask16((1u << left) - 1u);
+        const F16 x = _mm512_maskz_loadu_ps(m, s + i);
+        _mm512_mask_storeu_ps(d + i, m, f.apply(x));
+      }
+      return;
+    }
+  }
+#endif
+  EMBER_UNARY_ROW_BODY
+}
+
+// One row on the clone `isa` (at most the CPU's): AVX-512 only for functors with apply().
+template <typename F, typename D, typename T>
+void unary_row_on(CpuIsa isa, F f, D* d, const T* s, int64_t n, int64_t sd, int64_t ss) {
+  if constexpr (has_lanes<F>::value) {
+    if (isa == CpuIsa::avx512) return unary_row_avx512(f, d, s, n, sd, ss);
+  }
+  if (isa != CpuIsa::baseline)
+    unary_row_avx2(f, d, s, n, sd, ss);
+  else
+    unary_row_base(f, d, s, n, sd, ss);
 }
 
 #define EMBER_BINARY_ROW_BODY                                            \
@@ -254,6 +335,41 @@ struct SiluF {
 #endif
 };
 
+// tanh, erf, gelu and gelu_tanh on f32: simd_math.h's lane templates (within 2-3 ulp of the
+// correctly rounded value; the reference runs std::tanh/std::erf under EMBER_CPU_KERNELS=ref).
+struct TanhF {
+  static constexpr bool kHasLanes = true;
+  float operator()(float x) const { return lanes::tanh(x); }
+  template <class V>
+  __attribute__((always_inline)) V apply(const V& x) const {
+    return lanes::tanh(x);
+  }
+};
+struct ErfF {
+  static constexpr bool kHasLanes = true;
+  float operator()(float x) const { return lanes::erf(x); }
+  template <class V>
+  __attribute__((always_inline)) V apply(const V& x) const {
+    return lanes::erf(x);
+  }
+};
+struct GeluF {
+  static constexpr bool kHasLanes = true;
+  float operator()(float x) const { return lanes::gelu(x); }
+  template <class V>
+  __attribute__((always_inline)) V apply(const V& x) const {
+    return lanes::gelu(x);
+  }
+};
+struct GeluTanhF {
+  static constexpr bool kHasLanes = true;
+  float operator()(float x) const { return lanes::gelu_tanh(x); }
+  template <class V>
+  __attribute__((always_inline)) V apply(const V& x) const {
+    return lanes::gelu_tanh(x);
+  }
+};
+
 struct Add {
   template <typename T>
   T operator()(T a, T b) const {
@@ -399,14 +515,11 @@ template <typename T, typename D = T, typename F>
 void run_unary(const ir::Unary& op, F f) {
   D* d = ptr<D>(op.dst);
   const T* s = ptr<T>(op.src);
-  const bool avx2 = has_avx2();
+  const CpuIsa isa = cpu_isa();
   parallel_rows<2>(
       op.dst.shape(), {&op.dst.strides(), &op.src.strides()}, kGrainElementwise,
       [&](const std::array<int64_t, 2>& o, int64_t n, const std::array<int64_t, 2>& st) {
-        if (avx2)
-          unary_row_avx2(f, d + o[0], s + o[1], n, st[0], st[1]);
-        else
-          unary_row_base(f, d + o[0], s + o[1], n, st[0], st[1]);
+        unary_row_on(isa, f, d + o[0], s + o[1], n, st[0], st[1]);
       });
 }
 
@@ -495,6 +608,18 @@ bool with_unary_functor(UnaryOp op, double p0, G&& g) {
         return true;
       case UnaryOp::silu:
         g(SiluF{});
+        return true;
+      case UnaryOp::tanh:
+        g(TanhF{});
+        return true;
+      case UnaryOp::erf:
+        g(ErfF{});
+        return true;
+      case UnaryOp::gelu:
+        g(GeluF{});
+        return true;
+      case UnaryOp::gelu_tanh:
+        g(GeluTanhF{});
         return true;
       default:
         break;
@@ -650,14 +775,12 @@ bool unary_f32_supported(UnaryOp op) {
   return with_unary_functor<float>(op, 0.0, [](auto) {});
 }
 
+void unary_f32_run_on(CpuIsa isa, UnaryOp op, double p0, float* d, const float* s, int64_t n) {
+  with_unary_functor<float>(op, p0, [&](auto f) { unary_row_on(isa, f, d, s, n, 1, 1); });
+}
+
 void unary_f32_run(UnaryOp op, double p0, float* d, const float* s, int64_t n) {
-  const bool avx2 = has_avx2();
-  with_unary_functor<float>(op, p0, [&](auto f) {
-    if (avx2)
-      unary_row_avx2(f, d, s, n, 1, 1);
-    else
-      unary_row_base(f, d, s, n, 1, 1);
-  });
+  unary_f32_run_on(cpu_isa(), op, p0, d, s, n);
 }
 
 bool binary_f32_supported(BinaryOp op) {
@@ -683,12 +806,8 @@ template <typename T>
 bool unary_row_typed(UnaryOp op, double p0, bool pred, void* d, const void* s, int64_t n,
                      bool vec) {
   const T* sp = static_cast<const T*>(s);
-  auto go = [&](auto f, auto* dp) {
-    if (vec && has_avx2())
-      unary_row_avx2(f, dp, sp, n, 1, 1);
-    else
-      unary_row_base(f, dp, sp, n, 1, 1);
-  };
+  const CpuIsa isa = vec ? cpu_isa() : CpuIsa::baseline;
+  auto go = [&](auto f, auto* dp) { unary_row_on(isa, f, dp, sp, n, 1, 1); };
   if (pred) {
     if constexpr (std::is_floating_point_v<T>) {
       bool* dp = static_cast<bool*>(d);

@@ -20,7 +20,9 @@
 // too. exp, sigmoid and silu on f32/f16/bf16 are the one case where the eager kernel's formula
 // depends on the op (the AVX2 exp256 on contiguous runs, the scalar exp_f32 on strided ones, the
 // reference's std::exp under EMBER_CPU_KERNELS=ref): each such node takes the variant its eager
-// op would have run, from the strides its eager operand and result have.
+// op would have run, from the strides its eager operand and result have. tanh, erf, gelu and
+// gelu_tanh run simd_math.h's lane templates, whose bits do not depend on the clone (std::tanh,
+// std::erf under EMBER_CPU_KERNELS=ref).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -74,6 +76,12 @@ bool ref_kernels_only() {
 
 bool exp_family(UnaryOp op) {
   return op == UnaryOp::exp || op == UnaryOp::sigmoid || op == UnaryOp::silu;
+}
+// Ops whose cpu f32 functor is an approximation of the reference's libm call (exp_family, and
+// the lane templates of tanh, erf and gelu): the eager op's size picks between the two.
+bool approximated(UnaryOp op) {
+  return exp_family(op) || op == UnaryOp::tanh || op == UnaryOp::erf || op == UnaryOp::gelu ||
+         op == UnaryOp::gelu_tanh;
 }
 
 // Elements per partial result of a reduced row (as the eager cpu reduce).
@@ -343,10 +351,10 @@ bool make_plan(const ir::FusedGraph& g, Plan& p) {
         if (pred && n.dtype != DType::b8) return false;
         q.round = !pred && is_half(n.dtype);
         q.how = How::row;
-        if (exp_family(n.unary) && compute_dtype(st) == DType::f32) {
+        if (approximated(n.unary) && compute_dtype(st) == DType::f32) {
           if (ref_only)
             q.how = How::ref;
-          else if (st == DType::f32 &&
+          else if (exp_family(n.unary) && st == DType::f32 &&
                    !eager_contiguous_run(g.shape, layout.of(int32_t(i)), layout.of(n.a)))
             q.how = How::row_scalar;
         }

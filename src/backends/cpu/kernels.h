@@ -73,7 +73,8 @@ void count_fused_run();
 /// operands of dtype t (not f16/bf16: those compute in f32), d bool for predicates (`pred`) and
 /// comparisons, else t. vec: the AVX2 clone where the CPU has it (the elementwise kernels' choice
 /// for contiguous runs; false: the baseline clone, their choice for strided runs, which differs in
-/// the last bit for exp, sigmoid and silu on f32). False, nothing written: no cpu functor (the
+/// the last bit for exp, sigmoid and silu on f32; tanh, erf, gelu and gelu_tanh give the same bits
+/// on every clone). False, nothing written: no cpu functor (the
 /// reference kernel computes it).
 bool unary_row(ir::UnaryOp op, double p0, DType t, bool pred, void* d, const void* s, int64_t n,
                bool vec = true);
@@ -82,12 +83,24 @@ bool binary_row(ir::BinaryOp op, DType t, void* d, const void* a, const void* b,
 
 /// True when the CPU runs AVX2 and FMA (the kernels' fast clones), checked once.
 bool has_avx2();
+/// True when it also runs AVX-512F (the 16-lane clones of tanh, erf and gelu), checked once.
+bool has_avx512();
+
+/// A row-loop clone of the elementwise kernels: baseline x86-64, AVX2+FMA, AVX-512F.
+enum class CpuIsa : uint8_t { baseline, avx2, avx512 };
+/// The widest clone this CPU runs (the kernels' choice).
+CpuIsa cpu_isa();
+/// convert.h's unary_f32_run on the given clone, which the CPU must run (tests compare clones).
+void unary_f32_run_on(CpuIsa isa, ir::UnaryOp op, double p0, float* d, const float* s, int64_t n);
 
 }  // namespace ember::cpu
 
-// Marks a function as the AVX2+FMA clone of a kernel (chosen at run time with has_avx2()).
+// Marks a function as the AVX2+FMA clone of a kernel (chosen at run time with has_avx2()), or
+// the AVX-512 one (has_avx512()).
 #if defined(__x86_64__)
 #define EMBER_CPU_AVX2 __attribute__((target("avx2,fma")))
+#define EMBER_CPU_AVX512 __attribute__((target("avx512f,avx2,fma")))
 #else
 #define EMBER_CPU_AVX2  // not x86: has_avx2() is false and these clones are never called
+#define EMBER_CPU_AVX512
 #endif

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -11,6 +12,10 @@
 // read floating-point exception flags; values are unchanged).
 #pragma GCC push_options
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
+// The lane templates below return 32- and 64-byte vectors from functions without an AVX target;
+// they are always inlined into their callers' AVX clones, so the ABI note does not apply.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace ember::cpu {
 
@@ -100,6 +105,167 @@ __attribute__((always_inline, target("avx2,fma"))) inline __m256 exp256(__m256 x
 }
 #endif
 
+// ---- lane-generic tanh, erf and gelu: one template for float, 8 and 16 lanes ----
+// Written once with GCC vector extensions (operators, `m ? a : b` selects), instantiated for
+// V = float (the scalar form), F8 (AVX2) and F16 (AVX-512): every step is one IEEE operation
+// (add, mul, div, compare, select, bit and integer ops; no FMA), so the three give the same bits
+// when the caller is compiled without contraction (-ffp-contract=off, as elementwise.cpp is: the
+// contraction of an inlined template is its caller's). Both sides of each select are computed.
+#if defined(__x86_64__)
+using F8 = __v8sf;  // __m256 without may_alias (a template argument)
+using F16 = __v16sf;
+#endif
+
+namespace lanes {
+
+#define EMBER_LANES inline __attribute__((always_inline))
+
+template <class V>
+struct IntOf {
+  using type = int32_t;
+};
+#if defined(__x86_64__)
+template <>
+struct IntOf<F8> {
+  using type = __v8si;
+};
+template <>
+struct IntOf<F16> {
+  using type = __v16si;
+};
+#endif
+template <class V>
+using int_t = typename IntOf<V>::type;
+template <class V>
+constexpr bool kScalar = std::is_same_v<V, float>;
+
+template <class V>
+EMBER_LANES V splat(float c) {
+  if constexpr (kScalar<V>) {
+    return c;
+  } else {
+    V r;
+    for (unsigned i = 0; i < sizeof(V) / sizeof(float); ++i) r[i] = c;
+    return r;
+  }
+}
+template <class V>
+EMBER_LANES int_t<V> bits(const V& x) {
+  return __builtin_bit_cast(int_t<V>, x);
+}
+template <class V>
+EMBER_LANES V from_bits(const int_t<V>& x) {
+  return __builtin_bit_cast(V, x);
+}
+// Truncation toward zero of integer-valued lanes.
+template <class V>
+EMBER_LANES int_t<V> to_int(const V& x) {
+  if constexpr (kScalar<V>)
+    return int32_t(x);
+  else
+    return __builtin_convertvector(x, int_t<V>);
+}
+/// exp(x) for x in [-87, 88] (2^n normal, no special values): exp_f32's Cephes reduction and
+/// polynomial without FMAs (within 2 ulp), the scaling one exact multiply by 2^n.
+template <class V>
+EMBER_LANES V exp_normal(const V& x) {
+  const float magic = 12582912.f;
+  const V t = x * 1.44269504088896341f + magic;
+  const V n = t - magic;
+  V r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  const V r2 = r * r;
+  V p = splat<V>(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r2 + r + 1.f;
+  return p * from_bits<V>((to_int(n) + 127) << 23);
+}
+
+/// tanh(x) within 2 ulp (1.33 at worst over all floats; tests/simd_math_test.cpp), after Cephes'
+/// tanhf: for |x| < 0.625 the odd polynomial x + x^3 P(x^2), else 1 - 2 / (exp(2|x|) + 1), with
+/// |x| clamped to 9.5 (from 9.01 the result rounds to 1); the sign is put back last, so -0 -> -0
+/// and subnormals -> themselves, +-inf -> +-1, NaN -> NaN.
+template <class V>
+EMBER_LANES V tanh(const V& x) {
+  const int_t<V> ix = bits(x), sign = ix & INT32_MIN;
+  const V a = from_bits<V>(ix & INT32_MAX);
+  const V z = a * a;
+  V p = splat<V>(-5.70498872745e-3f);
+  p = p * z + 2.06390887954e-2f;
+  p = p * z + -5.37397155531e-2f;
+  p = p * z + 1.33314422036e-1f;
+  p = p * z + -3.33332819422e-1f;
+  const V small = p * z * a + a;
+  const V ac = a <= 9.5f ? a : splat<V>(9.5f);  // NaN -> 9.5 (restored below)
+  const V big = 1.f - 2.f / (exp_normal(ac + ac) + 1.f);
+  const V r = a < 0.625f ? small : big;
+  return x != x ? x : from_bits<V>(bits(r) | sign);
+}
+
+/// erf(x) within 3 ulp (2.58 at worst over all floats), after Cephes' erff/erfcf: for |x| < 1 the
+/// polynomial x T(x^2), else 1 - exp(-x^2) / |x| P(1/x^2) (P on [1, 2), R on [2, 4]), with |x|
+/// clamped to 4 (from 3.92 the result rounds to 1). Sign, -0, subnormals, +-inf -> +-1 and NaN as
+/// tanh.
+template <class V>
+EMBER_LANES V erf(const V& x) {
+  const int_t<V> ix = bits(x), sign = ix & INT32_MIN;
+  const V a = from_bits<V>(ix & INT32_MAX);
+  const V ac = a <= 4.f ? a : splat<V>(4.f);  // NaN -> 4 (restored below)
+  const V z = ac * ac;
+  V t = splat<V>(7.853861353153693e-5f);
+  t = t * z + -8.010193625184903e-4f;
+  t = t * z + 5.188327685732524e-3f;
+  t = t * z + -2.685381193529856e-2f;
+  t = t * z + 1.128358514861418e-1f;
+  t = t * z + -3.761262582423300e-1f;
+  t = t * z + 1.128379165726710e+0f;
+  const V small = ac * t;
+  const V q = 1.f / ac, y = q * q;
+  V p = splat<V>(2.326819970068386e-2f);
+  p = p * y + -1.387039388740657e-1f;
+  p = p * y + 3.687424674597105e-1f;
+  p = p * y + -5.824733027278666e-1f;
+  p = p * y + 6.210004621745983e-1f;
+  p = p * y + -4.944515323274145e-1f;
+  p = p * y + 3.404879937665872e-1f;
+  p = p * y + -2.741127028184656e-1f;
+  p = p * y + 5.638259427386472e-1f;
+  V pr = splat<V>(-1.047766399936249e+1f);
+  pr = pr * y + 1.297719955372516e+1f;
+  pr = pr * y + -7.495518717768503e+0f;
+  pr = pr * y + 2.921019019210786e+0f;
+  pr = pr * y + -1.015265279202700e+0f;
+  pr = pr * y + 4.218463358204948e-1f;
+  pr = pr * y + -2.820767439740514e-1f;
+  pr = pr * y + 5.641895067754075e-1f;
+  p = ac < 2.f ? p : pr;
+  // x^2 rounded costs erfc up to ~x^2 2^-24 relative: below 0.5 ulp of the result here.
+  const V big = 1.f - exp_normal(-z) * q * p;
+  const V r = ac < 1.f ? small : big;
+  return x != x ? x : from_bits<V>(bits(r) | sign);
+}
+
+/// gelu(x) = 0.5 x (1 + erf(x / sqrt 2)) and its tanh form, in the reference's order of
+/// operations (ref/unary.cpp) with erf and tanh above.
+template <class V>
+EMBER_LANES V gelu(const V& x) {
+  return 0.5f * x * (1.f + lanes::erf<V>(x * 0.70710678118654752440f));
+}
+template <class V>
+EMBER_LANES V gelu_tanh(const V& x) {
+  const float k = 0.79788456080286535588f;  // sqrt(2/pi)
+  return 0.5f * x * (1.f + lanes::tanh<V>(k * (x + 0.044715f * x * x * x)));
+}
+
+#undef EMBER_LANES
+
+}  // namespace lanes
+
 }  // namespace ember::cpu
 
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
