@@ -11,7 +11,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +18,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "test_util.h"
 
 namespace ember::cli_test {
 
@@ -52,20 +53,10 @@ inline Result run_ember(const std::string& args, const std::string& env = "") {
   return r;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("ember_cli_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
+// A test::TempDir whose path is an fs::path (the CLI tests join paths with /).
+struct TempDir : test::TempDir {
+  fs::path path{test::TempDir::path()};
+  TempDir() : test::TempDir("cli") {}
 };
 
 inline json read_json(const std::string& path) {

@@ -8,35 +8,17 @@
 
 #include "ember/device.h"
 #include "ember/error.h"
+#include "test_util.h"
 
 namespace {
+
+using ember::test::EnvGuard;
 
 using ember::env_cache_dir;
 using ember::env_choice;
 using ember::env_flag;
 using ember::env_int;
 using ember::env_string;
-
-// Sets `name` for the scope (unset: nullptr), restoring what was there.
-struct ScopedEnv {
-  std::string name, old;
-  bool had;
-  ScopedEnv(const char* n, const char* value) : name(n) {
-    const char* o = std::getenv(n);
-    had = o != nullptr;
-    if (had) old = o;
-    if (value)
-      setenv(n, value, 1);
-    else
-      unsetenv(n);
-  }
-  ~ScopedEnv() {
-    if (had)
-      setenv(name.c_str(), old.c_str(), 1);
-    else
-      unsetenv(name.c_str());
-  }
-};
 
 // What `f` wrote to stderr.
 template <typename F>
@@ -48,20 +30,20 @@ std::string stderr_of(F f) {
 
 TEST(EnvTest, FlagWordsInAnyCase) {
   for (const char* on : {"1", "on", "ON", "true", "True", "yes", "YES"}) {
-    ScopedEnv e("EMBER_TEST_ENV_FLAG", on);
+    EnvGuard e("EMBER_TEST_ENV_FLAG", on);
     EXPECT_TRUE(env_flag("EMBER_TEST_ENV_FLAG", false)) << on;
   }
   // EMBER_FUSION_LOG=off and EMBER_CHECK=false turned the feature on; EMBER_FUSION=OFF or no
   // left fusion on.
   for (const char* off : {"0", "off", "OFF", "Off", "false", "FALSE", "no", "No"}) {
-    ScopedEnv e("EMBER_TEST_ENV_FLAG", off);
+    EnvGuard e("EMBER_TEST_ENV_FLAG", off);
     EXPECT_FALSE(env_flag("EMBER_TEST_ENV_FLAG", true)) << off;
   }
 }
 
 TEST(EnvTest, UnsetOrEmptyIsTheDefaultSilently) {
   for (const char* v : {static_cast<const char*>(nullptr), ""}) {
-    ScopedEnv e("EMBER_TEST_ENV_UNSET", v);
+    EnvGuard e("EMBER_TEST_ENV_UNSET", v);
     const std::string err = stderr_of([] {
       EXPECT_TRUE(env_flag("EMBER_TEST_ENV_UNSET", true));
       EXPECT_FALSE(env_flag("EMBER_TEST_ENV_UNSET", false));
@@ -74,7 +56,7 @@ TEST(EnvTest, UnsetOrEmptyIsTheDefaultSilently) {
 }
 
 TEST(EnvTest, BadFlagWarnsOnceAndKeepsTheDefault) {
-  ScopedEnv e("EMBER_TEST_ENV_BADFLAG", "maybe");
+  EnvGuard e("EMBER_TEST_ENV_BADFLAG", "maybe");
   const std::string err = stderr_of([] {
     EXPECT_TRUE(env_flag("EMBER_TEST_ENV_BADFLAG", true));
     EXPECT_TRUE(env_flag("EMBER_TEST_ENV_BADFLAG", true));  // read again: no second warning
@@ -90,14 +72,14 @@ TEST(EnvTest, IntegersAreParsedStrictly) {
     int64_t want;
   };
   for (const Case& c : {Case{"5", 5}, Case{"+5", 5}, Case{"1", 1}, Case{"10", 10}}) {
-    ScopedEnv e("EMBER_TEST_ENV_INT", c.value);
+    EnvGuard e("EMBER_TEST_ENV_INT", c.value);
     EXPECT_EQ(env_int("EMBER_TEST_ENV_INT", 7, 1, 10), c.want) << c.value;
   }
   // Not the whole string, not decimal, out of range, or past int64_t (strtoll clamped
   // 99999999999999999999 to INT64_MAX silently): the default, with a warning naming the range.
   for (const char* bad : {"5x", " 5", "5 ", "0x10", "1e3", "-", "+", "+-1", "0", "11", "-3",
                           "99999999999999999999", "-99999999999999999999", "9223372036854775808"}) {
-    ScopedEnv e("EMBER_TEST_ENV_BADINT", bad);
+    EnvGuard e("EMBER_TEST_ENV_BADINT", bad);
     const std::string err =
         stderr_of([&] { EXPECT_EQ(env_int("EMBER_TEST_ENV_BADINT", 7, 1, 10), 7) << bad; });
     EXPECT_EQ(err, std::string("warning: [env] EMBER_TEST_ENV_BADINT=") + bad +
@@ -105,20 +87,20 @@ TEST(EnvTest, IntegersAreParsedStrictly) {
         << bad;
   }
   // No upper bound: the range reads ">= min".
-  ScopedEnv neg("EMBER_TEST_ENV_BADINT", "-1");
+  EnvGuard neg("EMBER_TEST_ENV_BADINT", "-1");
   EXPECT_EQ(stderr_of([] { env_int("EMBER_TEST_ENV_BADINT", 4, 1, INT64_MAX); }),
             "warning: [env] EMBER_TEST_ENV_BADINT=-1 is not an integer >= 1; using 4\n");
-  ScopedEnv big("EMBER_TEST_ENV_INT", "9223372036854775807");
+  EnvGuard big("EMBER_TEST_ENV_INT", "9223372036854775807");
   EXPECT_EQ(env_int("EMBER_TEST_ENV_INT", 0, 0, INT64_MAX), INT64_MAX);
-  ScopedEnv low("EMBER_TEST_ENV_INT", "-9223372036854775808");
+  EnvGuard low("EMBER_TEST_ENV_INT", "-9223372036854775808");
   EXPECT_EQ(env_int("EMBER_TEST_ENV_INT", 0, INT64_MIN, 0), INT64_MIN);
 }
 
 TEST(EnvTest, ChoiceMatchesAnyCaseAndListsTheAllowedValues) {
-  ScopedEnv e("EMBER_TEST_ENV_CHOICE", "OpenBLAS");
+  EnvGuard e("EMBER_TEST_ENV_CHOICE", "OpenBLAS");
   EXPECT_EQ(env_choice("EMBER_TEST_ENV_CHOICE", {"auto", "onednn", "openblas"}, "auto"),
             "openblas");
-  ScopedEnv bad("EMBER_TEST_ENV_CHOICE", "bogus");
+  EnvGuard bad("EMBER_TEST_ENV_CHOICE", "bogus");
   std::string got;
   const std::string err = stderr_of([&] {
     got = env_choice("EMBER_TEST_ENV_CHOICE", {"auto", "onednn", "openblas"}, "auto");
@@ -128,7 +110,7 @@ TEST(EnvTest, ChoiceMatchesAnyCaseAndListsTheAllowedValues) {
             "warning: [env] EMBER_TEST_ENV_CHOICE=bogus is not one of auto|onednn|openblas; "
             "using auto\n");
   // Another bad value of the same variable is said too (once per variable and value).
-  ScopedEnv bad2("EMBER_TEST_ENV_CHOICE", "blas");
+  EnvGuard bad2("EMBER_TEST_ENV_CHOICE", "blas");
   EXPECT_NE(stderr_of([] {
               env_choice("EMBER_TEST_ENV_CHOICE", {"auto"}, "auto");
             }).find("EMBER_TEST_ENV_CHOICE=blas is not one of auto; using auto"),
@@ -136,21 +118,21 @@ TEST(EnvTest, ChoiceMatchesAnyCaseAndListsTheAllowedValues) {
 }
 
 TEST(EnvTest, CacheDirFollowsTheVariableThenXdgThenHome) {
-  ScopedEnv xdg("XDG_CACHE_HOME", "/xdg");
-  ScopedEnv home("HOME", "/home/u");
+  EnvGuard xdg("XDG_CACHE_HOME", "/xdg");
+  EnvGuard home("HOME", "/home/u");
   {
-    ScopedEnv e("EMBER_TEST_ENV_CACHE", "/my/cache");
+    EnvGuard e("EMBER_TEST_ENV_CACHE", "/my/cache");
     EXPECT_EQ(env_cache_dir("EMBER_TEST_ENV_CACHE", "kernels"), "/my/cache");
   }
   for (const char* off : {"0", "off", "OFF", "false", "no"}) {
-    ScopedEnv e("EMBER_TEST_ENV_CACHE", off);
+    EnvGuard e("EMBER_TEST_ENV_CACHE", off);
     EXPECT_EQ(env_cache_dir("EMBER_TEST_ENV_CACHE", "kernels"), "") << off;
   }
-  ScopedEnv e("EMBER_TEST_ENV_CACHE", nullptr);
+  EnvGuard e("EMBER_TEST_ENV_CACHE", nullptr);
   EXPECT_EQ(env_cache_dir("EMBER_TEST_ENV_CACHE", "kernels"), "/xdg/ember/kernels");
-  ScopedEnv no_xdg("XDG_CACHE_HOME", nullptr);
+  EnvGuard no_xdg("XDG_CACHE_HOME", nullptr);
   EXPECT_EQ(env_cache_dir("EMBER_TEST_ENV_CACHE", "autotune"), "/home/u/.cache/ember/autotune");
-  ScopedEnv no_home("HOME", nullptr);
+  EnvGuard no_home("HOME", nullptr);
   EXPECT_EQ(env_cache_dir("EMBER_TEST_ENV_CACHE", "autotune"), "");
 }
 
@@ -158,7 +140,7 @@ TEST(EnvTest, CacheDirFollowsTheVariableThenXdgThenHome) {
 // The bad value is blamed on EMBER_VULKAN_DEFAULT_DEVICE (it was blamed on EMBER_DEVICE, or on
 // no variable), whether or not the machine has a Vulkan device: it is parsed first.
 TEST(EnvTest, BadVulkanDefaultDeviceNamesItsVariable) {
-  ScopedEnv e("EMBER_VULKAN_DEFAULT_DEVICE", "Bogus(2)");
+  EnvGuard e("EMBER_VULKAN_DEFAULT_DEVICE", "Bogus(2)");
   try {
     (void)ember::Device::vulkan();
     FAIL() << "no error";

@@ -29,23 +29,7 @@ TEST(OpenCLRuntime, NotBuilt) {
 #else
 
 namespace fs = std::filesystem;
-
-struct EnvGuard {
-  std::string name, old;
-  bool had;
-  EnvGuard(const char* n, const char* value) : name(n) {
-    const char* o = std::getenv(n);
-    had = o != nullptr;
-    if (had) old = o;
-    setenv(n, value, 1);
-  }
-  ~EnvGuard() {
-    if (had)
-      setenv(name.c_str(), old.c_str(), 1);
-    else
-      unsetenv(name.c_str());
-  }
-};
+using test::EnvGuard;
 
 // dst[off_d + i] = a[off_a + i] * scale + 1 for i < n; params: n, off_a, off_d, scale bits.
 std::shared_ptr<codegen::Kernel> axpb_kernel(const std::string& name = "test_axpb",

@@ -42,6 +42,23 @@ bool opencl_device(Device& dev, std::string& why) {
   return false;
 }
 
+EnvGuard::EnvGuard(const char* name, const char* value) : name_(name) {
+  const char* o = std::getenv(name);
+  had_ = o != nullptr;
+  if (had_) old_ = o;
+  if (value)
+    setenv(name, value, 1);
+  else
+    unsetenv(name);
+}
+
+EnvGuard::~EnvGuard() {
+  if (had_)
+    setenv(name_.c_str(), old_.c_str(), 1);
+  else
+    unsetenv(name_.c_str());
+}
+
 TempDir::TempDir(const std::string& tag) {
   const char* tmp = std::getenv("TMPDIR");
   const fs::path base = (tmp && *tmp) ? fs::path(tmp) : fs::path("/tmp");

@@ -38,6 +38,20 @@ bool vulkan_device(Device& dev, std::string& why);
 /// opencl:0 when it can run, or false with the reason in `why`.
 bool opencl_device(Device& dev, std::string& why);
 
+/// Sets environment variable `name` to `value` (nullptr: unsets it) for the scope, then puts
+/// back what was there.
+class EnvGuard {
+ public:
+  EnvGuard(const char* name, const char* value);
+  ~EnvGuard();
+  EnvGuard(const EnvGuard&) = delete;
+  EnvGuard& operator=(const EnvGuard&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
 /// A fresh, empty folder under $TMPDIR (or /tmp), removed with its contents when destroyed.
 class TempDir {
  public:

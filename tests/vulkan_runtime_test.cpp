@@ -36,28 +36,9 @@ TEST(VulkanRuntime, NotBuilt) {
 #else
 
 namespace fs = std::filesystem;
+using test::EnvGuard;
 
 // The first usable adapter, or the reason there is none.
-
-struct EnvGuard {
-  std::string name, old;
-  bool had;
-  EnvGuard(const char* n, const char* value) : name(n) {
-    const char* o = std::getenv(n);
-    had = o != nullptr;
-    if (had) old = o;
-    if (value)
-      setenv(n, value, 1);
-    else
-      unsetenv(n);
-  }
-  ~EnvGuard() {
-    if (had)
-      setenv(name.c_str(), old.c_str(), 1);
-    else
-      unsetenv(name.c_str());
-  }
-};
 
 std::shared_ptr<codegen::Kernel> glsl_kernel(const std::string& name, const std::string& body,
                                              std::vector<codegen::BufferDecl> buffers) {
