@@ -334,6 +334,20 @@ TEST(AutotuneTest, ForcedVariantSkipsTiming) {
   t.force("test.op", "");
 }
 
+TEST(AutotuneTest, ForcingAFamilyPicksItsFirstMember) {
+  TempDir d;
+  Autotuner t("dev", "test device", opts(d.path));
+  Counting op({{"x/1"}, {"y/1", Effort::minimal}, {"y/2", Effort::minimal}, {"yy"}});
+  t.force("test.op", "y");
+  EXPECT_EQ(op.pick(t), 1u);
+  t.force("test.op", "yy");  // an exact name wins
+  EXPECT_EQ(op.pick(t), 3u);
+  t.force("test.op", "x/");  // no family "x/": ignored, tuned as usual
+  op.pick(t);
+  EXPECT_GT(op.total(), 0);
+  t.force("test.op", "");
+}
+
 TEST(AutotuneTest, CheckModeNamesTheKeyVariantAndElement) {
   TempDir d;
   Autotuner t("dev", "test device", opts(d.path, Effort::balanced, true));

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/autotune_util.h"
+#include "backends/cpu/gemm.h"
 #include "ember/ember.h"
 #include "op_table.h"
 
@@ -56,12 +58,25 @@ StreamStats expect_close(const std::string& what,
   return st;
 }
 
+// The eager matmul on oneDNN, as the epilogue (an OpenBLAS shape class is not fused; the
+// autotuner's choice between the two is timed, so it is forced here).
+class EpilogueTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cpu::gemm::sgemm_choice_forced() &&
+        cpu::gemm::sgemm_library(64, 64, 64) != cpu::gemm::Library::onednn)
+      GTEST_SKIP() << "EMBER_GEMM puts every matmul on OpenBLAS: nothing is fused";
+    cpu::tuner().force("cpu.matmul", "onednn");
+  }
+  void TearDown() override { cpu::tuner().force("cpu.matmul", ""); }
+};
+
 struct Case {
   std::string name;
   std::function<Tensor(const Tensor&)> epilogue;
 };
 
-TEST(EpilogueTest, EachEpilogueKindIsOneKernel) {
+TEST_F(EpilogueTest, EachEpilogueKindIsOneKernel) {
   const Tensor x = input({33, 40}, 1), w = input({40, 24}, 2), bias = input({24}, 3);
   const Tensor res = input({33, 24}, 4), col = input({33, 1}, 5);
   const std::vector<Case> cases = {
@@ -88,7 +103,7 @@ TEST(EpilogueTest, EachEpilogueKindIsOneKernel) {
   }
 }
 
-TEST(EpilogueTest, BatchDimsAndTransposedOperands) {
+TEST_F(EpilogueTest, BatchDimsAndTransposedOperands) {
   const Tensor a = input({3, 17, 20}, 6), b = input({3, 20, 9}, 7), bias = input({9}, 8);
   StreamStats st =
       expect_close("batched", [&] { return std::vector<Tensor>{F::relu(matmul(a, b) + bias)}; });
@@ -105,7 +120,7 @@ TEST(EpilogueTest, BatchDimsAndTransposedOperands) {
   EXPECT_EQ(st.kernels(), 1);
 }
 
-TEST(EpilogueTest, StridedBiasAndResidualGiveTheEagerValues) {
+TEST_F(EpilogueTest, StridedBiasAndResidualGiveTheEagerValues) {
   const Tensor x = input({6, 8}, 40), w = input({8, 5}, 41);
   const Tensor bias = input({10}, 42).slice(0, 0, 10, 2);  // [5], stride 2
   const Tensor res = input({5, 6}, 43).t();                // [6, 5], transposed
@@ -117,14 +132,14 @@ TEST(EpilogueTest, StridedBiasAndResidualGiveTheEagerValues) {
   });
 }
 
-TEST(EpilogueTest, LinearAndItsBiasBroadcast) {
+TEST_F(EpilogueTest, LinearAndItsBiasBroadcast) {
   const Tensor x = input({4, 6, 32}, 12), w = input({16, 32}, 13), bias = input({16}, 14);
   const StreamStats st =
       expect_close("linear", [&] { return std::vector<Tensor>{tanh(linear(x, w, bias))}; });
   EXPECT_EQ(st.kernels(), 1);
 }
 
-TEST(EpilogueTest, AHeldProductIsWrittenAndBothAreRight) {
+TEST_F(EpilogueTest, AHeldProductIsWrittenAndBothAreRight) {
   const Tensor x = input({20, 30}, 15), w = input({30, 12}, 16), bias = input({12}, 17);
   const StreamStats st = expect_close("held", [&] {
     Tensor y = matmul(x, w);
@@ -134,7 +149,7 @@ TEST(EpilogueTest, AHeldProductIsWrittenAndBothAreRight) {
   EXPECT_EQ(st.kernels(), 2) << "the matmul, then its epilogue graph";
 }
 
-TEST(EpilogueTest, ADeadProductIsNeverWritten) {
+TEST_F(EpilogueTest, ADeadProductIsNeverWritten) {
   const Tensor x = input({20, 30}, 18), w = input({30, 12}, 19), bias = input({12}, 20);
   const StreamStats st =
       expect_close("dead", [&] { return std::vector<Tensor>{F::relu(matmul(x, w) + bias)}; });
@@ -142,7 +157,7 @@ TEST(EpilogueTest, ADeadProductIsNeverWritten) {
   EXPECT_GE(st.dropped, 2) << "neither the product nor the biased sum is written";
 }
 
-TEST(EpilogueTest, EpiloguesOutsidePostOpsRunAsAGraphAfterTheMatmul) {
+TEST_F(EpilogueTest, EpiloguesOutsidePostOpsRunAsAGraphAfterTheMatmul) {
   const Tensor x = input({10, 8}, 21), w = input({8, 6}, 22);
   // y * sigmoid(y) reads the product twice (a branch), and abs has no post-op.
   StreamStats st = expect_close("branch", [&] {
@@ -158,7 +173,7 @@ TEST(EpilogueTest, EpiloguesOutsidePostOpsRunAsAGraphAfterTheMatmul) {
   EXPECT_EQ(st.kernels(), 2);
 }
 
-TEST(EpilogueTest, MatmulAloneAndUnrelatedOpsAfterIt) {
+TEST_F(EpilogueTest, MatmulAloneAndUnrelatedOpsAfterIt) {
   const Tensor x = input({10, 8}, 23), w = input({8, 6}, 24), u = input({10, 6}, 25);
   const StreamStats st = expect_close("alone", [&] {
     Tensor y = matmul(x, w);
@@ -168,7 +183,7 @@ TEST(EpilogueTest, MatmulAloneAndUnrelatedOpsAfterIt) {
   EXPECT_EQ(st.kernels(), 2);
 }
 
-TEST(EpilogueTest, InPlaceWriteOfAnOperandAfterTheMatmulRunsAfterIt) {
+TEST_F(EpilogueTest, InPlaceWriteOfAnOperandAfterTheMatmulRunsAfterIt) {
   const Tensor w = input({8, 6}, 27);
   const StreamStats st = expect_close("in place", [&] {
     Tensor x = input({10, 8}, 26);
@@ -179,7 +194,7 @@ TEST(EpilogueTest, InPlaceWriteOfAnOperandAfterTheMatmulRunsAfterIt) {
   EXPECT_GE(st.graphs, 1);
 }
 
-TEST(EpilogueTest, GradientsThroughLinearGeluAreUnchanged) {
+TEST_F(EpilogueTest, GradientsThroughLinearGeluAreUnchanged) {
   auto grads = [](bool fusion) {
     const bool was = fusion_enabled(kCpu);
     set_fusion(kCpu, fusion);
@@ -201,7 +216,7 @@ TEST(EpilogueTest, GradientsThroughLinearGeluAreUnchanged) {
   }
 }
 
-TEST(EpilogueTest, AThrowingOpDoesNotPoisonAPendingAnchor) {
+TEST_F(EpilogueTest, AThrowingOpDoesNotPoisonAPendingAnchor) {
   const Tensor x = input({12, 8}, 32), w = input({8, 5}, 33), bias = input({5}, 34);
   const StreamStats st = expect_close("throw", [&] {
     Tensor y = F::relu(matmul(x, w) + bias);  // recorded, pending
@@ -213,7 +228,7 @@ TEST(EpilogueTest, AThrowingOpDoesNotPoisonAPendingAnchor) {
   EXPECT_GE(st.graphs, 1);
 }
 
-TEST(EpilogueTest, OtherDtypesRunTheMatmulEagerly) {
+TEST_F(EpilogueTest, OtherDtypesRunTheMatmulEagerly) {
   for (DType t : {DType::f64, DType::bf16}) {
     const Tensor x = input({9, 8}, 36).to(t), w = input({8, 4}, 37).to(t);
     set_fusion(kCpu, true);
@@ -229,6 +244,29 @@ TEST(EpilogueTest, OtherDtypesRunTheMatmulEagerly) {
     for (size_t k = 0; k < got.size(); ++k)
       EXPECT_NEAR(got[k], ref[k], 2e-2 * (1 + std::fabs(ref[k]))) << dtype_name(t) << " " << k;
   }
+}
+
+// A shape class whose eager matmul runs on OpenBLAS keeps it: the fused run is the matmul, then
+// its epilogue as a graph, equal to fusion off bit for bit (oneDNN would sum in another order).
+TEST_F(EpilogueTest, AnOpenBlasShapeClassIsNotFusedAndKeepsTheEagerBits) {
+  if (!cpu::gemm::have_openblas() || cpu::gemm::sgemm_choice_forced())
+    GTEST_SKIP() << "OpenBLAS absent or EMBER_GEMM set";
+  cpu::tuner().force("cpu.matmul", "openblas");
+  const Tensor x = input({33, 40}, 50), w = input({40, 24}, 51), bias = input({24}, 52);
+  const bool was = fusion_enabled(kCpu);
+  std::vector<std::vector<double>> runs;
+  StreamStats st{};
+  for (bool fusion : {true, false}) {
+    set_fusion(kCpu, fusion);
+    reset_stream_stats(kCpu);
+    const Tensor y = F::relu(matmul(x, w) + bias);
+    runs.push_back(values(y));
+    if (fusion) st = stream_stats(kCpu);
+  }
+  set_fusion(kCpu, was);
+  EXPECT_EQ(st.kernels(), 2) << "the matmul, then relu(y + bias) as one graph";
+  EXPECT_EQ(st.graphs, 1);
+  EXPECT_EQ(runs[0], runs[1]);
 }
 
 }  // namespace

@@ -296,7 +296,12 @@ size_t Autotuner::pick(const std::string& op, const std::string& dtypes, const s
     std::lock_guard<std::mutex> l(mu_);
     ++stats_.lookups;
     auto f = forced_.find(op);
-    if (f != forced_.end() && index_of(f->second) < cands.size()) return index_of(f->second);
+    if (f != forced_.end()) {
+      // The exact name, else the first candidate in its family ("onednn": "onednn/...").
+      if (index_of(f->second) < cands.size()) return index_of(f->second);
+      for (size_t i = 0; i < cands.size(); ++i)
+        if (cands[i].name.compare(0, f->second.size() + 1, f->second + "/") == 0) return i;
+    }
     effort = options_.effort;
     if (effort == Effort::off) return 0;
     load_locked();

@@ -104,7 +104,9 @@ class Autotuner {
               const std::vector<Candidate>& candidates, const Bench& bench);
 
   /// Forces variant `name` for every key of `op` (no timing, nothing remembered); "" unforces.
-  /// A name that is not among an op's candidates is ignored there. For tests and A/B runs.
+  /// A name that is no candidate's forces the first candidate named `name` + "/..." (a family:
+  /// "onednn" forces "onednn/item-per-thread" on a batch); with neither, it is ignored there.
+  /// For tests and A/B runs.
   void force(const std::string& op, const std::string& name);
   /// Forgets every choice and the counters, and deletes the cache file.
   void clear();

@@ -7,9 +7,11 @@
 // tanh, neg, square, exp: eltwise post-ops), a scalar add/sub/mul/div (eltwise_linear), or a
 // tensor add/sub/mul/max/min with a load (a binary post-op; the load viewed as [B, M, N] with
 // broadcast dims of size 1: a bias, a residual). Anything else (casts, branches, f16/bf16, a
-// layout oneDNN rejects) returns false and the stream runs the matmul, then the graph.
-// The result differs from the eager ops by oneDNN's summation order and its eltwise
-// approximations (within 1e-4 relative for f32: EMBER_CHECK's tolerance).
+// layout oneDNN rejects) returns false and the stream runs the matmul, then the graph; so does a
+// shape class whose eager matmul the autotuner put on OpenBLAS (another summation order).
+// The result can differ from the eager ops by oneDNN's eltwise approximations and where the
+// matmul primitive sums in another order than dnnl_sgemm (within 1e-4 relative for f32:
+// EMBER_CHECK's tolerance).
 #include <dnnl.hpp>
 
 #include <algorithm>
@@ -45,6 +47,9 @@ bool matmul_epilogue(const ir::Matmul& mm, const ir::FusedGraph& g, int32_t anch
   if (!post_ops::plan_epilogue(g, anchor_input, dims, false, p)) return false;
   for (const Plan::Binary& x : p.binary)  // written while read: left to the graph
     if (x.src.impl()->storage == out.impl()->storage) return false;
+  // The eager matmul's library for this shape class (autotuned): on OpenBLAS its sums run in
+  // another order than oneDNN's, so fusing would change the result with EMBER_FUSION.
+  if (!sgemm_runs_onednn(mm)) return false;
   try {
     auto& eng = dnnl_util::engine();
     dnnl::primitive_attr attr;

@@ -77,26 +77,27 @@ std::string variant_name(const Variant& v, bool batched) {
   return s;
 }
 
-// dst = a @ b for T = float or double; dst row-major per batch or computed into a temporary.
-// f32 is autotuned (runtime/autotune.h) over the library and, for batches, the threading; the
-// default is sgemm_library()'s size threshold with items per thread for many small GEMMs (one
-// fork/join per 64x64 GEMM costs more than the GEMM, and a scheduler quantum on a loaded
-// machine). Both libraries run serially inside an OpenMP region.
+// One batch of GEMMs dst[i] = a[i] @ b[i] (T = float or double) in a GEMM's terms: the operands
+// as the library reads them (packed when needed) and the row-major result (dst itself, or a
+// temporary when dst's matrices are not row-major).
 template <typename T>
-void blas_matmul(const Tensor& a, const Tensor& b, const Tensor& d) {
-  const int64_t B = d.size(0), M = d.size(1), N = d.size(2), K = a.size(2);
-  Tensor out = d;
-  if (!(d.stride(2) == 1 && d.stride(1) >= std::max<int64_t>(N, 1)))
-    out = detail::make_tensor({B, M, N}, d.dtype(), d.device());
+struct Batch {
+  Tensor ac, bc, out;
   char ta = 'N', tb = 'N';
-  int64_t lda = 0, ldb = 0;
-  const Tensor ac = gemm_operand(a, ta, lda);
-  const Tensor bc = gemm_operand(b, tb, ldb);
-  const T* pa = ref::ptr<T>(ac);
-  const T* pb = ref::ptr<T>(bc);
-  T* pd = ref::ptr<T>(out);
-  const int64_t sa = ac.stride(0), sb = bc.stride(0), sd = out.stride(0), ldc = out.stride(1);
-  auto run = [&](const Variant& v) {
+  int64_t lda = 0, ldb = 0, B, M, N, K;
+  Batch(const Tensor& a, const Tensor& b, const Tensor& d, bool own_out)
+      : B(d.size(0)), M(d.size(1)), N(d.size(2)), K(a.size(2)) {
+    ac = gemm_operand(a, ta, lda);
+    bc = gemm_operand(b, tb, ldb);
+    out = d;
+    if (own_out || !(d.stride(2) == 1 && d.stride(1) >= std::max<int64_t>(N, 1)))
+      out = detail::make_tensor({B, M, N}, d.dtype(), d.device());
+  }
+  void run(const Variant& v) const {
+    const T* pa = ref::ptr<T>(ac);
+    const T* pb = ref::ptr<T>(bc);
+    T* pd = ref::ptr<T>(out);
+    const int64_t sa = ac.stride(0), sb = bc.stride(0), sd = out.stride(0), ldc = out.stride(1);
     auto one = [&](int64_t i) {
       if constexpr (std::is_same_v<T, float>) {
         gemm::sgemm(v.lib, ta, tb, M, N, K, pa + i * sa, lda, pb + i * sb, ldb, pd + i * sd, ldc);
@@ -111,19 +112,24 @@ void blas_matmul(const Tensor& a, const Tensor& b, const Tensor& d) {
     } else {
       for (int64_t i = 0; i < B; ++i) one(i);
     }
-  };
-  const bool threads = B > 1 && openmp_runtime_active();
-  const Variant dflt{gemm::sgemm_library(M, N, K), threads && M * N * K <= 128 * 128 * 128};
-  if constexpr (!std::is_same_v<T, float>) {
-    run(dflt);
-  } else if (gemm::sgemm_choice_forced()) {
-    run(dflt);
-  } else {
+  }
+  Variant default_variant() const {
+    const bool threads = B > 1 && openmp_runtime_active();
+    return {gemm::sgemm_library(M, N, K), threads && M * N * K <= 128 * 128 * 128};
+  }
+  // The f32 variant: autotuned (runtime/autotune.h) over the library and, for batches, the
+  // threading, starting from default_variant() (sgemm_library()'s size threshold, with items per
+  // thread for many small GEMMs: one fork/join per 64x64 GEMM costs more than the GEMM, and a
+  // scheduler quantum on a loaded machine). Tuning runs the candidates into `out`.
+  Variant pick() const {
+    const Variant dflt = default_variant();
+    if (gemm::sgemm_choice_forced()) return dflt;
     // Candidates: the default, the other library (when OpenBLAS is there and takes the sizes),
     // and for batches the other threading with each library.
+    const bool threads = B > 1 && openmp_runtime_active();
     const gemm::Library other =
         dflt.lib == gemm::Library::onednn ? gemm::Library::openblas : gemm::Library::onednn;
-    const bool two_libs = gemm::openblas_takes({M, N, K, lda, ldb, ldc});
+    const bool two_libs = gemm::openblas_takes({M, N, K, lda, ldb, out.stride(1)});
     std::vector<Variant> vs{dflt};
     std::vector<autotune::Candidate> cs{{variant_name(dflt, B > 1)}};
     auto add = [&](Variant v, autotune::Effort e) {
@@ -133,26 +139,34 @@ void blas_matmul(const Tensor& a, const Tensor& b, const Tensor& d) {
     if (two_libs) add({other, dflt.per_thread}, autotune::Effort::minimal);
     if (threads) add({dflt.lib, !dflt.per_thread}, autotune::Effort::balanced);
     if (threads && two_libs) add({other, !dflt.per_thread}, autotune::Effort::full);
-    size_t pick = 0;
-    if (vs.size() > 1) {
-      // The shape class: each size rounded up to a power of two (not the thread count, nor the
-      // operands' layouts: one choice per class keeps equal products equal).
-      const std::string shape =
-          "b" + std::to_string(autotune::anchor(B)) + ".m" + std::to_string(autotune::anchor(M)) +
-          ".n" + std::to_string(autotune::anchor(N)) + ".k" + std::to_string(autotune::anchor(K));
-      autotune::Bench bench;
-      bench.run = [&](size_t i) { run(vs[i]); };
-      bench.result = [&] { return host_values(out); };
-      bench.warmup = 1;  // oneDNN JIT-compiles its kernels on a shape's first call
-      bench.rtol = 1e-4;
-      bench.max_rtol = 1e-5 * (1.0 + std::sqrt(double(K)));
-      bench.detail = [&] { return describe(ac) + " @ " + describe(bc); };
-      pick = tuner().pick("cpu.matmul", dtype_name(DType::f32), shape, cs, bench);
-    }
-    run(vs[pick]);
+    if (vs.size() == 1) return dflt;
+    // The shape class: each size rounded up to a power of two (not the thread count, nor the
+    // operands' layouts: one choice per class keeps equal products equal).
+    const std::string shape =
+        "b" + std::to_string(autotune::anchor(B)) + ".m" + std::to_string(autotune::anchor(M)) +
+        ".n" + std::to_string(autotune::anchor(N)) + ".k" + std::to_string(autotune::anchor(K));
+    autotune::Bench bench;
+    bench.run = [&](size_t i) { run(vs[i]); };
+    bench.result = [&] { return host_values(out); };
+    bench.warmup = 1;  // oneDNN JIT-compiles its kernels on a shape's first call
+    bench.rtol = 1e-4;
+    bench.max_rtol = 1e-5 * (1.0 + std::sqrt(double(K)));
+    bench.detail = [&] { return describe(ac) + " @ " + describe(bc); };
+    return vs[tuner().pick("cpu.matmul", dtype_name(DType::f32), shape, cs, bench)];
   }
-  if (!out.is_alias_of(d)) {
-    const ir::Copy c{out, d};
+};
+
+// dst = a @ b for T = float or double; dst row-major per batch or computed into a temporary.
+// Both libraries run serially inside an OpenMP region.
+template <typename T>
+void blas_matmul(const Tensor& a, const Tensor& b, const Tensor& d) {
+  const Batch<T> g(a, b, d, false);
+  if constexpr (std::is_same_v<T, float>)
+    g.run(g.pick());
+  else
+    g.run(g.default_variant());
+  if (!g.out.is_alias_of(d)) {
+    const ir::Copy c{g.out, d};
     if (!copy(c)) ref::copy(c);
   }
 }
@@ -161,6 +175,11 @@ void blas_matmul(const Tensor& a, const Tensor& b, const Tensor& d) {
 Tensor to_f32(const Tensor& t) { return dense_batch_copy(t, DType::f32); }
 
 }  // namespace
+
+bool sgemm_runs_onednn(const ir::Matmul& op) {
+  if (op.dst.dtype() != DType::f32 || op.dst.numel() == 0 || op.a.size(2) == 0) return false;
+  return Batch<float>(op.a, op.b, op.dst, true).pick().lib == gemm::Library::onednn;
+}
 
 bool sgemm_matmul(const ir::Matmul& op) {
   const DType dt = op.dst.dtype();

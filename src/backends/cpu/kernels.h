@@ -22,9 +22,13 @@ double sum_lanes(const double* x, int64_t n);
 bool im2col(const ir::Im2col& op);        // im2col.cpp
 bool col2im(const ir::Col2im& op);        // im2col.cpp
 bool sgemm_matmul(const ir::Matmul& op);  // gemm.cpp
+/// Whether sgemm_matmul runs this f32 matmul on oneDNN (the autotuned library choice for its
+/// shape class, tuned now if it was not yet). gemm.cpp.
+bool sgemm_runs_onednn(const ir::Matmul& op);
 /// An f32 matmul and its epilogue graph (reading the product as inputs[anchor_input]) as one
 /// oneDNN matmul with post-ops; false (nothing written) when the epilogue does not map onto
-/// them. epilogue.cpp.
+/// them, or when the eager matmul would run on OpenBLAS (the fused result then keeps the eager
+/// one's summation order). epilogue.cpp.
 bool matmul_epilogue(const ir::Matmul& op, const ir::FusedGraph& epilogue, int32_t anchor_input);
 bool conv_dnnl(const ir::Conv& op);  // conv.cpp: oneDNN forward convolution (f32)
 /// conv.cpp: whether conv_dnnl runs `op` with its tensors as they are (a stream anchor), and
