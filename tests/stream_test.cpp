@@ -140,6 +140,14 @@ TEST(StreamTest, ModuleToWhileConversionsArePending) {
     lin->to(DType::f64);  // recorded casts; the module then swaps its tensors' storage
     lin->to(DType::f32);
     EXPECT_EQ(lin->weight.to_vector<float>(), before);
+    // Pending ops share the parameter's impl: the swap must not reach work recorded before it.
+    const Tensor doubled = lin->weight * 2.0f;
+    lin->to(DType::f64);
+    std::vector<float> want = before;
+    for (float& v : want) v *= 2;
+    EXPECT_EQ(doubled.dtype(), DType::f32);
+    EXPECT_EQ(doubled.to_vector<float>(), want);
+    EXPECT_EQ(lin->weight.dtype(), DType::f64);
   }
 }
 

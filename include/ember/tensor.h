@@ -84,6 +84,9 @@ struct Storage {
   mutable std::atomic<void*> data_{nullptr};
 };
 
+/// A tensor's view of its storage. Ops recorded into a device's lazy stream share the impl with
+/// their caller: change storage/shape/strides/offset/dtype of one in place only after
+/// sync(device) (Module::to does).
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
   Shape shape;

@@ -37,9 +37,12 @@ void check_name(const std::string& name, const char* op,
 }
 
 // Replaces t's contents in place, so every handle sharing its impl sees the converted tensor.
+// Recorded ops share impls with their callers, so the device's stream runs first when it holds
+// work on t (it would otherwise run on the new storage).
 void replace_in_place(Tensor& t, const Tensor& converted) {
   const bool req = t.requires_grad() && t.is_leaf();
   TensorImpl& impl = *t.impl();
+  if (impl.storage && impl.storage->pending.load(std::memory_order_acquire) > 0) sync(t.device());
   impl.storage = converted.impl()->storage;
   impl.shape = converted.shape();
   impl.strides = converted.strides();

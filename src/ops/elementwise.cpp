@@ -50,7 +50,8 @@ Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, DType rt, cons
                            detail::format_for(s, {&a, &b}), /*lazy=*/true);
   const Tensor ac = cast(a, compute), bc = cast(b, compute);
   try {
-    run(ir::Binary{op, ac.expand(s), bc.expand(s), out});
+    run(ir::Binary{op, ac.shape() == s ? ac : ac.expand(s), bc.shape() == s ? bc : bc.expand(s),
+                   out});
   } catch (const ir::IntegerDivisionByZero&) {
     EMBER_FAIL(c.name, "integer division by zero", *c.variant ? " with " : "", c.variant, " (",
                describe(a), " and ", describe(b), ")");

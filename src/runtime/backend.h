@@ -148,7 +148,8 @@ class Backend {
  private:
   using StreamOp = detail::StreamOp;
   void run_stream_ops(const std::vector<StreamOp>& ops);
-  /// Appends a snapshot of `op` to the stream (its storages' pending counts go up).
+  /// Appends `op` to the stream (its storages' pending counts go up). The op shares its tensors'
+  /// impls: metadata changes in place (Module::to) flush the stream first.
   void record(const StreamOp& op);
   /// Runs one recorded op now (a convolution anchor through run_fused).
   void run_recorded(const StreamOp& op);

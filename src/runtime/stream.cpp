@@ -8,8 +8,6 @@
 #include <cstring>
 #include <exception>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "core/env.h"
 #include "runtime/backend.h"
@@ -79,49 +77,101 @@ bool covers_storage(const Tensor& t) {
          t.numel() * int64_t(t.element_size()) == t.impl()->storage->nbytes;
 }
 
-// Which storages something outside the recorded ops still holds. The ops hold snapshots (one
-// impl per tensor, nothing else refers to them), so a storage is held when it has more owners
-// than snapshots: those must be written; the others only when a later op reads them.
-std::unordered_set<const Storage*> held_storages(const std::vector<StreamOp>& ops) {
-  std::unordered_map<const Storage*, long> snapshots;
-  for (const StreamOp& op : ops) {
-    const auto io = io_of(op);
-    for (int i = 0; i < io.nreads; ++i) snapshots[io.reads[i]->impl()->storage.get()]++;
-    snapshots[io.dst->impl()->storage.get()]++;
+// Dense ids 0, 1, ... for the pointers of one flush (storages, impls): an open-addressing table,
+// so a lookup allocates nothing (the planner looks up every operand of every op).
+class PtrIds {
+ public:
+  explicit PtrIds(size_t n) {
+    while (cap_ < 2 * n + 2) cap_ *= 2;
+    keys_.assign(cap_, nullptr);
+    ids_.assign(cap_, -1);
   }
-  std::unordered_set<const Storage*> held;
-  for (const StreamOp& op : ops) {
-    const auto io = io_of(op);
-    auto check = [&](const Tensor& t) {
-      const std::shared_ptr<Storage>& s = t.impl()->storage;
-      // use_count is exact here: the stream's lock keeps the recorded ops from changing.
-      if (s.use_count() > snapshots[s.get()]) held.insert(s.get());
-    };
-    for (int i = 0; i < io.nreads; ++i) check(*io.reads[i]);
-    check(*io.dst);
+  // p's id, given the next one when p is new.
+  int32_t insert(const void* p) {
+    size_t i = slot(p);
+    if (!keys_[i]) {
+      keys_[i] = p;
+      ids_[i] = int32_t(n_++);
+    }
+    return ids_[i];
   }
-  return held;
-}
+  // p's id, or -1.
+  int32_t find(const void* p) const { return ids_[slot(p)]; }
+  size_t size() const { return n_; }
 
-// The op with each tensor replaced by a snapshot of its view: later metadata changes to the
-// caller's tensors (Module::to swaps storages, in-place view ops) do not reach recorded work.
-StreamOp snapshot(const StreamOp& op) {
-  StreamOp r = op;
-  auto snap = [](Tensor& t) {
-    auto impl = std::make_shared<TensorImpl>();
-    const TensorImpl& src = *t.impl();
-    impl->storage = src.storage;
-    impl->shape = src.shape;
-    impl->strides = src.strides;
-    impl->offset = src.offset;
-    impl->dtype = src.dtype;
-    t = Tensor(std::move(impl));
-  };
-  const auto io = io_of(r);
-  for (int i = 0; i < io.nreads; ++i) snap(*io.reads[i]);
-  if (io.dst) snap(*io.dst);
-  return r;
-}
+ private:
+  size_t slot(const void* p) const {
+    size_t i = size_t((uint64_t(reinterpret_cast<uintptr_t>(p)) >> 4) * 0x9E3779B97F4A7C15ull) &
+               (cap_ - 1);
+    while (keys_[i] && keys_[i] != p) i = (i + 1) & (cap_ - 1);
+    return i;
+  }
+  size_t cap_ = 16, n_ = 0;
+  std::vector<const void*> keys_;
+  std::vector<int32_t> ids_;
+};
+
+// What the planner needs to know about a flush's storages, by id: whether something outside the
+// recorded ops still holds the storage (it must be written; the others only when a later op
+// reads them) and the last op reading it. The ops share their tensors' impls with the caller (no
+// copy per op: recording is the hot path), so a storage is held when one of those impls has an
+// owner besides the ops' references to it and the view_base links of recorded views, or when an
+// impl the ops do not reference (another view, a tensor saved for backward) refers to it.
+struct FlushStorages {
+  static constexpr size_t kNone = size_t(-1);
+  PtrIds ids;
+  std::vector<char> held;
+  std::vector<size_t> last_read;
+
+  explicit FlushStorages(const std::vector<StreamOp>& ops) : ids(operands(ops)) {
+    // The impls the ops reference, then the view bases they link to (autodiff's view_base: a
+    // recorded view keeps its base alive, which is no owner from outside).
+    PtrIds impls(2 * operands(ops));
+    std::vector<long> refs;                                   // references from ops and links
+    std::vector<const std::shared_ptr<TensorImpl>*> impl_of;  // by impl id
+    auto add = [&](const std::shared_ptr<TensorImpl>& m) {
+      const int32_t id = impls.insert(m.get());
+      if (size_t(id) == refs.size()) {
+        refs.push_back(0);
+        impl_of.push_back(&m);
+      }
+      refs[size_t(id)]++;
+    };
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const auto io = io_of(ops[k]);
+      for (int i = 0; i <= io.nreads; ++i) {
+        const Tensor& t = i < io.nreads ? *io.reads[i] : *io.dst;
+        const int32_t s = ids.insert(t.impl()->storage.get());
+        if (size_t(s) == last_read.size()) last_read.push_back(kNone);
+        if (i < io.nreads) last_read[size_t(s)] = k;
+        add(t.impl_ptr());
+      }
+    }
+    for (size_t m = 0; m < impl_of.size(); ++m)  // grows while bases are added
+      if (const std::shared_ptr<TensorImpl>& base = (*impl_of[m])->view_base) add(base);
+    std::vector<long> storage_impls;  // distinct impls of each storage among impl_of
+    for (const auto* m : impl_of) {
+      const size_t s = size_t(ids.insert((*m)->storage.get()));
+      if (s >= storage_impls.size()) storage_impls.resize(s + 1, 0);
+      storage_impls[s]++;
+    }
+    last_read.resize(ids.size(), kNone);
+    held.assign(ids.size(), 0);
+    // use_count is exact here: the stream's lock keeps the recorded ops from changing.
+    for (size_t m = 0; m < impl_of.size(); ++m) {
+      const std::shared_ptr<Storage>& st = (*impl_of[m])->storage;
+      const size_t s = size_t(ids.find(st.get()));
+      if (impl_of[m]->use_count() > refs[m] || st.use_count() > storage_impls[s]) held[s] = 1;
+    }
+  }
+
+ private:
+  static size_t operands(const std::vector<StreamOp>& ops) {
+    size_t n = 0;
+    for (const StreamOp& op : ops) n += size_t(io_of(op).nreads) + 1;
+    return n;
+  }
+};
 
 // One fused graph under construction.
 struct Group {
@@ -144,12 +194,8 @@ struct Group {
   int64_t anchor = -1;
   Tensor anchor_dst;
 
-  std::unordered_map<const Storage*, size_t> written_at;  // storage -> index in written
+  uint32_t stamp = 0;  // the planner's mark of this group's entries in its written table (0: none)
 
-  Written* find_written(const Storage* s) {
-    auto it = written_at.find(s);
-    return it == written_at.end() ? nullptr : &written[it->second];
-  }
   bool reads_storage_otherwise(const Tensor& dst) const {
     for (const Tensor& v : loads_view)
       if (v.impl()->storage == dst.impl()->storage && !same_view(v, dst)) return true;
@@ -165,18 +211,16 @@ struct ReadPlan {
 
 class Planner {
  public:
-  // held: storages something outside the stream holds; last_read: the last op reading each.
-  Planner(const std::vector<StreamOp>& ops, int64_t max_buffers,
-          const std::unordered_set<const Storage*>& held,
-          const std::unordered_map<const Storage*, size_t>& last_read)
-      : ops_(ops), max_buffers_(max_buffers), held_(held), last_read_(last_read) {}
+  Planner(const std::vector<StreamOp>& ops, int64_t max_buffers)
+      : ops_(ops), max_buffers_(max_buffers), st_(ops), written_at_(st_.ids.size()) {}
 
   // Whether a write to `s` that op k leaves may still be an output when the group closes at or
   // after k: something holds it or an op after k reads it (exact when the group ends at k).
   bool may_be_output(const Storage* s, size_t k) const {
-    if (held_.count(s)) return true;
-    auto it = last_read_.find(s);
-    return it != last_read_.end() && it->second > k;
+    const int32_t i = st_.ids.find(s);
+    if (i < 0) return false;
+    const size_t last = st_.last_read[size_t(i)];
+    return st_.held[size_t(i)] || (last != FlushStorages::kNone && last > k);
   }
 
   // Appends op k to `grp`, or returns false (nothing changed) when it cannot join it.
@@ -194,7 +238,7 @@ class Planner {
     int new_loads = 0;
     for (int i = 0; i < io.nreads; ++i) {
       const Tensor& r = *io.reads[i];
-      if (Group::Written* w = grp.find_written(r.impl()->storage.get())) {
+      if (Group::Written* w = find_written(grp, r.impl()->storage.get())) {
         if (same_view(w->view, r) || w->whole_fill) {
           plans[i].node = w->node;
           continue;
@@ -221,7 +265,7 @@ class Planner {
       }
     }
     // The destination: no other view of it may be read from memory, nor written.
-    Group::Written* w = grp.find_written(dst.impl()->storage.get());
+    Group::Written* w = find_written(grp, dst.impl()->storage.get());
     if (w && !same_view(w->view, dst) && !(fill && covers_storage(dst) && w->whole_fill))
       return false;
     if (grp.reads_storage_otherwise(dst)) return false;
@@ -268,7 +312,7 @@ class Planner {
       w->whole_fill = fill && covers_storage(dst);
       w->op = k;
     } else {
-      grp.written_at[dst.impl()->storage.get()] = grp.written.size();
+      set_written(grp, dst.impl()->storage.get(), grp.written.size());
       grp.written.push_back({dst.impl()->storage.get(), dst, node, fill && covers_storage(dst), k});
     }
     grp.op_index.push_back(k);
@@ -284,7 +328,7 @@ class Planner {
     if (grp.anchor >= 0 || grp.compute_ops < 1 || !grp.has_shape) return false;
     if (r.src.shape() != grp.g.shape || detail::overlaps_itself(r.dst)) return false;
     int32_t node = -1;
-    if (Group::Written* w = grp.find_written(r.src.impl()->storage.get())) {
+    if (Group::Written* w = find_written(grp, r.src.impl()->storage.get())) {
       if (!same_view(w->view, r.src)) return false;
       node = w->node;
     } else {
@@ -293,7 +337,7 @@ class Planner {
     }
     if (node < 0) return false;
     const Storage* ds = r.dst.impl()->storage.get();
-    if (grp.find_written(ds) || ds == r.src.impl()->storage.get()) return false;
+    if (find_written(grp, ds) || ds == r.src.impl()->storage.get()) return false;
     for (const Tensor& v : grp.loads_view)
       if (v.impl()->storage.get() == ds) return false;
     if (max_buffers_ > 0) {
@@ -309,6 +353,18 @@ class Planner {
   }
 
  private:
+  // The group's write to storage s, or null.
+  Group::Written* find_written(Group& grp, const Storage* s) {
+    const int32_t i = st_.ids.find(s);
+    if (i < 0 || grp.stamp == 0) return nullptr;
+    const auto& e = written_at_[size_t(i)];
+    return e.first == grp.stamp ? &grp.written[e.second] : nullptr;
+  }
+  void set_written(Group& grp, const Storage* s, size_t index) {
+    if (grp.stamp == 0) grp.stamp = ++stamps_;
+    written_at_[size_t(st_.ids.find(s))] = {grp.stamp, index};
+  }
+
   // Whether an element-wise op may join an anchored group: it reads the anchor's output only as
   // the whole result (epilogue_view), writes none of the anchor's tensors, and the first
   // computing op reads the anchor (else the anchor runs alone).
@@ -373,8 +429,10 @@ class Planner {
 
   const std::vector<StreamOp>& ops_;
   int64_t max_buffers_;
-  const std::unordered_set<const Storage*>& held_;
-  const std::unordered_map<const Storage*, size_t>& last_read_;
+  FlushStorages st_;
+  // By storage id: (stamp of the group that writes it, index in its written).
+  std::vector<std::pair<uint32_t, size_t>> written_at_;
+  uint32_t stamps_ = 0;
 };
 
 }  // namespace
@@ -419,7 +477,7 @@ void Backend::record(const StreamOp& op) {
   std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
   for (int i = 0; i < io.nreads; ++i) io.reads[i]->impl()->storage->pending++;
   io.dst->impl()->storage->pending++;
-  pending_.push_back(snapshot(op));
+  pending_.push_back(op);
   pending_count_ = int64_t(pending_.size());
   ++n_recorded_;
   if (int64_t(pending_.size()) >= capacity_) flush_stream();
@@ -552,14 +610,7 @@ void Backend::flush_stream() {
 }
 
 void Backend::run_stream_ops(const std::vector<StreamOp>& ops) {
-  const std::unordered_set<const Storage*> held = held_storages(ops);
-  // The last op that reads each storage: a group's write is needed when a later group reads it.
-  std::unordered_map<const Storage*, size_t> last_read;
-  for (size_t k = 0; k < ops.size(); ++k) {
-    const auto io = io_of(ops[k]);
-    for (int i = 0; i < io.nreads; ++i) last_read[io.reads[i]->impl()->storage.get()] = k;
-  }
-  Planner planner(ops, max_graph_buffers(), held, last_read);
+  Planner planner(ops, max_graph_buffers());
   std::exception_ptr first_error;
   auto run_eager = [&](size_t k) {
     ++n_eager_;

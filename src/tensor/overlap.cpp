@@ -76,6 +76,15 @@ namespace {
 // No two elements of dims [from, rank) of (s, st) share memory, by a sufficient test: with the
 // dims sorted by stride, each stride passes the reach of the smaller ones.
 bool disjoint(const Shape& s, const Strides& st, size_t from) {
+  // Row-major dims (sizes of 1 with any stride) are disjoint: the common case, without sorting.
+  int64_t step = 1;
+  bool row_major = true;
+  for (size_t d = s.size(); d-- > from && row_major;) {
+    if (s[d] == 0) return true;
+    row_major = s[d] == 1 || st[d] == step;
+    step *= s[d];
+  }
+  if (row_major) return true;
   std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size)
   for (size_t d = from; d < s.size(); ++d) {
     if (s[d] == 0) return true;
