@@ -6,7 +6,12 @@
 //                                FFN's first layer, M = batch * seq tokens);
 //  3. BatchNorm + residual + ReLU: relu(batch_norm(x, eval) + r), x, r [N, 256, 56, 56];
 //  4. Sum(x * y):                sum(x * y) over 16M f32 (a reduction fused into its graph on the
-//                                cpu: x * y is never written).
+//                                cpu: x * y is never written);
+//  5. BN statistics:             mean(x * x, dims {0, 2, 3}), x [N, 256, 56, 56] (batch_norm's
+//                                second moment: a reduction over non-trailing dims, fused);
+//  6. Sum + epilogue (RMS):      sqrt(mean(x * x, -1) + 1e-5), x [M * 2, 1024] (the element-wise
+//                                ops on the reduced value run in the reduction's kernel on the
+//                                cpu: fuse-on-write).
 // Every time is the median of --reps rounds after --warmup untimed ones; each round runs fused
 // then unfused and stops the clock after ember::sync(device). The result is read back once per
 // variant and compared (max abs difference), so a fused run that is fast but wrong shows.
@@ -97,6 +102,8 @@ void bench(const ember::Device& dev, const Args& args) {
   // 4. sum(x * y)
   const int64_t sn = std::max<int64_t>(1024, (int64_t(1) << 24) / args.scale);
   const ember::Tensor sx = ember::randn({sn}, o), sy = ember::randn({sn}, o);
+  // 6. the RMS of each row
+  const ember::Tensor rx = ember::randn({2 * m, 1024}, o);
   ember::sync(dev);
   auto dims = [](const ember::Tensor& t) {
     std::string s = "[";
@@ -111,6 +118,12 @@ void bench(const ember::Device& dev, const Args& args) {
       {"BatchNorm + residual + ReLU", dims(bx),
        [&] { return F::relu(F::batch_norm(bx, mean, var, gamma, beta, false) + br); }},
       {"Sum(x * y)", dims(sx), [&] { return ember::sum(sx * sy); }},
+      {"BN stats mean(x*x,{0,2,3})", dims(bx),
+       [&] {
+         return ember::mean(bx * bx, {0, 2, 3});
+       }},
+      {"sqrt(mean(x*x,-1)+eps)", dims(rx),
+       [&] { return ember::sqrt(ember::mean(rx * rx, {-1}) + 1e-5); }},
   };
   for (const Pattern& p : patterns) {
     std::vector<double> t_on, t_off;

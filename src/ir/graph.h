@@ -10,6 +10,9 @@
 // A graph may end in reductions (`reductions`, today at most one, cpu only: Backend::reducible):
 // each is an ir::Reduce whose src is the whole value of `node` (the graph's shape, element i of
 // the graph), so a kernel folds the node's values as it computes them instead of storing them.
+// Such a graph may carry `after` ("fuse-on-write"): a plain graph of the reduced shape whose
+// loads include the reductions' dsts, run in the same kernel once the fold has written them
+// (the element-wise ops that consume the result: mean's scale, sqrt(var + eps), ...).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -60,7 +63,11 @@ struct FusedGraph {
   std::vector<Node> nodes;     // in evaluation order
   std::vector<Output> outputs;
   std::vector<Reduction> reductions;  // empty: a plain element-wise graph
-  /// The ops the graph replaces, in stream order: a backend may run them one by one instead.
+  /// At most one plain graph (no reductions, no `after` of its own), only when `reductions` is
+  /// not empty: run after them; it reads their dsts as any input. Empty: none.
+  std::vector<FusedGraph> after;
+  /// The ops the graph replaces (with `after`'s), in stream order: a backend may run them one by
+  /// one instead.
   int64_t ops = 0;
 
   /// Structure and dtypes (nodes, ops, parameters' presence, input and output dtypes, each

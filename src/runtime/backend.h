@@ -135,7 +135,8 @@ class Backend {
     return false;
   }
   /// Whether `op` (sum, prod, max or min without indices) may be recorded and end a fused graph
-  /// whose node it reduces (FusedGraph::reductions): the backend's execute_graph folds it. The
+  /// whose node it reduces (FusedGraph::reductions): the backend's execute_graph folds it, then
+  /// runs the graph's `after` (the element-wise ops on the result, fuse-on-write) if any. The
   /// op must not throw on data. Default: no reduction is recorded (each runs at once).
   virtual bool reducible(const ir::Reduce&) const { return false; }
   /// Backends that fuse call it from their constructor.
@@ -167,7 +168,8 @@ class Backend {
                                 const std::vector<size_t>& index);
   /// Runs `fused`, then ops[index] one by one on copies of what they write, and compares each
   /// of g's outputs: bitwise when rtol is 0, else |fused - eager| <= rtol * (1 + |eager|); each
-  /// reduction's dst within its dtype's tolerance for a changed summation order.
+  /// reduction's dst (and each output of the graph's `after`, computed from it) within its
+  /// dtype's tolerance for a changed summation order.
   bool run_checked(const std::function<bool()>& fused, const ir::FusedGraph& g,
                    const std::vector<StreamOp>& ops, const std::vector<size_t>& index, double rtol);
 

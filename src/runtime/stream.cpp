@@ -1,12 +1,13 @@
 // The lazy stream every backend has (Backend::submit / flush_stream) and its fusion planner:
 // recorded element-wise ops are grouped into ir::FusedGraphs (a reduction the backend folds may
-// end one), outputs no tensor holds any more are left unwritten, and each graph goes to the
+// end one, the element-wise ops on its result then joining it as its `after`), outputs no tensor holds any more are left unwritten, and each graph goes to the
 // backend's execute_graph (else op by op).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <string>
 
 #include "core/env.h"
@@ -193,6 +194,9 @@ struct Group {
   // ops after it form its epilogue. -1: a plain element-wise group.
   int64_t anchor = -1;
   Tensor anchor_dst;
+  // A group ended by a reduction: the plain group of the reduced shape after it (its first
+  // computing op reads the reduction's result), run as the graph's `after` (fuse-on-write).
+  std::shared_ptr<Group> post;
 
   uint32_t stamp = 0;  // the planner's mark of this group's entries in its written table (0: none)
 
@@ -685,14 +689,35 @@ void Backend::run_stream_ops(const std::vector<StreamOp>& ops) {
         else
           grp.g.outputs.push_back({w.node, w.view});
       }
-      n_dropped_ +=
+      int64_t dropped =
           int64_t(grp.written.size()) - int64_t(grp.g.outputs.size()) - int64_t(side_fills.size());
-      grp.g.ops = int64_t(grp.op_index.size());
+      // The ops the graph replaces: the group's, then its epilogue's (fuse-on-write).
+      std::vector<size_t> index = grp.op_index;
+      if (grp.post) {
+        Group& post = *grp.post;
+        const size_t post_last = post.op_index.back();
+        const size_t main_fills = side_fills.size();
+        for (const Group::Written& w : post.written) {
+          if (!planner.may_be_output(w.storage, post_last)) continue;
+          const bool fill = op_if<ir::Fill>(ops[w.op]) != nullptr;
+          if (fill && w.view.shape() != post.g.shape)
+            side_fills.push_back(w.op);
+          else
+            post.g.outputs.push_back({w.node, w.view});
+        }
+        dropped += int64_t(post.written.size()) - int64_t(post.g.outputs.size()) -
+                   int64_t(side_fills.size() - main_fills);
+        post.g.ops = int64_t(post.op_index.size());
+        index.insert(index.end(), post.op_index.begin(), post.op_index.end());
+        grp.g.after.push_back(std::move(post.g));
+      }
+      n_dropped_ += dropped;
+      grp.g.ops = int64_t(index.size());
       if (!grp.g.outputs.empty() || !grp.g.reductions.empty()) {
         bool done = false;
-        if (grp.compute_ops >= 2 || grp.g.outputs.size() < size_t(grp.compute_ops)) {
-          done = stream_check_mode() ? execute_graph_checked(grp.g, ops, grp.op_index)
-                                     : execute_graph(grp.g);
+        if (grp.compute_ops >= 2 || grp.g.outputs.size() < size_t(grp.compute_ops) || grp.post) {
+          done =
+              stream_check_mode() ? execute_graph_checked(grp.g, ops, index) : execute_graph(grp.g);
           if (done) {
             ++n_graphs_;
             n_fused_ops_ += grp.g.ops;
@@ -703,9 +728,8 @@ void Backend::run_stream_ops(const std::vector<StreamOp>& ops) {
         }
         if (!done) {
           // Op by op, in order: every write the graph's ops make (later ops read them).
-          n_dropped_ -= int64_t(grp.written.size()) - int64_t(grp.g.outputs.size()) -
-                        int64_t(side_fills.size());
-          for (size_t k : grp.op_index) run_eager(k);
+          n_dropped_ -= dropped;
+          for (size_t k : index) run_eager(k);
           return;
         }
       }
@@ -719,18 +743,59 @@ void Backend::run_stream_ops(const std::vector<StreamOp>& ops) {
   // another shape than the open group's (the scalars and zeros of the next chain, as an
   // optimizer's next parameter) starts the next group, where it is read as constants; in the
   // open group it would be written (side fills) and loaded back.
+  // Whether element-wise op k may start the epilogue of `r`'s reduction: it reads the reduction's
+  // result and computes a value of the reduced size (the keepdim dst or a view of it).
+  auto epilogue_starts = [&](const Group& r, size_t k) {
+    const Tensor& dst = r.g.reductions[0].dst;
+    const auto io = io_of(ops[k]);
+    if (io.dst->numel() != dst.numel()) return false;
+    for (int i = 0; i < io.nreads; ++i)
+      if (io.reads[i]->impl()->storage == dst.impl()->storage) return true;
+    return false;
+  };
   std::vector<size_t> next_compute(ops.size() + 1, ops.size());
   for (size_t k = ops.size(); k-- > 0;)
     next_compute[k] = op_if<ir::Fill>(ops[k]) ? next_compute[k + 1] : k;
   Group grp;
+  // A group ended by a reduction, waiting for its epilogue: `grp` then holds the element-wise ops
+  // of the reduced shape that follow (fuse-on-write), which run as the graph's `after`.
+  std::unique_ptr<Group> red;
+  // Runs the open group (with the reduction's group, when one waits, as its epilogue).
+  auto close = [&] {
+    if (red) {
+      // The epilogue joins when it computes something and the reduction's group leaves no Fill
+      // to run after its graph (the epilogue might read or overwrite it).
+      bool attach = grp.compute_ops > 0 && grp.anchor < 0 && grp.has_shape;
+      const size_t last = red->op_index.back();
+      for (const Group::Written& w : red->written)
+        attach = attach && !(planner.may_be_output(w.storage, last) && op_if<ir::Fill>(ops[w.op]) &&
+                             w.view.shape() != red->g.shape);
+      if (attach) {
+        red->post = std::make_shared<Group>(std::move(grp));
+        grp = Group();
+      }
+      run_group(*red);
+      red.reset();
+    }
+    run_group(grp);
+    grp = Group();
+  };
   for (size_t k = 0; k < ops.size(); ++k) {
     if (op_if<ir::Reduce>(ops[k])) {
-      // A reduction ends the group that computes its src (ops reading its result start the
-      // next one); else the group runs and the reduction after it, eagerly.
+      // A reduction ends the group that computes its src; the ops after it that consume its
+      // result join it as its epilogue (close). Else the group runs and the reduction after it,
+      // eagerly.
       const bool joined = grp.compute_ops >= 0 && planner.add_reduce(grp, k);
-      run_group(grp);
-      grp = Group();
-      if (joined) continue;
+      if (joined) {
+        if (red) {  // the waiting reduction's epilogue ends in a reduction: a group of its own
+          run_group(*red);
+          red.reset();
+        }
+        red = std::make_unique<Group>(std::move(grp));
+        grp = Group();
+        continue;
+      }
+      close();
       try {
         run_eager(k);
       } catch (...) {
@@ -739,23 +804,24 @@ void Backend::run_stream_ops(const std::vector<StreamOp>& ops) {
       continue;
     }
     if (!elementwise_kind(ops[k])) {  // an anchor (Backend::anchorable) starts its own group
-      run_group(grp);
-      grp = Group();
+      close();
       grp.anchor = int64_t(k);
       grp.anchor_dst = *io_of(ops[k]).dst;
       continue;
     }
-    if (grp.has_shape && grp.compute_ops >= 0 && op_if<ir::Fill>(ops[k]) &&
-        next_compute[k] < ops.size() && io_of(ops[next_compute[k]]).dst->shape() != grp.g.shape) {
-      run_group(grp);
-      grp = Group();
+    if (red && grp.compute_ops == 0 && !op_if<ir::Fill>(ops[k]) && !epilogue_starts(*red, k)) {
+      // No epilogue: the reduction's group runs alone; the Fills before k stay open (k's
+      // graph reads them as constants).
+      run_group(*red);
+      red.reset();
     }
+    if (grp.has_shape && grp.compute_ops >= 0 && op_if<ir::Fill>(ops[k]) &&
+        next_compute[k] < ops.size() && io_of(ops[next_compute[k]]).dst->shape() != grp.g.shape)
+      close();
     if (grp.compute_ops >= 0 && planner.add(grp, k)) continue;
-    run_group(grp);
-    grp = Group();
+    close();
     if (!planner.add(grp, k)) {  // cannot happen for a fresh group; run it alone to be safe
-      run_group(grp);
-      grp = Group();
+      close();
       try {
         run_eager(k);
       } catch (...) {
@@ -763,7 +829,7 @@ void Backend::run_stream_ops(const std::vector<StreamOp>& ops) {
       }
     }
   }
-  run_group(grp);
+  close();
   if (first_error) std::rethrow_exception(first_error);
 }
 
@@ -802,6 +868,7 @@ std::string FusedGraph::key() const {
          dtype_name(r.dst.dtype()) + ".d";
     for (int64_t d : r.dims) k += std::to_string(d) + ",";
   }
+  for (const FusedGraph& a : after) k += "|after{" + a.key() + "}";
   return k;
 }
 
@@ -850,6 +917,7 @@ std::string FusedGraph::describe() const {
     for (int64_t d : r.dims) s += " " + std::to_string(d);
     s += ") -> " + std::string(dtype_name(r.dst.dtype())) + " " + shape_str(r.dst.shape()) + "\n";
   }
+  for (const FusedGraph& a : after) s += "  then, on the reductions' results:\n" + a.describe();
   return s;
 }
 

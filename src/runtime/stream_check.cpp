@@ -114,9 +114,13 @@ bool Backend::run_checked(const std::function<bool()>& fused_run, const ir::Fuse
   // A reduction sums in another order than the eager kernel (both accumulate in double):
   // its dst agrees within a rounding or two of its dtype.
   auto reduce_rtol = [](DType t) { return t == DType::f64 ? 1e-9 : t == DType::f32 ? 1e-4 : 1e-2; };
-  const size_t nout = g.outputs.size();
-  for (size_t i = 0; i < nout + g.reductions.size(); ++i) {
-    const Tensor& dst = i < nout ? g.outputs[i].dst : g.reductions[i - nout].dst;
+  // The epilogue (`after`) computes on the reductions' results: the same tolerance.
+  const size_t nout = g.outputs.size(), nred = g.reductions.size();
+  const size_t nafter = g.after.empty() ? 0 : g.after[0].outputs.size();
+  for (size_t i = 0; i < nout + nred + nafter; ++i) {
+    const Tensor& dst = i < nout          ? g.outputs[i].dst
+                        : i < nout + nred ? g.reductions[i - nout].dst
+                                          : g.after[0].outputs[i - nout - nred].dst;
     const double tol = i < nout ? rtol : std::max(rtol, reduce_rtol(dst.dtype()));
     const Storage& s = *dst.impl()->storage;
     const std::vector<unsigned char> fused = bytes_of(s);
@@ -129,9 +133,15 @@ bool Backend::run_checked(const std::function<bool()>& fused_run, const ir::Fuse
       if (std::isnan(f) && std::isnan(w)) continue;
       if (tol > 0 && std::fabs(f - w) <= tol * (1 + std::fabs(w))) continue;
       EMBER_FAIL("EMBER_CHECK", "a fused graph on ", device().str(),
-                 " differs from its ops run one by one: ", i < nout ? "output " : "reduction ",
-                 i < nout ? i : i - nout, " (", dtype_name(dst.dtype()), "), storage element ", e,
-                 ": fused ", f, ", one by one ", w, "\n", g.describe());
+                 " differs from its ops run one by one: ",
+                 i < nout          ? "output "
+                 : i < nout + nred ? "reduction "
+                                   : "epilogue output ",
+                 i < nout          ? i
+                 : i < nout + nred ? i - nout
+                                   : i - nout - nred,
+                 " (", dtype_name(dst.dtype()), "), storage element ", e, ": fused ", f,
+                 ", one by one ", w, "\n", g.describe());
     }
   }
   return true;

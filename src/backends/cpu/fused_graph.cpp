@@ -7,11 +7,12 @@
 // each output is stored (scattered when strided). Memory is read once per input and written once
 // per output.
 //
-// A graph ending in a reduction (FusedGraph::reductions) over trailing dims walks the graph in
-// its row-major order in pieces of whole rows (or, for rows longer than kChunk elements, of
-// fixed chunks of a row) across the thread pool; each tile's value of the reduced node is folded
-// into its row's (chunk's) accumulator, and the chunks are combined in order at the end, so
-// results do not depend on the thread count. Accumulation is in double, as the eager kernels.
+// A graph ending in a reduction (FusedGraph::reductions) over any dims walks the graph with the
+// kept dims outer and the reduced dims inner (each in the graph's order: a reduced row is a run
+// of consecutive elements of the walk) in pieces of whole rows (or, for rows longer than kChunk
+// elements, of fixed chunks of a row) across the thread pool; each tile's value of the reduced node
+// is folded into its row's (chunk's) accumulator, and the chunks are combined in order at the end,
+// so results do not depend on the thread count. Accumulation is in double, as the eager kernels.
 //
 // Values in tile buffers are in their compute dtype: f32 for f32, f16 and bf16 (a half node is
 // rounded to its dtype after it is computed, as the eager f16/bf16 kernels round each op's
@@ -88,7 +89,8 @@ bool approximated(UnaryOp op) {
 constexpr int64_t kChunk = 65536;
 
 // Whether the cpu folds ir::Reduce{op, src of `shape` and `src_dtype`, dims, dst} into a graph:
-// a float sum/prod/max/min over trailing dims (size-1 dims aside) into a contiguous keepdim dst.
+// a float sum/prod/max/min over any set of dims into a contiguous keepdim dst (the walk puts the
+// reduced dims innermost, make_plan).
 bool foldable(ir::ReduceOp op, DType src_dtype, const Shape& shape,
               const std::vector<int64_t>& dims, const Tensor& dst) {
   using ir::ReduceOp;
@@ -104,15 +106,7 @@ bool foldable(ir::ReduceOp op, DType src_dtype, const Shape& shape,
       return false;
     kept[size_t(dims[i])] = 1;
   }
-  if (dst.shape() != kept) return false;
-  bool in_reduced = false;  // every kept dim of size > 1 comes before every reduced one
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    const bool red = std::find(dims.begin(), dims.end(), int64_t(d)) != dims.end();
-    if (!red && in_reduced) return false;
-    in_reduced = in_reduced || red;
-  }
-  return true;
+  return dst.shape() == kept;
 }
 
 // One partial result: sum/prod in v; max/min the extreme in v, NaN once one was seen.
@@ -437,13 +431,20 @@ bool make_plan(const ir::FusedGraph& g, Plan& p) {
   }
   size_t order[kMaxMergedDims];
   size_t len = 0;
-  // A reduction walks the graph in row-major order: element i is in reduced row i / len.
+  // A reduction walks the kept dims, then the reduced ones (each in the graph's order): element
+  // i of the walk is in reduced row i / len, rows in the keepdim dst's row-major order.
   bool by_memory = !g.outputs.empty() && g.reductions.empty();
-  for (size_t d = 0; d < g.shape.size(); ++d) {
-    if (g.shape[d] == 1) continue;
-    order[len++] = d;
-    by_memory = by_memory && (*st[g.inputs.size()])[d] > 0;
-  }
+  for (int pass = 0; pass < (g.reductions.empty() ? 1 : 2); ++pass)
+    for (size_t d = 0; d < g.shape.size(); ++d) {
+      if (g.shape[d] == 1) continue;
+      if (!g.reductions.empty()) {
+        const auto& dims = g.reductions[0].dims;
+        const bool red = std::find(dims.begin(), dims.end(), int64_t(d)) != dims.end();
+        if (red != (pass == 1)) continue;
+      }
+      order[len++] = d;
+      by_memory = by_memory && (*st[g.inputs.size()])[d] > 0;
+    }
   if (by_memory) {
     const Strides& s0 = *st[g.inputs.size()];
     std::stable_sort(order, order + len, [&](size_t a, size_t b) { return s0[a] > s0[b]; });
@@ -841,20 +842,18 @@ void run_reduction(Plan& p, Backend* backend) {
 
 }  // namespace
 
-bool CpuBackend::execute_graph(const ir::FusedGraph& g) {
-  Plan p;
-  if (!make_plan(g, p)) return false;
-  if (!g.reductions.empty()) {
-    run_reduction(p, this);
-    return true;
-  }
+namespace {
+
+// A plain graph (no reduction), tile by tile across the thread pool.
+bool run_plain(Plan& p, const ir::FusedGraph& g, Backend* backend) {
   if (p.total == 0 || g.outputs.empty()) return true;
   auto run = [&](int64_t tile) {
     p.tile = tile;
     const int64_t ntiles = (p.total + tile - 1) / tile;
-    parallel_for(
-        0, ntiles, std::max<int64_t>(1, kGrainElementwise / tile),
-        [&](int64_t b, int64_t e) { run_range(p, this, b * tile, std::min(p.total, e * tile)); });
+    parallel_for(0, ntiles, std::max<int64_t>(1, kGrainElementwise / tile),
+                 [&](int64_t b, int64_t e) {
+                   run_range(p, backend, b * tile, std::min(p.total, e * tile));
+                 });
   };
   // Tuned only when running the graph again gives the same outputs: no output shares storage
   // with an input (an in-place a = a * 2 would compound).
@@ -889,6 +888,27 @@ bool CpuBackend::execute_graph(const ir::FusedGraph& g) {
   run(tiles[tuner().pick("cpu.fused_graph", dtype_name(g.outputs[0].dst.dtype()), shape, cs,
                          bench)]);
   return true;
+}
+
+}  // namespace
+
+bool CpuBackend::execute_graph(const ir::FusedGraph& g) {
+  Plan p;
+  if (!make_plan(g, p)) return false;
+  if (!g.reductions.empty()) {
+    // The epilogue (fuse-on-write) is planned before anything runs, so a declined one leaves
+    // the whole graph to the ops.
+    Plan pa;
+    if (g.after.size() > 1) return false;
+    if (!g.after.empty() &&
+        (!g.after[0].reductions.empty() || !g.after[0].after.empty() || !make_plan(g.after[0], pa)))
+      return false;
+    run_reduction(p, this);
+    if (!g.after.empty()) run_plain(pa, g.after[0], this);
+    return true;
+  }
+  if (!g.after.empty()) return false;
+  return run_plain(p, g, this);
 }
 
 }  // namespace ember::cpu
