@@ -63,7 +63,7 @@ TEST(EnvTest, BadFlagWarnsOnceAndKeepsTheDefault) {
   });
   EXPECT_EQ(err,
             "warning: [env] EMBER_TEST_ENV_BADFLAG=maybe is not a flag (1/0, on/off, true/false, "
-            "yes/no); using on\n");
+            "yes/no); using the default 'on'\n");
 }
 
 TEST(EnvTest, IntegersAreParsedStrictly) {
@@ -83,13 +83,14 @@ TEST(EnvTest, IntegersAreParsedStrictly) {
     const std::string err =
         stderr_of([&] { EXPECT_EQ(env_int("EMBER_TEST_ENV_BADINT", 7, 1, 10), 7) << bad; });
     EXPECT_EQ(err, std::string("warning: [env] EMBER_TEST_ENV_BADINT=") + bad +
-                       " is not an integer in [1, 10]; using 7\n")
+                       " is not an integer in [1, 10]; using the default 7\n")
         << bad;
   }
   // No upper bound: the range reads ">= min".
   EnvGuard neg("EMBER_TEST_ENV_BADINT", "-1");
-  EXPECT_EQ(stderr_of([] { env_int("EMBER_TEST_ENV_BADINT", 4, 1, INT64_MAX); }),
-            "warning: [env] EMBER_TEST_ENV_BADINT=-1 is not an integer >= 1; using 4\n");
+  EXPECT_EQ(
+      stderr_of([] { env_int("EMBER_TEST_ENV_BADINT", 4, 1, INT64_MAX); }),
+      "warning: [env] EMBER_TEST_ENV_BADINT=-1 is not an integer >= 1; using the default 4\n");
   EnvGuard big("EMBER_TEST_ENV_INT", "9223372036854775807");
   EXPECT_EQ(env_int("EMBER_TEST_ENV_INT", 0, 0, INT64_MAX), INT64_MAX);
   EnvGuard low("EMBER_TEST_ENV_INT", "-9223372036854775808");
@@ -108,13 +109,55 @@ TEST(EnvTest, ChoiceMatchesAnyCaseAndListsTheAllowedValues) {
   EXPECT_EQ(got, "auto");
   EXPECT_EQ(err,
             "warning: [env] EMBER_TEST_ENV_CHOICE=bogus is not one of auto|onednn|openblas; "
-            "using auto\n");
+            "using the default 'auto'\n");
   // Another bad value of the same variable is said too (once per variable and value).
   EnvGuard bad2("EMBER_TEST_ENV_CHOICE", "blas");
   EXPECT_NE(stderr_of([] {
               env_choice("EMBER_TEST_ENV_CHOICE", {"auto"}, "auto");
-            }).find("EMBER_TEST_ENV_CHOICE=blas is not one of auto; using auto"),
+            }).find("EMBER_TEST_ENV_CHOICE=blas is not one of auto; using the default 'auto'"),
             std::string::npos);
+}
+
+// A default outside the caller's own range or choices is a bug in Ember (EMBER_VULKAN_MAX_TASKS
+// read with default 0 in [1, 1000000] and warned "using 0" while 16 was used): an error naming
+// the variable, set or not.
+TEST(EnvTest, DefaultOutsideTheAllowedValuesIsAnError) {
+  for (const char* v : {static_cast<const char*>(nullptr), "", "5", "bogus"}) {
+    EnvGuard e("EMBER_TEST_ENV_BADDEF", v);
+    const std::string err = stderr_of([] {
+      for (int64_t def : {int64_t(0), int64_t(11), int64_t(-1)}) {
+        try {
+          env_int("EMBER_TEST_ENV_BADDEF", def, 1, 10);
+          ADD_FAILURE() << "no error for default " << def;
+        } catch (const ember::Error& err) {
+          EXPECT_EQ(std::string(err.what())
+                        .rfind("[env] EMBER_TEST_ENV_BADDEF: the default " + std::to_string(def) +
+                                   " is not an integer in [1, 10]",
+                               0),
+                    0u)
+              << err.what();
+        }
+      }
+      EXPECT_THROW(env_int("EMBER_TEST_ENV_BADDEF", 0, 1, INT64_MAX), ember::Error);
+      try {
+        env_choice("EMBER_TEST_ENV_BADDEF", {"auto", "onednn"}, "openblas");
+        ADD_FAILURE() << "no error";
+      } catch (const ember::Error& err) {
+        EXPECT_EQ(std::string(err.what())
+                      .rfind("[env] EMBER_TEST_ENV_BADDEF: the default 'openblas' is not one of "
+                             "auto|onednn",
+                             0),
+                  0u)
+            << err.what();
+      }
+      // The allowed spelling exactly: a default in another case is a typo too.
+      EXPECT_THROW(env_choice("EMBER_TEST_ENV_BADDEF", {"auto"}, "Auto"), ember::Error);
+    });
+    EXPECT_EQ(err, "") << "a bad default is thrown, not warned";
+  }
+  // The ends of the range are allowed defaults.
+  EXPECT_EQ(env_int("EMBER_TEST_ENV_BADDEF", 1, 1, 10), 1);
+  EXPECT_EQ(env_int("EMBER_TEST_ENV_BADDEF", 10, 1, 10), 10);
 }
 
 TEST(EnvTest, CacheDirFollowsTheVariableThenXdgThenHome) {

@@ -221,7 +221,13 @@ void Autotuner::save_locked() {
   std::string why;
   if (!try_write_file_atomic(path, text.data(), text.size(), &why) && !save_warned_) {
     save_warned_ = true;
-    std::fprintf(stderr, "warning: [autotune] cannot write %s: %s\n", path.c_str(), why.c_str());
+    // Named: the folder comes from EMBER_AUTOTUNE_CACHE (or its default under ~/.cache), and
+    // the user has to know which setting to change.
+    std::fprintf(stderr,
+                 "warning: [autotune] cannot write the cache file %s: %s; the choices are kept "
+                 "in memory only (set EMBER_AUTOTUNE_CACHE to a writable folder, or to 0 for no "
+                 "file)\n",
+                 path.c_str(), why.c_str());
   }
 }
 

@@ -15,8 +15,9 @@ namespace ember::vk {
 namespace {
 constexpr uint32_t kSetsPerPool = 256;
 
-// 0 when unset (the default, kDefaultMaxTasks); a bad value warns (core/env.h).
-int64_t env_max_tasks() { return env_int("EMBER_VULKAN_MAX_TASKS", 0, 1, 1000000); }
+// kDefaultMaxTasks when unset; a bad value warns, naming that default (core/env.h). (The default
+// was 0, outside the allowed range: the warning said "using 0" while 16 was used.)
+int64_t env_max_tasks() { return env_int("EMBER_VULKAN_MAX_TASKS", kDefaultMaxTasks, 1, 1000000); }
 }  // namespace
 
 // What a batch holds on Vulkan: its command buffer, fence and descriptor pools (the last one is
@@ -34,10 +35,7 @@ struct VulkanBackend::VkBatch : BatchState {
 };
 
 VulkanBackend::VulkanBackend(int64_t index, std::unique_ptr<Context> ctx, std::string kind)
-    : KernelBackend(env_max_tasks() > 0 ? env_max_tasks() : kDefaultMaxTasks),
-      index_(index),
-      ctx_(std::move(ctx)),
-      kind_(std::move(kind)) {}
+    : KernelBackend(env_max_tasks()), index_(index), ctx_(std::move(ctx)), kind_(std::move(kind)) {}
 
 VulkanBackend::~VulkanBackend() {
   drop_stream();
@@ -92,8 +90,7 @@ void VulkanBackend::configure(const vulkan::RuntimeOptions& o) {
               "init_setup", "memory sizes must satisfy 0 < max_slice_size <= page_size (got ",
               o.memory.max_slice_size, " and ", o.memory.page_size, ")");
   options_ = o;
-  const int64_t env = env_max_tasks();
-  set_max_tasks_unlocked(o.max_tasks > 0 ? o.max_tasks : env > 0 ? env : kDefaultMaxTasks);
+  set_max_tasks_unlocked(o.max_tasks > 0 ? o.max_tasks : env_max_tasks());
 }
 
 void VulkanBackend::check_alive() const {
