@@ -63,7 +63,11 @@ void write_entry(const std::string& path, uint64_t hash, const std::string& bin)
   h.checksum = fnv1a(bin);
   std::string out(reinterpret_cast<const char*>(&h), sizeof h);
   out += bin;
-  try_write_file_atomic(path, out.data(), out.size());  // an unwritable cache only costs build time
+  // An unwritable cache is not an error, it only costs build time; said once (it was silent).
+  std::string why;
+  if (!try_write_file_atomic(path, out.data(), out.size(), &why))
+    warn_cache_unwritable("EMBER_KERNEL_CACHE_DIR", "opencl", path, why,
+                          "kernels are built again in every process");
 }
 
 std::string build_log(cl_program p, cl_device_id d) {

@@ -68,8 +68,11 @@ void write_entry(const fs::path& path, uint64_t source_hash, uint64_t bytes,
   h.checksum = fnv1a(words.data(), words.size() * 4);
   std::string out(reinterpret_cast<const char*>(&h), sizeof h);
   out.append(reinterpret_cast<const char*>(words.data()), words.size() * 4);
-  // an unwritable cache is not an error: it only costs compile time
-  try_write_file_atomic(path.string(), out.data(), out.size());
+  // An unwritable cache is not an error, it only costs compile time; said once (it was silent).
+  std::string why;
+  if (!try_write_file_atomic(path.string(), out.data(), out.size(), &why))
+    warn_cache_unwritable("EMBER_KERNEL_CACHE_DIR", "vulkan", path.string(), why,
+                          "kernels are compiled again in every process");
 }
 
 std::string numbered(const std::string& src) {
