@@ -71,7 +71,8 @@ TEST(CliTestDevices, BadVulkanDefaultDeviceNamesItsVariable) {
   EXPECT_EQ(r.output.find("EMBER_DEVICE=vulkan"), std::string::npos) << r.output;
 }
 
-// Tuning variables with a bad value warn ("warning: [env] ...") and keep their default;
+// Tuning variables with a bad value warn ("warning: [env] ...", naming the default used instead:
+// it said "using 256", which read as the value given) and keep their default;
 // EMBER_FUSION_LOG=off is off (any value but "0" printed the fusion log).
 TEST(CliTestDevices, BadTuningVariablesWarnAndOffMeansOff) {
   REQUIRE_FASHION();
@@ -88,15 +89,19 @@ TEST(CliTestDevices, BadTuningVariablesWarnAndOffMeansOff) {
   }
   Result r = run_ember(train + (dir / "bad"),
                        "EMBER_GEMM=bogus EMBER_CPU_KERNELS=bogus "
-                       "EMBER_STREAM_OPS=99999999999999999999 EMBER_FUSION=maybe");
+                       "EMBER_STREAM_OPS=99999999999999999999 EMBER_FUSION=maybe "
+                       "EMBER_AUTOTUNE=bogus");
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char* w :
-       {"warning: [env] EMBER_GEMM=bogus is not one of auto|onednn|openblas; using auto\n",
-        "warning: [env] EMBER_CPU_KERNELS=bogus is not one of own|ref; using own\n",
+       {"warning: [env] EMBER_GEMM=bogus is not one of auto|onednn|openblas; using the default "
+        "'auto'\n",
+        "warning: [env] EMBER_CPU_KERNELS=bogus is not one of own|ref; using the default 'own'\n",
         "warning: [env] EMBER_STREAM_OPS=99999999999999999999 is not an integer in [1, "
-        "1000000]; using 256\n",
+        "1000000]; using the default 256\n",
         "warning: [env] EMBER_FUSION=maybe is not a flag (1/0, on/off, true/false, yes/no); "
-        "using on\n"}) {
+        "using the default 'on'\n",
+        "warning: [env] EMBER_AUTOTUNE=bogus is not one of off|minimal|balanced|full; using the "
+        "default 'balanced'\n"}) {
     const size_t at = r.output.find(w);
     EXPECT_NE(at, std::string::npos) << w << r.output;
     EXPECT_EQ(at, r.output.rfind(w)) << "once: " << w << r.output;

@@ -1,13 +1,16 @@
 // `ember devices`: every device that can run now, with its capabilities.
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "ember/device.h"
+#include "ember/device_choices.h"
 #include "ember/error.h"
 
 namespace ember::tools {
@@ -20,39 +23,62 @@ bool is_index(const std::string& s) {
 }
 }  // namespace
 
+// device_choices() in words, as Device::parse's error says them ("cpu, ref, vulkan[:N], ... or
+// opencl[:N]").
+static std::string choices_text() {
+  std::string s;
+  const std::vector<std::string> c = device_choices();
+  for (size_t i = 0; i < c.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == c.size() ? " or " : ", ") + c[i];
+  return s;
+}
+
+// Whether this build accepts backend `name` (device_choices() has an entry for it).
+static bool built(const std::string& name) {
+  for (const std::string& c : device_choices())
+    if (c.compare(0, name.size(), name) == 0) return true;
+  return false;
+}
+
 CLI::Option* add_device_option(CLI::App* cmd, std::string& value) {
   CLI::Option* opt = cmd->add_option("--device", value,
-                                     "cpu, ref, vulkan, opencl, ... (see `ember devices`; default: "
-                                     "$EMBER_DEVICE, else cpu)");
+                                     choices_text() +
+                                         ", in any case (see `ember devices`; default: "
+                                         "$EMBER_DEVICE, else cpu)");
   opt->check(CLI::Validator(
-      [](std::string& s) -> std::string {
-        if (s == "cpu" || s == "ref" || s == "vulkan" || s == "opencl" || s == "cuda") return "";
+      [](std::string& given) -> std::string {
+        std::string s = given;  // in any case, as Device::parse
+        for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+        const auto after = [&](const std::string& b) {
+          return s == b ? std::string() : s.substr(b.size() + 1);
+        };
+        for (const char* b : {"vulkan", "opencl", "cuda"})
+          if ((s == b || s.rfind(std::string(b) + ":", 0) == 0) && !built(b))
+            return std::string("backend ") + b + " is not built (this build accepts " +
+                   choices_text() + ")";
+        if (s == "cpu" || s == "ref" || s == "vulkan" || s == "opencl") return "";
         if (s.rfind("cpu:", 0) == 0 || s.rfind("ref:", 0) == 0) {
           try {
-            (void)Device::parse(s);  // host devices: opens nothing
+            (void)Device::parse(given);  // host devices: opens nothing
             return "";
           } catch (const Error& e) {
             const std::string m = e.what();  // "[device] 'cpu:1': the cpu backend has ..."
             return m.substr(m.find("] ") == std::string::npos ? 0 : m.find("] ") + 2);
           }
         }
-        if (s.rfind("cuda:", 0) == 0 && is_index(s.substr(5))) return "";
-        if (s.rfind("opencl:", 0) == 0 && is_index(s.substr(7))) return "";
+        if (s.rfind("opencl:", 0) == 0 && is_index(after("opencl"))) return "";
         if (s.rfind("vulkan:", 0) == 0) {
-          if (is_index(s.substr(7))) return "";
+          if (is_index(after("vulkan"))) return "";
           try {
-            (void)DeviceKind::parse(s.substr(7));  // only parses: opens no device
+            (void)DeviceKind::parse(given.substr(7));  // only parses: opens no device
             return "";
           } catch (const Error& e) {
             const std::string m = e.what();  // "[device] unknown device kind ..."
             return m.substr(m.find("] ") == std::string::npos ? 0 : m.find("] ") + 2);
           }
         }
-        return "unknown device '" + s +
-               "' (expected cpu, cpu:0, ref, vulkan, vulkan:N, vulkan:KIND, opencl, opencl:N or "
-               "cuda:N; "
-               "see `ember "
-               "devices`)";
+        return "unknown device '" + given + "' (expected " + choices_text() +
+               "; see `ember devices`)";
       },
       "", ""));
   return opt;

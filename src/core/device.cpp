@@ -1,9 +1,11 @@
 #include "ember/device.h"
 
+#include <cctype>
 #include <mutex>
 #include <optional>
 
 #include "core/env.h"
+#include "ember/device_choices.h"
 #include "ember/error.h"
 
 namespace ember {
@@ -15,6 +17,10 @@ namespace {
 std::optional<Device>& default_override() {
   static std::optional<Device> d;
   return d;
+}
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
 }
 int64_t parse_index(const std::string& s, const char* op) {
   try {
@@ -36,11 +42,13 @@ DeviceKind DeviceKind::parse(const std::string& s) {
       {"DiscreteGpu", Kind::DiscreteGpu},     {"IntegratedGpu", Kind::IntegratedGpu},
       {"VirtualGpu", Kind::VirtualGpu},       {"Cpu", Kind::Cpu},
       {"DefaultDevice", Kind::DefaultDevice}, {"Existing", Kind::Existing}};
+  // In any case, as device strings ("integratedgpu(1)" is IntegratedGpu(1)).
+  const std::string l = lower(s);
   for (const auto& n : kNames) {
-    const std::string name = n.n;
-    if (s == name) return {n.k, 0};
-    if (s.size() > name.size() + 2 && s.compare(0, name.size(), name) == 0 &&
-        s[name.size()] == '(' && s.back() == ')')
+    const std::string name = lower(n.n);
+    if (l == name) return {n.k, 0};
+    if (l.size() > name.size() + 2 && l.compare(0, name.size(), name) == 0 &&
+        l[name.size()] == '(' && l.back() == ')')
       return {n.k, parse_index(s.substr(name.size() + 1, s.size() - name.size() - 2), "device")};
   }
   EMBER_FAIL("device", "unknown device kind '", s,
@@ -69,13 +77,28 @@ std::string DeviceKind::str() const {
 Device Device::cpu() { return Device(DeviceType::cpu, 0); }
 Device Device::ref() { return Device(DeviceType::ref, 0); }
 
-Device Device::parse(const std::string& s) {
+namespace {
+// device_choices() as a list in words: "cpu, ref, vulkan[:N], vulkan:KIND or opencl[:N]" (the
+// ember command's --device says the same, tools/devices.cpp).
+std::string device_choices_text() {
+  std::string s;
+  const std::vector<std::string> c = device_choices();
+  for (size_t i = 0; i < c.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == c.size() ? " or " : ", ") + c[i];
+  return s;
+}
+}  // namespace
+
+Device Device::parse(const std::string& given) {
+  // In any case: "CPU", "Vulkan:0". The backend names are lower-case; a DeviceKind after
+  // "vulkan:" matches in any case too. Errors quote the string as given.
+  const std::string s = lower(given);
   // "cpu:0" and "ref:0" are what torch.device("cpu:0") means: the one host device.
   for (const char* host : {"cpu", "ref"}) {
     const std::string h = host;
     if (s != h && s.rfind(h + ":", 0) != 0) continue;
     if (s != h && parse_index(s.substr(h.size() + 1), "device") != 0)
-      EMBER_FAIL("device", "'", s, "': the ", h, " backend has one device, index 0");
+      EMBER_FAIL("device", "'", given, "': the ", h, " backend has one device, index 0");
     return h == "cpu" ? cpu() : ref();
   }
   if (s == "vulkan") return vulkan();
@@ -85,14 +108,13 @@ Device Device::parse(const std::string& s) {
     if (!k.empty() && k.find_first_not_of("0123456789") == std::string::npos) {
       return vulkan_at(parse_index(k, "device"));
     }
-    return vulkan(DeviceKind::parse(k));
+    return vulkan(DeviceKind::parse(given.substr(7)));
   }
   if (s == "cuda") return cuda(0);
   if (s.rfind("cuda:", 0) == 0) return cuda(parse_index(s.substr(5), "device"));
   if (s == "opencl") return opencl(0);
   if (s.rfind("opencl:", 0) == 0) return opencl(parse_index(s.substr(7), "device"));
-  EMBER_FAIL("device", "unknown device '", s,
-             "' (expected cpu, ref, vulkan, vulkan:IntegratedGpu(1), cuda:0, opencl:0)");
+  EMBER_FAIL("device", "unknown device '", given, "' (expected ", device_choices_text(), ")");
 }
 
 Device Device::default_device() {

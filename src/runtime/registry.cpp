@@ -2,9 +2,11 @@
 // ember/device.h that need one (available_devices, supports_dtype, sync, memory_stats).
 // The one place that knows every backend; core and the frontend only see runtime/backend.h.
 #include <string>
+#include <vector>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/ref/ref_backend.h"
+#include "ember/device_choices.h"
 #include "ember/error.h"
 #include "runtime/backend.h"
 #ifdef EMBER_HAVE_VULKAN
@@ -77,6 +79,18 @@ Device Device::opencl(int64_t index) {
   EMBER_FAIL("device", "backend not built: opencl (requested opencl:", index,
              "); rebuild with -DEMBER_BACKEND_OPENCL=ON");
 #endif
+}
+
+std::vector<std::string> device_choices() {
+  std::vector<std::string> c = {"cpu", "ref"};
+#ifdef EMBER_HAVE_VULKAN
+  c.push_back("vulkan[:N]");
+  c.push_back("vulkan:KIND");
+#endif
+#ifdef EMBER_HAVE_OPENCL
+  c.push_back("opencl[:N]");
+#endif
+  return c;
 }
 
 std::vector<DeviceInfo> available_devices() {
