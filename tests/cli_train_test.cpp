@@ -2,7 +2,9 @@
 // (tests/cli_util.h).
 #include "cli_util.h"
 
+#include <cstdio>
 #include <iterator>
+#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +37,14 @@ TEST(CliTestTrain, ShortMlpRunWritesSummaryAndLearns) {
   EXPECT_GT(s["train_samples_per_second"].get<double>(), 0.0);
   EXPECT_GT(s["wall_seconds"].get<double>(), 0.0);
   ASSERT_EQ(s["history"].size(), 1u);
+  // The status line is rounded (it printed 0.8234999775886536 and 1234.5678901 samples/s).
+  EXPECT_TRUE(std::regex_search(
+      r.output, std::regex("\nstatus completed: test accuracy [0-9]+\\.[0-9]{2}%, test loss "
+                           "[0-9.e+-]+, [0-9]+ training samples/s, [0-9]+\\.[0-9] s; summary in ")))
+      << r.output;
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "test accuracy %.2f%%", 100 * s["test_accuracy"].get<double>());
+  EXPECT_NE(r.output.find(pct), std::string::npos) << r.output;
   for (const char* f : {"metrics.csv", "metrics.json", "report.html", "model.safetensors",
                         "checkpoints/best.safetensors"})
     EXPECT_TRUE(fs::exists(dir / ("run/" + std::string(f)))) << f;

@@ -30,19 +30,18 @@ std::string check_int(std::string& s, T min, T max) {
   const char* end = s.data() + s.size();
   const bool plus = s.size() > 1 && s[0] == '+' && s[1] != '-';
   const auto [p, ec] = std::from_chars(s.data() + (plus ? 1 : 0), end, v);
-  if (ec == std::errc::result_out_of_range)
-    return "value " + s + " is out of range (" + std::to_string(std::numeric_limits<T>::min()) +
-           " to " + std::to_string(std::numeric_limits<T>::max()) + ")";
+  const bool no_max = max == std::numeric_limits<T>::max();
+  const std::string range =
+      "(must be " +
+      (no_max ? ">= " + std::to_string(min) : std::to_string(min) + " to " + std::to_string(max)) +
+      ")";
+  // Past the type's range: the option's own range, as for any other value outside it (it said
+  // the type's, -9223372036854775808 to 9223372036854775807, which --epochs does not accept).
+  if (ec == std::errc::result_out_of_range) return "value " + s + " is out of range " + range;
   if (ec != std::errc() || p != end || s.empty())
     return "value " + s + " is not " +
            (std::is_signed_v<T> ? "an integer" : "a non-negative integer");
-  if (v < min || v > max) {
-    const bool no_max = max == std::numeric_limits<T>::max();
-    return "value " + std::to_string(v) + " is out of range (must be " +
-           (no_max ? ">= " + std::to_string(min)
-                   : std::to_string(min) + " to " + std::to_string(max)) +
-           ")";
-  }
+  if (v < min || v > max) return "value " + std::to_string(v) + " is out of range " + range;
   s = std::to_string(v);
   return "";
 }
@@ -85,6 +84,13 @@ inline CLI::Validator real_between(double lo, double hi, const std::string& rang
         return "";
       },
       "", "");
+}
+
+/// A path option's check: an empty value ("--data \"\"") is a usage error naming the option
+/// (it read as the option not given, or failed later with a message about "").
+inline CLI::Validator non_empty_path() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string { return s.empty() ? "the path is empty" : ""; }, "", "");
 }
 
 /// --device: a name Device::parse knows (cpu, ref, vulkan, vulkan:N, vulkan:KIND, cuda:N), else a

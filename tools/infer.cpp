@@ -149,10 +149,12 @@ void add_eval_command(CLI::App& app) {
   cmd->footer(kNotANumberFooter);
   cmd->add_option("--checkpoint", a->checkpoint,
                   "A checkpoint (DIR/checkpoints/*.safetensors) or DIR/model.safetensors")
-      ->required();
+      ->required()
+      ->check(non_empty_path());
   cmd->add_option("--data", a->data_dir,
                   "Dataset folder (default: the dataset's; for an image folder, the one it was "
-                  "trained on: its test folder, or the validation images of its split)");
+                  "trained on: its test folder, or the validation images of its split)")
+      ->check(non_empty_path());
   cmd->add_option("--dataset", a->dataset,
                   "mnist or fashion-mnist, for a model file that does not record its dataset "
                   "(another dataset than the recorded one is an error)")
@@ -225,9 +227,10 @@ void add_predict_command(CLI::App& app) {
       "read as the training images were for an image folder; prints the class name)");
   cmd->add_option("--checkpoint", a->checkpoint,
                   "A checkpoint (DIR/checkpoints/*.safetensors) or DIR/model.safetensors")
-      ->required();
+      ->required()
+      ->check(non_empty_path());
   cmd->footer(kNotANumberFooter);
-  cmd->add_option("image", a->image, "The image file")->required();
+  cmd->add_option("image", a->image, "The image file")->required()->check(non_empty_path());
   cmd->add_option("--dataset", a->dataset,
                   "mnist or fashion-mnist, for a model file that does not record its dataset "
                   "(another dataset than the recorded one is an error)")

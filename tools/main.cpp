@@ -45,6 +45,18 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0 || e.get_name() == "RuntimeError") return app.exit(e);
+    // A single-value option given twice: CLI11 said "--epochs: At Most 1 required but received
+    // 2", or checked one of the values first. Every argument is read before any is checked, so
+    // the counts are complete here; flags (--resume) may repeat.
+    std::vector<const CLI::App*> apps = {&app};
+    for (const CLI::App* sub : app.get_subcommands()) apps.push_back(sub);
+    for (const CLI::App* a : apps)
+      for (const CLI::Option* o : a->get_options())
+        if (o->get_type_size() > 0 && o->get_items_expected_max() == 1 && o->count() > 1) {
+          std::cerr << "error: " << o->get_name() << " given more than once (give it once)"
+                    << "\nRun with --help for more information.\n";
+          return ember::tools::kExitUsage;
+        }
     // CLI11 reports a missing command or argument before an unknown one ("ember --frob" said "A
     // subcommand is required"): name the arguments nobody took first, they are the likelier slip.
     std::vector<std::string> extras = app.remaining();

