@@ -5,8 +5,10 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "ember/device.h"
+#include "ember/device_choices.h"
 #include "ember/error.h"
 #include "test_util.h"
 
@@ -177,6 +179,43 @@ TEST(EnvTest, CacheDirFollowsTheVariableThenXdgThenHome) {
   EXPECT_EQ(env_cache_dir("EMBER_TEST_ENV_CACHE", "autotune"), "/home/u/.cache/ember/autotune");
   EnvGuard no_home("HOME", nullptr);
   EXPECT_EQ(env_cache_dir("EMBER_TEST_ENV_CACHE", "autotune"), "");
+}
+
+// Device strings match in any case; an unknown one lists device_choices(), the backends built.
+TEST(EnvTest, DeviceStringsInAnyCaseAndTheChoicesListed) {
+  EXPECT_EQ(ember::Device::parse("CPU"), ember::Device::cpu());
+  EXPECT_EQ(ember::Device::parse("Cpu:0"), ember::Device::cpu());
+  EXPECT_EQ(ember::Device::parse("REF"), ember::Device::ref());
+  EXPECT_EQ(ember::DeviceKind::parse("integratedgpu(1)"), ember::DeviceKind::IntegratedGpu(1));
+  const std::vector<std::string> c = ember::device_choices();
+  ASSERT_GE(c.size(), 2u);
+  EXPECT_EQ(c[0], "cpu");
+  EXPECT_EQ(c[1], "ref");
+  bool vulkan = false, opencl = false, cuda = false;
+  for (const std::string& x : c) {
+    vulkan |= x.rfind("vulkan", 0) == 0;
+    opencl |= x.rfind("opencl", 0) == 0;
+    cuda |= x.rfind("cuda", 0) == 0;
+  }
+#ifdef EMBER_HAVE_VULKAN
+  EXPECT_TRUE(vulkan);
+#else
+  EXPECT_FALSE(vulkan);
+#endif
+#ifdef EMBER_HAVE_OPENCL
+  EXPECT_TRUE(opencl);
+#else
+  EXPECT_FALSE(opencl);
+#endif
+  EXPECT_FALSE(cuda);  // no CUDA backend
+  try {
+    (void)ember::Device::parse("Bogus");
+    FAIL() << "no error";
+  } catch (const ember::Error& err) {
+    const std::string m = err.what();
+    EXPECT_NE(m.find("unknown device 'Bogus' (expected cpu, ref"), std::string::npos) << m;
+    for (const std::string& x : c) EXPECT_NE(m.find(x), std::string::npos) << x << ": " << m;
+  }
 }
 
 #ifdef EMBER_HAVE_VULKAN
