@@ -54,9 +54,10 @@ void make_image_folder(const fs::path& root, const std::vector<std::string>& nam
 // Pattern k is class kPatterns[k]; sorted, the labels are checks 0, stripes_h 1, stripes_v 2.
 const std::vector<std::string> kPatterns = {"stripes_h", "stripes_v", "checks"};
 
-std::string fixed4(double v) {
+// An accuracy as `ember eval` prints it: a percentage with 2 decimals.
+std::string percent(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4f", v);
+  std::snprintf(buf, sizeof buf, "%.2f%%", 100 * v);
   return buf;
 }
 
@@ -101,7 +102,7 @@ TEST(CliTestImages, ImageFolderTrainsEvaluatesAndPredicts) {
     Result e = run_ember("eval --checkpoint " + (dir / ("run/" + std::string(f))));
     ASSERT_EQ(e.status, 0) << f << ": " << e.output;
     EXPECT_NE(e.output.find("(12 test images)"), std::string::npos) << e.output;
-    EXPECT_NE(e.output.find("test accuracy: " + fixed4(s["test_accuracy"].get<double>())),
+    EXPECT_NE(e.output.find("test accuracy: " + percent(s["test_accuracy"].get<double>())),
               std::string::npos)
         << f << ": " << e.output;
   }
@@ -218,7 +219,7 @@ TEST(CliTestImages, ImageFolderWithTestFolderGrayscaleResumes) {
   // eval reads the test folder.
   Result e = run_ember("eval --checkpoint " + (dir / "full/model.safetensors"));
   ASSERT_EQ(e.status, 0) << e.output;
-  EXPECT_NE(e.output.find("test accuracy: " + fixed4(a["test_accuracy"].get<double>())),
+  EXPECT_NE(e.output.find("test accuracy: " + percent(a["test_accuracy"].get<double>())),
             std::string::npos)
       << e.output;
 

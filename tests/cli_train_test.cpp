@@ -52,15 +52,16 @@ TEST(CliTestTrain, ShortMlpRunWritesSummaryAndLearns) {
   // eval of the saved model reproduces the test accuracy of the last epoch.
   r = run_ember("eval --checkpoint " + (dir / "run/model.safetensors"));
   ASSERT_EQ(r.status, 0) << r.output;
-  std::ostringstream acc;
-  acc.setf(std::ios::fixed);
-  acc.precision(4);
-  acc << s["test_accuracy"].get<double>();
-  EXPECT_NE(r.output.find("test accuracy: " + acc.str()), std::string::npos) << r.output;
+  char acc[32];  // a percentage with 2 decimals, as the train status line
+  std::snprintf(acc, sizeof acc, "%.2f%%", 100 * s["test_accuracy"].get<double>());
+  EXPECT_NE(r.output.find(std::string("test accuracy: ") + acc), std::string::npos) << r.output;
+  char loss[32];  // 4 significant digits
+  std::snprintf(loss, sizeof loss, "%.4g", s["test_loss"].get<double>());
+  EXPECT_NE(r.output.find(std::string("test loss: ") + loss + "\n"), std::string::npos) << r.output;
   // --dataset naming the recorded dataset is accepted (another one: EvalAndPredictRefuse...).
   r = run_ember("eval --dataset fashion-mnist --checkpoint " + (dir / "run/model.safetensors"));
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("test accuracy: " + acc.str()), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(std::string("test accuracy: ") + acc), std::string::npos) << r.output;
 }
 
 TEST(CliTestTrain, CnnLossDecreasesOnATinyRun) {

@@ -212,7 +212,9 @@ void add_eval_command(CLI::App& app) {
                        ") outputs NaN or infinity; exit status 3");
       throw CLI::RuntimeError(kExitNotANumber);
     }
-    std::printf("test loss: %.4f\ntest accuracy: %.4f\n", loss, m.at("accuracy"));
+    // Rounded as `ember train`'s status line: the loss to 4 significant digits (%.4f printed
+    // 0.0000 for a loss of 3e-5), the accuracy as a percentage.
+    std::printf("test loss: %.4g\ntest accuracy: %.2f%%\n", loss, 100.0 * m.at("accuracy"));
   });
 }
 
