@@ -1,5 +1,6 @@
 // Reductions fused into the cpu's element-wise graphs over any set of dims (the walk puts the
-// reduced dims innermost: src/backends/cpu/fused_graph.cpp) and the element-wise ops that consume
+// reduced dims innermost, or folds by columns when they are all leading:
+// src/backends/cpu/fused_graph.cpp) and the element-wise ops that consume
 // a reduction's result run in the same kernel ("fuse-on-write": FusedGraph::after). Each case
 // compares fusion on with fusion off (within the dtype's tolerance: the summation order differs)
 // and checks the stream's counters say what ran.
@@ -98,6 +99,56 @@ TEST(FusedReduceDimsTest, LeadingAndMiddleDimsFoldInOnePass) {
   const Tensor l = input({70000, 3}, 5);
   st = expect_close("long columns", [&] { return std::vector<Tensor>{sum(l * l, {0})}; });
   EXPECT_EQ(st.kernels(), 1);
+}
+
+// Reductions over leading dims only fold by columns (per-column accumulators over contiguous
+// runs): many reduced rows (several chunks of rows), more columns than a tile (blocks of
+// columns), an element-wise output beside the sum (a bias gradient and the gradient it passes on),
+// max/min with NaN in some columns, results independent of the thread count.
+TEST(FusedReduceDimsTest, LeadingDimReductionsFoldByColumns) {
+  const Tensor g = input({64, 32, 40}, 30), h = input({64, 32, 40}, 31);
+  StreamStats st = expect_close("bias gradient [N, L, C] over {0, 1}", [&] {
+    const Tensor d = g * h, passed_on = d * 2.0;
+    return std::vector<Tensor>{sum(d, {0, 1}), passed_on};
+  });
+  EXPECT_EQ(st.kernels(), 1);
+  const Tensor wide = input({5, 9000}, 32);  // 9,000 columns: blocks of one tile
+  st = expect_close("wide", [&] {
+    return std::vector<Tensor>{sum(wide * wide, {0}), amax(wide - 1.0, {0}, true),
+                               prod(wide * 0.1 + 1.0, {0})};
+  });
+  EXPECT_EQ(st.kernels(), 3);
+  std::vector<float> v(3000 * 20);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(std::sin(double(i) * 0.7) * 3);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  v[2999 * 20 + 5] = nan;  // column 5, in the last chunk of rows
+  v[17] = nan;             // column 17, first row
+  const Tensor x = from_vector<float>(v, {3000, 20}, kCpu);
+  st = expect_close("nan", [&] {
+    return std::vector<Tensor>{amax(x * 2.0, {0}), amin(x + 1.0, {0}), sum(x * x, {0})};
+  });
+  EXPECT_EQ(st.eager_ops, 0);
+  set_fusion(kCpu, true);
+  const std::vector<double> m = values(amax(x * 2.0, {0}));
+  for (int c = 0; c < 20; ++c)
+    EXPECT_EQ(std::isnan(m[size_t(c)]), c == 5 || c == 17) << "column " << c;
+  // A column's sum against a double sum on the host, over several chunks of rows.
+  const Tensor y = input({9000, 24}, 33);
+  const std::vector<double> got = values(sum(y * 3.0, {0})), yv = values(y);
+  for (size_t c : {size_t(0), size_t(11), size_t(23)}) {
+    double want = 0;
+    for (size_t n = 0; n < 9000; ++n) want += double(float(yv[n * 24 + c] * 3.0f));
+    EXPECT_NEAR(got[c], want, 1e-6 * (1 + std::fabs(want))) << "column " << c;
+  }
+  const int threads = get_num_threads();
+  set_num_threads(1);
+  const std::vector<double> one = values(sum(y * 3.0, {0})), one_w = values(sum(wide * 2.0, {0}));
+  set_num_threads(std::max(threads, 3));
+  const std::vector<double> many = values(sum(y * 3.0, {0})), many_w = values(sum(wide * 2.0, {0}));
+  set_num_threads(threads);
+  EXPECT_EQ(one, many);
+  EXPECT_EQ(one_w, many_w);
+  EXPECT_EQ(one, got);
 }
 
 TEST(FusedReduceDimsTest, PermutedStridedAndBroadcastInputs) {

@@ -12,7 +12,10 @@
 // of consecutive elements of the walk) in pieces of whole rows (or, for rows longer than kChunk
 // elements, of fixed chunks of a row) across the thread pool; each tile's value of the reduced node
 // is folded into its row's (chunk's) accumulator, and the chunks are combined in order at the end,
-// so results do not depend on the thread count. Accumulation is in double, as the eager kernels.
+// so results do not depend on the thread count. A reduction over leading dims only (a bias
+// gradient's sum over [N, L] of [N, L, C]) walks in the graph's order instead, each tile a
+// contiguous run of the kept columns folded element by element into per-column accumulators
+// (Folder's columns). Accumulation is in double, as the eager kernels.
 //
 // Values in tile buffers are in their compute dtype: f32 for f32, f16 and bf16 (a half node is
 // rounded to its dtype after it is computed, as the eager f16/bf16 kernels round each op's
@@ -171,13 +174,45 @@ void combine(ir::ReduceOp op, Acc& a, const Acc& b) {
   }
 }
 
-// The graph's reduction: rows of `len` elements (element i of the graph is in row i / len),
-// `chunks` partial results per row, parts[row * chunks + chunk].
+// Folds x[0, n) into n accumulators a[0, n), one element each (a column fold: sum and prod in
+// double, max/min NaN-propagating, as fold_run on one element at a time).
+template <typename C>
+void fold_columns(ir::ReduceOp op, const C* x, int64_t n, Acc* a) {
+  using ir::ReduceOp;
+  if (op == ReduceOp::sum) {
+    for (int64_t j = 0; j < n; ++j) a[j].v += double(x[j]);
+  } else if (op == ReduceOp::prod) {
+    for (int64_t j = 0; j < n; ++j) a[j].v *= double(x[j]);
+  } else {
+    const bool is_max = op == ReduceOp::max;
+    for (int64_t j = 0; j < n; ++j) {
+      const double v = double(x[j]);
+      if (a[j].nan) continue;
+      if (v != v) {
+        a[j].nan = true;
+        a[j].v = v;
+      } else if (is_max ? v > a[j].v : v < a[j].v) {
+        a[j].v = v;
+      }
+    }
+  }
+}
+
+// The graph's reduction, in one of two walks:
+//  - rows: the kept dims outer, the reduced ones inner: element i of the walk is in row i / len
+//    (rows of `len` elements), `chunks` partial results per row, parts[row * chunks + chunk];
+//  - columns (every reduced dim before every kept dim, e.g. a bias gradient's sum over the
+//    leading dims of [N, L, C]): the walk is the graph's own order, element i is in column
+//    i % rows of reduced row i / rows, and each chunk of `chunk_rows` reduced rows keeps one
+//    accumulator per column, parts[chunk * rows + column]: the tiles read contiguous runs of
+//    every column at once instead of gathering each column with the row stride.
 struct Folder {
   ir::ReduceOp op = ir::ReduceOp::sum;
   int32_t node = -1;
   bool f64 = false;  // the node's compute dtype: double, else float
+  bool columns = false;
   int64_t len = 1, rows = 1, chunks = 1;
+  int64_t chunk_rows = 1;  // columns: reduced rows per chunk
   std::vector<Acc> parts;
 
   int64_t part_of(int64_t i) const { return (i / len) * chunks + (i % len) / kChunk; }
@@ -188,7 +223,18 @@ struct Folder {
   // Folds the node's values v[0, m) of elements [pos, pos + m). Each part is folded by one task.
   void fold(int64_t pos, int64_t m, const void* v) {
     for (int64_t j = 0; j < m;) {
-      const int64_t i = pos + j, n = std::min(m - j, part_end(i) - i);
+      const int64_t i = pos + j;
+      if (columns) {
+        const int64_t col = i % rows, n = std::min(m - j, rows - col);
+        Acc* a = &parts[size_t((i / rows / chunk_rows) * rows + col)];
+        if (f64)
+          fold_columns(op, static_cast<const double*>(v) + j, n, a);
+        else
+          fold_columns(op, static_cast<const float*>(v) + j, n, a);
+        j += n;
+        continue;
+      }
+      const int64_t n = std::min(m - j, part_end(i) - i);
       Acc& a = parts[size_t(part_of(i))];
       if (f64)
         fold_run(op, static_cast<const double*>(v) + j, n, a);
@@ -198,6 +244,26 @@ struct Folder {
     }
   }
 };
+
+// Whether graph g's reduction folds by columns (Folder): each reduced dim (of size > 1) comes
+// before each kept one, and at least kMinColumns elements are kept.
+constexpr int64_t kMinColumns = 16;
+bool column_reduction(const ir::FusedGraph& g) {
+  if (g.reductions.empty()) return false;
+  const auto& dims = g.reductions[0].dims;
+  int64_t kept = 1;
+  bool seen_kept = false;
+  for (size_t d = 0; d < g.shape.size(); ++d) {
+    if (g.shape[d] == 1) continue;
+    const bool red = std::find(dims.begin(), dims.end(), int64_t(d)) != dims.end();
+    if (red && seen_kept) return false;
+    if (!red) {
+      seen_kept = true;
+      kept *= g.shape[d];
+    }
+  }
+  return kept >= kMinColumns && kept < numel_of(g.shape);
+}
 
 // How a node is computed.
 enum class How : uint8_t {
@@ -433,11 +499,13 @@ bool make_plan(const ir::FusedGraph& g, Plan& p) {
   size_t len = 0;
   // A reduction walks the kept dims, then the reduced ones (each in the graph's order): element
   // i of the walk is in reduced row i / len, rows in the keepdim dst's row-major order.
+  // A column reduction (column_reduction) walks the graph's own order: reduced dims, then kept.
   bool by_memory = !g.outputs.empty() && g.reductions.empty();
-  for (int pass = 0; pass < (g.reductions.empty() ? 1 : 2); ++pass)
+  const bool by_rows = !g.reductions.empty() && !column_reduction(g);
+  for (int pass = 0; pass < (by_rows ? 2 : 1); ++pass)
     for (size_t d = 0; d < g.shape.size(); ++d) {
       if (g.shape[d] == 1) continue;
-      if (!g.reductions.empty()) {
+      if (by_rows) {
         const auto& dims = g.reductions[0].dims;
         const bool red = std::find(dims.begin(), dims.end(), int64_t(d)) != dims.end();
         if (red != (pass == 1)) continue;
@@ -592,8 +660,10 @@ struct Scratch {
   }
 };
 
-// Runs elements [eb, ee) of the iteration in tiles of p.tile elements.
-void run_range(const Plan& p, Backend* backend, int64_t eb, int64_t ee) {
+// Runs elements [range(k).first, range(k).second) of the iteration for k in [0, count), each in
+// tiles of p.tile elements, with one set-up (scratch, constants) for all of them.
+template <typename Ranges>
+void run_ranges(const Plan& p, Backend* backend, int64_t count, const Ranges& range) {
   const ir::FusedGraph& g = *p.g;
   const size_t nn = g.nodes.size();
   const size_t ni = g.inputs.size();
@@ -621,169 +691,178 @@ void run_range(const Plan& p, Backend* backend, int64_t eb, int64_t ee) {
   auto st = [&](size_t k, int64_t d) { return p.stride[k * kMaxMergedDims + size_t(d)]; };
 
   std::vector<char> stored(g.outputs.size());
-  for (int64_t b = eb; b < ee; b += kTile) {
-    std::fill(stored.begin(), stored.end(), false);
-    const int64_t m = std::min(kTile, ee - b);
-    // The tile's runs of the inner merged dim: the offsets of each run's first element.
-    int64_t idx[kMaxMergedDims];
-    int64_t* cur = offs;  // run 0's offsets; each next run starts from a copy of the last one's
-    for (size_t k = 0; k < p.nops; ++k) cur[k] = 0;
-    for (int64_t d = r - 1, rem = b; d >= 0; --d) {
-      idx[d] = rem % sz[d];
-      rem /= sz[d];
-      for (size_t k = 0; k < p.nops; ++k) cur[k] += idx[d] * st(k, d);
-    }
-    int64_t nseg = 0;
-    for (int64_t left = m, pos = 0;;) {
-      const int64_t n = std::min(sz[r - 1] - idx[r - 1], left);
-      segs[nseg++] = {n, pos};
-      left -= n;
-      pos += n;
-      if (left == 0) break;
-      // The next row: rewind the inner dim and carry into the outer dims.
-      int64_t* next = cur + p.nops;
-      for (size_t k = 0; k < p.nops; ++k) next[k] = cur[k] - idx[r - 1] * st(k, r - 1);
-      cur = next;
-      idx[r - 1] = 0;
-      for (int64_t d = r - 2; d >= 0; --d) {
-        ++idx[d];
-        for (size_t k = 0; k < p.nops; ++k) cur[k] += st(k, d);
-        if (idx[d] < sz[d]) break;
-        for (size_t k = 0; k < p.nops; ++k) cur[k] -= st(k, d) * sz[d];
-        idx[d] = 0;
+  for (int64_t k = 0; k < count; ++k) {
+    const auto [eb, ee] = range(k);
+    for (int64_t b = eb; b < ee; b += kTile) {
+      std::fill(stored.begin(), stored.end(), false);
+      const int64_t m = std::min(kTile, ee - b);
+      // The tile's runs of the inner merged dim: the offsets of each run's first element.
+      int64_t idx[kMaxMergedDims];
+      int64_t* cur = offs;  // run 0's offsets; each next run starts from a copy of the last one's
+      for (size_t k = 0; k < p.nops; ++k) cur[k] = 0;
+      for (int64_t d = r - 1, rem = b; d >= 0; --d) {
+        idx[d] = rem % sz[d];
+        rem /= sz[d];
+        for (size_t k = 0; k < p.nops; ++k) cur[k] += idx[d] * st(k, d);
       }
-    }
-    auto seg_off = [&](int64_t s, size_t k) { return offs[size_t(s) * p.nops + k]; };
-
-    // Evaluate the nodes.
-    for (size_t i = 0; i < nn; ++i) {
-      const auto& n = g.nodes[i];
-      const NodePlan& q = p.np[i];
-      void* out = q.slot >= 0 ? slot(q.slot) : nullptr;
-      if (q.direct_out >= 0) {
-        const size_t k = ni + size_t(q.direct_out);
-        if (nseg == 1 && st(k, r - 1) == 1) {
-          out = p.base[k] + seg_off(0, k) * p.esize[k];
-          stored[size_t(q.direct_out)] = true;
+      int64_t nseg = 0;
+      for (int64_t left = m, pos = 0;;) {
+        const int64_t n = std::min(sz[r - 1] - idx[r - 1], left);
+        segs[nseg++] = {n, pos};
+        left -= n;
+        pos += n;
+        if (left == 0) break;
+        // The next row: rewind the inner dim and carry into the outer dims.
+        int64_t* next = cur + p.nops;
+        for (size_t k = 0; k < p.nops; ++k) next[k] = cur[k] - idx[r - 1] * st(k, r - 1);
+        cur = next;
+        idx[r - 1] = 0;
+        for (int64_t d = r - 2; d >= 0; --d) {
+          ++idx[d];
+          for (size_t k = 0; k < p.nops; ++k) cur[k] += st(k, d);
+          if (idx[d] < sz[d]) break;
+          for (size_t k = 0; k < p.nops; ++k) cur[k] -= st(k, d) * sz[d];
+          idx[d] = 0;
         }
       }
-      switch (n.kind) {
-        case Kind::load: {
-          const size_t k = size_t(n.input);
-          const int64_t es = p.esize[k];
-          const int64_t is = st(k, r - 1);
-          if (nseg == 1 && is == 1 && !is_half(n.dtype)) {
-            val[i] = p.base[k] + seg_off(0, k) * es;
+      auto seg_off = [&](int64_t s, size_t k) { return offs[size_t(s) * p.nops + k]; };
+
+      // Evaluate the nodes.
+      for (size_t i = 0; i < nn; ++i) {
+        const auto& n = g.nodes[i];
+        const NodePlan& q = p.np[i];
+        void* out = q.slot >= 0 ? slot(q.slot) : nullptr;
+        if (q.direct_out >= 0) {
+          const size_t k = ni + size_t(q.direct_out);
+          if (nseg == 1 && st(k, r - 1) == 1) {
+            out = p.base[k] + seg_off(0, k) * p.esize[k];
+            stored[size_t(q.direct_out)] = true;
+          }
+        }
+        switch (n.kind) {
+          case Kind::load: {
+            const size_t k = size_t(n.input);
+            const int64_t es = p.esize[k];
+            const int64_t is = st(k, r - 1);
+            if (nseg == 1 && is == 1 && !is_half(n.dtype)) {
+              val[i] = p.base[k] + seg_off(0, k) * es;
+              break;
+            }
+            for (int64_t s = 0; s < nseg; ++s) {
+              const char* src = p.base[k] + seg_off(s, k) * es;
+              const int64_t len = segs[s].len, at = segs[s].pos;
+              if (is_half(n.dtype)) {
+                const uint16_t* h = reinterpret_cast<const uint16_t*>(src);
+                if (is != 1) {
+                  strided_copy(h16 + at, 1, h, is, len);
+                  h = h16 + at;
+                }
+                half_to_f32(n.dtype, reinterpret_cast<float*>(out) + at, h, len);
+              } else {
+                copy_elems(static_cast<char*>(out) + at * es, 1, src, is, len, es);
+              }
+            }
+            val[i] = out;
             break;
           }
-          for (int64_t s = 0; s < nseg; ++s) {
-            const char* src = p.base[k] + seg_off(s, k) * es;
-            const int64_t len = segs[s].len, at = segs[s].pos;
-            if (is_half(n.dtype)) {
-              const uint16_t* h = reinterpret_cast<const uint16_t*>(src);
-              if (is != 1) {
-                strided_copy(h16 + at, 1, h, is, len);
-                h = h16 + at;
-              }
-              half_to_f32(n.dtype, reinterpret_cast<float*>(out) + at, h, len);
-            } else {
-              copy_elems(static_cast<char*>(out) + at * es, 1, src, is, len, es);
+          case Kind::constant:
+            val[i] = cmem + size_t(q.constant) * size_t(slot_bytes);
+            break;
+          case Kind::unary: {
+            const DType ct = compute_dtype(g.nodes[size_t(n.a)].dtype);
+            const bool pred = ir::traits(n.unary).predicate;
+            bool done = false;
+            if (q.how == How::row || q.how == How::row_scalar)
+              done =
+                  unary_row(n.unary, n.p0, ct, pred, out, val[size_t(n.a)], m, q.how == How::row);
+            if (!done) {
+              if (!wr) wr = std::make_unique<Wrappers>(backend);
+              ref::unary(ir::Unary{n.unary, wr->wrap(0, val[size_t(n.a)], ct, m),
+                                   wr->wrap(1, out, pred ? DType::b8 : ct, m), n.p0, n.p1, n.p2});
             }
+            val[i] = out;
+            break;
           }
-          val[i] = out;
-          break;
-        }
-        case Kind::constant:
-          val[i] = cmem + size_t(q.constant) * size_t(slot_bytes);
-          break;
-        case Kind::unary: {
-          const DType ct = compute_dtype(g.nodes[size_t(n.a)].dtype);
-          const bool pred = ir::traits(n.unary).predicate;
-          bool done = false;
-          if (q.how == How::row || q.how == How::row_scalar)
-            done = unary_row(n.unary, n.p0, ct, pred, out, val[size_t(n.a)], m, q.how == How::row);
-          if (!done) {
-            if (!wr) wr = std::make_unique<Wrappers>(backend);
-            ref::unary(ir::Unary{n.unary, wr->wrap(0, val[size_t(n.a)], ct, m),
-                                 wr->wrap(1, out, pred ? DType::b8 : ct, m), n.p0, n.p1, n.p2});
+          case Kind::binary: {
+            const DType ct = compute_dtype(g.nodes[size_t(n.a)].dtype);
+            const bool pred = ir::traits(n.binary).predicate;
+            // A constant operand is read with stride 0 (the row kernels' scalar-broadcast loops).
+            const int64_t sa = g.nodes[size_t(n.a)].kind == Kind::constant ? 0 : 1;
+            const int64_t sb = g.nodes[size_t(n.b)].kind == Kind::constant ? 0 : 1;
+            if (!binary_row(n.binary, ct, out, val[size_t(n.a)], val[size_t(n.b)], m, sa, sb)) {
+              if (!wr) wr = std::make_unique<Wrappers>(backend);
+              ref::binary(ir::Binary{n.binary, wr->wrap(0, val[size_t(n.a)], ct, m),
+                                     wr->wrap(1, val[size_t(n.b)], ct, m),
+                                     wr->wrap(2, out, pred ? DType::b8 : ct, m)});
+            }
+            val[i] = out;
+            break;
           }
-          val[i] = out;
-          break;
+          case Kind::where:
+            where_elems(out, static_cast<const bool*>(val[size_t(n.a)]), val[size_t(n.b)],
+                        val[size_t(n.c)], m, int64_t(dtype_size(compute_dtype(n.dtype))));
+            val[i] = out;
+            break;
+          case Kind::cast:
+            cast_elems(out, compute_dtype(n.dtype), val[size_t(n.a)],
+                       compute_dtype(g.nodes[size_t(n.a)].dtype), m);
+            val[i] = out;
+            break;
         }
-        case Kind::binary: {
-          const DType ct = compute_dtype(g.nodes[size_t(n.a)].dtype);
-          const bool pred = ir::traits(n.binary).predicate;
-          // A constant operand is read with stride 0 (the row kernels' scalar-broadcast loops).
-          const int64_t sa = g.nodes[size_t(n.a)].kind == Kind::constant ? 0 : 1;
-          const int64_t sb = g.nodes[size_t(n.b)].kind == Kind::constant ? 0 : 1;
-          if (!binary_row(n.binary, ct, out, val[size_t(n.a)], val[size_t(n.b)], m, sa, sb)) {
-            if (!wr) wr = std::make_unique<Wrappers>(backend);
-            ref::binary(ir::Binary{n.binary, wr->wrap(0, val[size_t(n.a)], ct, m),
-                                   wr->wrap(1, val[size_t(n.b)], ct, m),
-                                   wr->wrap(2, out, pred ? DType::b8 : ct, m)});
-          }
-          val[i] = out;
-          break;
-        }
-        case Kind::where:
-          where_elems(out, static_cast<const bool*>(val[size_t(n.a)]), val[size_t(n.b)],
-                      val[size_t(n.c)], m, int64_t(dtype_size(compute_dtype(n.dtype))));
-          val[i] = out;
-          break;
-        case Kind::cast:
-          cast_elems(out, compute_dtype(n.dtype), val[size_t(n.a)],
-                     compute_dtype(g.nodes[size_t(n.a)].dtype), m);
-          val[i] = out;
-          break;
+        if (q.round) round_half(n.dtype, static_cast<float*>(out), h16, m);
       }
-      if (q.round) round_half(n.dtype, static_cast<float*>(out), h16, m);
-    }
-    if (p.folder) p.folder->fold(b, m, val[size_t(p.folder->node)]);
+      if (p.folder) p.folder->fold(b, m, val[size_t(p.folder->node)]);
 
-    // Outputs that copy an input take its bits (as the eager copy moves them), gathered before
-    // any store: a store may overwrite an input in place.
-    for (size_t o = 0; o < g.outputs.size(); ++o) {
-      const auto& node = g.nodes[size_t(g.outputs[o].node)];
-      if (node.kind != Kind::load) continue;
-      const size_t ki = size_t(node.input);
-      const int64_t es = p.esize[ki], is = st(ki, r - 1);
-      unsigned char* raw = slot(p.raw_slot[o]);
-      for (int64_t s = 0; s < nseg; ++s)
-        copy_elems(raw + segs[s].pos * es, 1, p.base[ki] + seg_off(s, ki) * es, is, segs[s].len,
-                   es);
-    }
-    // Store the outputs.
-    for (size_t o = 0; o < g.outputs.size(); ++o) {
-      if (stored[o]) continue;
-      const size_t k = ni + o;
-      const auto& node = g.nodes[size_t(g.outputs[o].node)];
-      const int64_t es = p.esize[k];
-      const int64_t os = st(k, r - 1);
-      if (node.kind == Kind::load) {
-        const unsigned char* raw = slot(p.raw_slot[o]);
+      // Outputs that copy an input take its bits (as the eager copy moves them), gathered before
+      // any store: a store may overwrite an input in place.
+      for (size_t o = 0; o < g.outputs.size(); ++o) {
+        const auto& node = g.nodes[size_t(g.outputs[o].node)];
+        if (node.kind != Kind::load) continue;
+        const size_t ki = size_t(node.input);
+        const int64_t es = p.esize[ki], is = st(ki, r - 1);
+        unsigned char* raw = slot(p.raw_slot[o]);
         for (int64_t s = 0; s < nseg; ++s)
-          copy_elems(p.base[k] + seg_off(s, k) * es, os, raw + segs[s].pos * es, 1, segs[s].len,
+          copy_elems(raw + segs[s].pos * es, 1, p.base[ki] + seg_off(s, ki) * es, is, segs[s].len,
                      es);
-        continue;
       }
-      const void* v = val[size_t(g.outputs[o].node)];
-      for (int64_t s = 0; s < nseg; ++s) {
-        char* dst = p.base[k] + seg_off(s, k) * es;
-        const int64_t len = segs[s].len, at = segs[s].pos;
-        if (is_half(node.dtype)) {
-          const float* f = static_cast<const float*>(v) + at;
-          if (os == 1) {
-            f32_to_half(node.dtype, reinterpret_cast<uint16_t*>(dst), f, len);
+      // Store the outputs.
+      for (size_t o = 0; o < g.outputs.size(); ++o) {
+        if (stored[o]) continue;
+        const size_t k = ni + o;
+        const auto& node = g.nodes[size_t(g.outputs[o].node)];
+        const int64_t es = p.esize[k];
+        const int64_t os = st(k, r - 1);
+        if (node.kind == Kind::load) {
+          const unsigned char* raw = slot(p.raw_slot[o]);
+          for (int64_t s = 0; s < nseg; ++s)
+            copy_elems(p.base[k] + seg_off(s, k) * es, os, raw + segs[s].pos * es, 1, segs[s].len,
+                       es);
+          continue;
+        }
+        const void* v = val[size_t(g.outputs[o].node)];
+        for (int64_t s = 0; s < nseg; ++s) {
+          char* dst = p.base[k] + seg_off(s, k) * es;
+          const int64_t len = segs[s].len, at = segs[s].pos;
+          if (is_half(node.dtype)) {
+            const float* f = static_cast<const float*>(v) + at;
+            if (os == 1) {
+              f32_to_half(node.dtype, reinterpret_cast<uint16_t*>(dst), f, len);
+            } else {
+              f32_to_half(node.dtype, h16, f, len);
+              strided_copy(reinterpret_cast<uint16_t*>(dst), os, h16, 1, len);
+            }
           } else {
-            f32_to_half(node.dtype, h16, f, len);
-            strided_copy(reinterpret_cast<uint16_t*>(dst), os, h16, 1, len);
+            copy_elems(dst, os, static_cast<const char*>(v) + at * es, 1, len, es);
           }
-        } else {
-          copy_elems(dst, os, static_cast<const char*>(v) + at * es, 1, len, es);
         }
       }
     }
   }
+}
+
+// Runs elements [eb, ee) of the iteration in tiles of p.tile elements.
+void run_range(const Plan& p, Backend* backend, int64_t eb, int64_t ee) {
+  run_ranges(p, backend, 1, [&](int64_t) { return std::pair<int64_t, int64_t>(eb, ee); });
 }
 
 }  // namespace
@@ -795,8 +874,17 @@ bool CpuBackend::reducible(const ir::Reduce& op) const {
 
 namespace {
 
-// The graph with its reduction: pieces of whole rows (rows of kChunk elements or more: single
-// chunks) run in parallel, then each row's chunks are combined in order into dst.
+// Rows of kept columns per chunk of a column reduction: about kChunk elements, and whole tiles.
+int64_t column_chunk_rows(int64_t columns) { return std::max<int64_t>(1, kChunk / columns); }
+// Columns per task of a column reduction: all of them when a tile holds a row, else blocks of
+// one tile.
+int64_t column_block(int64_t columns) { return std::min(columns, kDefaultTile); }
+
+// The graph with its reduction, rows (or columns) folded in parallel, then each result's parts
+// combined in order into dst (so results do not depend on the thread count):
+//  - rows: pieces of whole rows (rows of kChunk elements or more: single chunks);
+//  - columns: one task per chunk of reduced rows and block of columns; a block of all the
+//    columns runs its chunk as one range, a narrower one as one range per reduced row.
 void run_reduction(Plan& p, Backend* backend) {
   const ir::FusedGraph& g = *p.g;
   const auto& r = g.reductions[0];
@@ -804,36 +892,64 @@ void run_reduction(Plan& p, Backend* backend) {
   f.op = r.op;
   f.node = r.node;
   f.f64 = compute_dtype(g.nodes[size_t(r.node)].dtype) == DType::f64;
+  f.columns = column_reduction(g);
   f.rows = numel_of(r.dst.shape());
   f.len = p.total / f.rows;
-  f.chunks = (f.len + kChunk - 1) / kChunk;
-  f.parts.assign(size_t(f.rows * f.chunks), identity(r.op));
   p.folder = &f;
   p.tile = kDefaultTile;
-  // A piece: one chunk of a long row, or rows_per whole rows.
-  const int64_t rows_per = f.chunks > 1 ? 1 : std::max<int64_t>(1, kChunk / f.len);
-  const int64_t pieces = f.chunks > 1 ? f.rows * f.chunks : (f.rows + rows_per - 1) / rows_per;
-  parallel_for(0, pieces, 1, [&](int64_t b, int64_t e) {
-    for (int64_t q = b; q < e; ++q) {
-      int64_t lo, hi;
-      if (f.chunks > 1) {
-        const int64_t row = q / f.chunks, c = q % f.chunks;
-        lo = row * f.len + c * kChunk;
-        hi = std::min((row + 1) * f.len, lo + kChunk);
-      } else {
-        lo = q * rows_per * f.len;
-        hi = std::min(f.rows, (q + 1) * rows_per) * f.len;
+  if (f.columns) {
+    const int64_t cols = f.rows, red_rows = f.len;
+    f.chunk_rows = column_chunk_rows(cols);
+    f.chunks = (red_rows + f.chunk_rows - 1) / f.chunk_rows;
+    f.parts.assign(size_t(f.chunks * cols), identity(r.op));
+    const int64_t block = column_block(cols), nblocks = (cols + block - 1) / block;
+    parallel_for(0, f.chunks * nblocks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t q = b; q < e; ++q) {
+        const int64_t c = q / nblocks, j0 = (q % nblocks) * block;
+        const int64_t j1 = std::min(cols, j0 + block);
+        const int64_t r0 = c * f.chunk_rows, r1 = std::min(red_rows, r0 + f.chunk_rows);
+        if (j0 == 0 && j1 == cols) {
+          run_range(p, backend, r0 * cols, r1 * cols);
+        } else {
+          run_ranges(p, backend, r1 - r0, [&](int64_t k) {
+            const int64_t at = (r0 + k) * cols;
+            return std::pair<int64_t, int64_t>(at + j0, at + j1);
+          });
+        }
       }
-      run_range(p, backend, lo, hi);
-    }
-  });
+    });
+  } else {
+    f.chunks = (f.len + kChunk - 1) / kChunk;
+    f.parts.assign(size_t(f.rows * f.chunks), identity(r.op));
+    // A piece: one chunk of a long row, or rows_per whole rows.
+    const int64_t rows_per = f.chunks > 1 ? 1 : std::max<int64_t>(1, kChunk / f.len);
+    const int64_t pieces = f.chunks > 1 ? f.rows * f.chunks : (f.rows + rows_per - 1) / rows_per;
+    parallel_for(0, pieces, 1, [&](int64_t b, int64_t e) {
+      for (int64_t q = b; q < e; ++q) {
+        int64_t lo, hi;
+        if (f.chunks > 1) {
+          const int64_t row = q / f.chunks, c = q % f.chunks;
+          lo = row * f.len + c * kChunk;
+          hi = std::min((row + 1) * f.len, lo + kChunk);
+        } else {
+          lo = q * rows_per * f.len;
+          hi = std::min(f.rows, (q + 1) * rows_per) * f.len;
+        }
+        run_range(p, backend, lo, hi);
+      }
+    });
+  }
+  // parts of result o: columns, parts[c * rows + o]; rows, parts[o * chunks + c].
+  auto part = [&](int64_t o, int64_t c) -> const Acc& {
+    return f.parts[size_t(f.columns ? c * f.rows + o : o * f.chunks + c)];
+  };
   dispatch_dtype(r.dst.dtype(), [&](auto tag) {
     using D = decltype(tag);
     if constexpr (is_float_v<D>) {
       D* dst = ref::ptr<D>(r.dst);
       for (int64_t o = 0; o < f.rows; ++o) {
-        Acc a = f.parts[size_t(o * f.chunks)];
-        for (int64_t c = 1; c < f.chunks; ++c) combine(r.op, a, f.parts[size_t(o * f.chunks + c)]);
+        Acc a = part(o, 0);
+        for (int64_t c = 1; c < f.chunks; ++c) combine(r.op, a, part(o, c));
         dst[o] = scalar_cast<D>(a.v);
       }
     }
