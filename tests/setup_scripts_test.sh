@@ -5,7 +5,8 @@
 #    printed "No tests were found!!!" and passed;
 # 2. scripts/build.sh release, which both commands configure build/ with, turns the tests back on
 #    in such a folder and gives it the same configuration as a fresh one;
-# 3. both commands build their Release folder with it, and test.sh tests it with scripts/ctest.sh.
+# 3. both commands build their Release folder with it, and test.sh tests it with scripts/ctest.sh;
+# 4. (below) scripts/ctest.sh's second run of a failed test.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ember_setup_scripts_$$_XXXXXX")
@@ -21,6 +22,27 @@ if scripts/ctest.sh "$tmp/off" >"$tmp/ctest.log" 2>&1; then
   fail "scripts/ctest.sh passed on a folder without tests: $(cat "$tmp/ctest.log")"
 fi
 grep -q "No tests were found" "$tmp/ctest.log" || fail "unexpected ctest output: $(cat "$tmp/ctest.log")"
+
+# 4. a failing test is run once more alone: one that fails again fails the run, one that then
+#    passes (flaky) passes it with a warning naming it.
+mkdir -p "$tmp/retry"
+cat >"$tmp/retry/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.16)
+project(retry NONE)
+enable_testing()
+add_test(NAME always_fails COMMAND false)
+add_test(NAME passes COMMAND true)
+add_test(NAME fails_once COMMAND sh -c "test -e ${CMAKE_BINARY_DIR}/seen || { touch ${CMAKE_BINARY_DIR}/seen; exit 1; }")
+CM
+cmake -S "$tmp/retry" -B "$tmp/retry/b" >"$tmp/log" 2>&1 || fail "configure retry: $(cat "$tmp/log")"
+if scripts/ctest.sh "$tmp/retry/b" >"$tmp/ctest.log" 2>&1; then
+  fail "scripts/ctest.sh passed with a test that always fails: $(cat "$tmp/ctest.log")"
+fi
+rm -f "$tmp/retry/b/seen"
+scripts/ctest.sh "$tmp/retry/b" -R 'passes|fails_once' >"$tmp/ctest.log" 2>&1 ||
+  fail "scripts/ctest.sh failed on a test that passes when run again: $(cat "$tmp/ctest.log")"
+grep -q "WARNING: the tests above failed, then passed alone" "$tmp/ctest.log" &&
+  grep -q "fails_once" "$tmp/ctest.log" || fail "no flaky warning: $(cat "$tmp/ctest.log")"
 
 BUILD_DIR="$tmp/off" scripts/build.sh release --configure || fail "build.sh release --configure"
 BUILD_DIR="$tmp/fresh" scripts/build.sh release --configure || fail "build.sh release --configure"
