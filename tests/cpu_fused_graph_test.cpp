@@ -140,7 +140,10 @@ TEST(CpuFusedGraph, Broadcasting) {
       expect_fused_matches(tag("broadcast", t, n), [&] {
         const Tensor col = input({n, 1}, t, 8), row = input({1, 333}, t, 9);
         const Tensor s = exp(mul(add(col, row), 0.5));
-        return std::vector<Tensor>{s, mul(s, row).sigmoid()};
+        // x and the outputs are contiguous over the whole walk (read and written in place
+        // across the tile's rows); col is not.
+        const Tensor x = input({n, 333}, t, 10);
+        return std::vector<Tensor>{s, mul(s, row).sigmoid(), add(mul(x, col), x)};
       });
 }
 

@@ -300,6 +300,9 @@ struct Plan {
   std::vector<int64_t> stride;  // stride[k * kMaxMergedDims + d]
   std::vector<char*> base;      // element 0 of each operand
   std::vector<int64_t> esize;   // element size of each operand
+  // Per operand: row-major and unit-stride over the whole merged walk, so every tile (a range of
+  // the walk) is one contiguous run of it, however many segments the tile has.
+  std::vector<char> dense;
   int64_t total = 0;
   int64_t tile = kDefaultTile;  // elements per tile
   Folder* folder = nullptr;     // the graph's reduction, if any
@@ -524,6 +527,16 @@ bool make_plan(const ir::FusedGraph& g, Plan& p) {
     p.size[0] = 1;
     for (size_t k = 0; k < p.nops; ++k) p.stride[k * kMaxMergedDims] = 0;
   }
+  p.dense.assign(p.nops, 0);
+  for (size_t k = 0; k < p.nops; ++k) {
+    int64_t want = 1;
+    bool dense = true;
+    for (int64_t d = p.rank - 1; d >= 0 && dense; --d) {
+      dense = p.size[d] == 1 || p.stride[k * kMaxMergedDims + size_t(d)] == want;
+      want *= p.size[d];
+    }
+    p.dense[k] = dense;
+  }
   return true;
 }
 
@@ -533,6 +546,10 @@ template <typename U>
 void strided_copy(U* d, int64_t sd, const U* s, int64_t ss, int64_t n) {
   if (sd == 1 && ss == 1) {
     std::memcpy(d, s, size_t(n) * sizeof(U));
+    return;
+  }
+  if (sd == 1 && ss == 0) {  // a broadcast operand
+    std::fill_n(d, n, *s);
     return;
   }
   for (int64_t i = 0; i < n; ++i) d[i * sd] = s[i * ss];
@@ -734,7 +751,7 @@ void run_ranges(const Plan& p, Backend* backend, int64_t count, const Ranges& ra
         void* out = q.slot >= 0 ? slot(q.slot) : nullptr;
         if (q.direct_out >= 0) {
           const size_t k = ni + size_t(q.direct_out);
-          if (nseg == 1 && st(k, r - 1) == 1) {
+          if ((nseg == 1 && st(k, r - 1) == 1) || p.dense[k]) {
             out = p.base[k] + seg_off(0, k) * p.esize[k];
             stored[size_t(q.direct_out)] = true;
           }
@@ -744,7 +761,7 @@ void run_ranges(const Plan& p, Backend* backend, int64_t count, const Ranges& ra
             const size_t k = size_t(n.input);
             const int64_t es = p.esize[k];
             const int64_t is = st(k, r - 1);
-            if (nseg == 1 && is == 1 && !is_half(n.dtype)) {
+            if (((nseg == 1 && is == 1) || p.dense[k]) && !is_half(n.dtype)) {
               val[i] = p.base[k] + seg_off(0, k) * es;
               break;
             }
