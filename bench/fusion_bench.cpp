@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "ember/ember.h"
 
 #ifdef EMBER_BENCH_HAVE_TORCH
@@ -41,8 +42,7 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  bench::parse_options(argc, argv, [&](const std::string& k, const std::string& v) {
     if (k == "--threads")
       a.threads = std::stoi(v);
     else if (k == "--reps")
@@ -53,15 +53,10 @@ Args parse(int argc, char** argv) {
       a.iters = std::stoi(v);
     else if (k == "--elems")
       a.elems = std::stoll(v);
-    else {
-      std::fprintf(stderr, "unknown option %s\n", k.c_str());
-      std::exit(2);
-    }
-  }
-  if ((argc - 1) % 2 != 0) {
-    std::fprintf(stderr, "options take a value: %s\n", argv[argc - 1]);
-    std::exit(2);
-  }
+    else
+      return false;
+    return true;
+  });
   return a;
 }
 

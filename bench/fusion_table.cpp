@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "ember/ember.h"
 
 namespace {
@@ -42,8 +43,7 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  bench::parse_options(argc, argv, [&](const std::string& k, const std::string& v) {
     if (k == "--device")
       a.device = v;
     else if (k == "--threads")
@@ -54,17 +54,11 @@ Args parse(int argc, char** argv) {
       a.warmup = std::stoi(v);
     else if (k == "--scale")
       a.scale = std::max<int64_t>(1, std::stoll(v));
-    else {
-      std::fprintf(stderr, "unknown option %s\n", k.c_str());
-      std::exit(2);
-    }
-  }
+    else
+      return false;
+    return true;
+  });
   return a;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 double max_abs_diff(const ember::Tensor& a, const ember::Tensor& b) {
@@ -80,7 +74,7 @@ struct Pattern {
   std::function<ember::Tensor()> run;
 };
 
-void bench(const ember::Device& dev, const Args& args) {
+void run_table(const ember::Device& dev, const Args& args) {
   using ember::Shape;
   const ember::TensorOptions o(ember::DType::f32, dev);
   const int64_t n = std::max<int64_t>(1, 8 / args.scale),
@@ -143,7 +137,7 @@ void bench(const ember::Device& dev, const Args& args) {
       }
     }
     ember::set_fusion(dev, true);
-    const double a = median(t_on), b = median(t_off);
+    const double a = bench::median(t_on), b = bench::median(t_off);
     std::printf(
         "%-8s %-28s %-28s fused %9.3f ms  unfused %9.3f ms  ratio %5.2fx  "
         "(fused: %lld kernels, %lld graphs; max|diff| %.2g)\n",
@@ -169,7 +163,7 @@ int main(int argc, char** argv) {
               args.reps, args.warmup, (long long)args.scale);
   for (const ember::Device& d : devs) {
     try {
-      bench(d, args);
+      run_table(d, args);
     } catch (const std::exception& e) {
       std::printf("%s: %s\n", d.str().c_str(), e.what());
     }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "ember/data/mnist.h"
 #include "ember/ember.h"
 #include "ember/nn/functional/loss.h"
@@ -37,8 +38,7 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  bench::parse_options(argc, argv, [&](const std::string& k, const std::string& v) {
     if (k == "--steps")
       a.steps = std::stoi(v);
     else if (k == "--warmup")
@@ -51,11 +51,10 @@ Args parse(int argc, char** argv) {
       a.device = v;
     else if (k == "--step-times")
       a.step_times = std::stoi(v);
-    else {
-      std::fprintf(stderr, "unknown option %s\n", k.c_str());
-      std::exit(2);
-    }
-  }
+    else
+      return false;
+    return true;
+  });
   return a;
 }
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "ember/ember.h"
 #include "ember/nn/functional/loss.h"
 #include "ember/optim/adam.h"
@@ -40,8 +41,7 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  bench::parse_options(argc, argv, [&](const std::string& k, const std::string& v) {
     if (k == "--threads")
       a.threads = std::stoi(v);
     else if (k == "--reps")
@@ -56,17 +56,11 @@ Args parse(int argc, char** argv) {
       a.seq = std::stoll(v);
     else if (k == "--only" && (v == "fused" || v == "unfused" || v == "torch"))
       a.only = v;
-    else {
-      std::fprintf(stderr, "unknown option %s\n", k.c_str());
-      std::exit(2);
-    }
-  }
+    else
+      return false;
+    return true;
+  });
   return a;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // Wall and process CPU seconds of one call.
@@ -198,7 +192,7 @@ int main(int argc, char** argv) {
     set_fusion(dev, true);
     auto row = [](const char* name, const Series& s, float first) {
       std::printf("%-22s %8.2f ms/step  (cpu %8.2f ms)  first-step loss %.6f\n", name,
-                  1e3 * median(s.wall), 1e3 * median(s.cpu), first);
+                  1e3 * bench::median(s.wall), 1e3 * bench::median(s.cpu), first);
     };
     row("ember fused", s_fused, first_fused);
     row("ember unfused", s_eager, first_eager);
@@ -206,13 +200,13 @@ int main(int argc, char** argv) {
                 (long long)stats.kernels(), (long long)stats.graphs, (long long)stats.fused_ops,
                 (long long)stats.eager_ops);
     std::printf("ratio fused / unfused: %.3fx (wall), %.3fx (cpu)\n",
-                median(s_eager.wall) / median(s_fused.wall),
-                median(s_eager.cpu) / median(s_fused.cpu));
+                bench::median(s_eager.wall) / bench::median(s_fused.wall),
+                bench::median(s_eager.cpu) / bench::median(s_fused.cpu));
 #ifdef EMBER_BENCH_HAVE_TORCH
     row(("libtorch " + std::string(TORCH_VERSION)).c_str(), s_torch, first_torch);
     std::printf("ratio ember fused / libtorch: %.3fx (wall), %.3fx (cpu)\n",
-                median(s_torch.wall) / median(s_fused.wall),
-                median(s_torch.cpu) / median(s_fused.cpu));
+                bench::median(s_torch.wall) / bench::median(s_fused.wall),
+                bench::median(s_torch.cpu) / bench::median(s_fused.cpu));
 #else
     (void)first_torch;
     std::printf("(LibTorch comparison not built: configure with -DEMBER_BENCH_LIBTORCH=ON)\n");
