@@ -16,7 +16,8 @@
 // then unfused and stops the clock after ember::sync(device). The result is read back once per
 // variant and compared (max abs difference), so a fused run that is fast but wrong shows.
 //   bench_fusion_table [--device cpu|vulkan|opencl|all] [--threads T] [--reps N] [--warmup N]
-//                      [--scale S]
+//                      [--scale S] [--only NAME]
+// --only runs the patterns whose name contains NAME (for a profiler).
 // --scale divides the batch (N, M) for slow devices (lavapipe / PoCL run on the same 2 cores).
 #include <algorithm>
 #include <chrono>
@@ -36,7 +37,7 @@ using Clock = std::chrono::steady_clock;
 namespace F = ember::nn::functional;
 
 struct Args {
-  std::string device = "all";
+  std::string device = "all", only;
   int threads = 2, reps = 7, warmup = 2;
   int64_t scale = 1;
 };
@@ -52,6 +53,8 @@ Args parse(int argc, char** argv) {
       a.reps = std::stoi(v);
     else if (k == "--warmup")
       a.warmup = std::stoi(v);
+    else if (k == "--only")
+      a.only = v;
     else if (k == "--scale")
       a.scale = std::max<int64_t>(1, std::stoll(v));
     else
@@ -120,6 +123,7 @@ void run_table(const ember::Device& dev, const Args& args) {
        [&] { return ember::sqrt(ember::mean(rx * rx, {-1}) + 1e-5); }},
   };
   for (const Pattern& p : patterns) {
+    if (p.name.find(args.only) == std::string::npos) continue;
     std::vector<double> t_on, t_off;
     ember::Tensor y_on, y_off;
     ember::StreamStats s_on;

@@ -1,6 +1,6 @@
-// The cpu backend's f32 tanh, erf, gelu and gelu_tanh (src/backends/cpu/simd_math.h, lane
-// templates run by elementwise.cpp's row loops): error in ulps against double-precision std::tanh
-// and std::erf over a dense sweep of all finite floats, the special values, and the same bits on
+// The cpu backend's f32 tanh, erf, log, log1p, gelu and gelu_tanh (src/backends/cpu/simd_math.h,
+// lane templates run by elementwise.cpp's row loops): error in ulps against double-precision std::
+// math over a dense sweep of all finite floats, the special values, and the same bits on
 // every row-loop clone (baseline, AVX2, AVX-512) that this CPU runs.
 #include <gtest/gtest.h>
 
@@ -101,7 +101,16 @@ double max_ulps(UnaryOp op, double (*exact)(double), float* worst_at) {
       EXPECT_TRUE(std::isnan(got[i])) << ir::name(op) << "(NaN) = " << got[i];
       continue;
     }
-    const double e = ulp_error(got[i], exact(double(xs[i])));
+    const double want = exact(double(xs[i]));
+    if (std::isnan(want)) {  // outside the domain
+      EXPECT_TRUE(std::isnan(got[i])) << ir::name(op) << "(" << xs[i] << ") = " << got[i];
+      continue;
+    }
+    if (std::isinf(want)) {
+      EXPECT_EQ(got[i], want) << ir::name(op) << "(" << xs[i] << ")";
+      continue;
+    }
+    const double e = ulp_error(got[i], want);
     if (e > worst) worst = e, *worst_at = xs[i];
   }
   return worst;
@@ -121,6 +130,23 @@ TEST(SimdMathTest, ErfWithinThreeUlpDenseSweep) {
       UnaryOp::erf, [](double x) { return std::erf(x); }, &at);
   std::printf("erf: worst %.3f ulp at %a\n", worst, double(at));
   EXPECT_LE(worst, 3.0) << "at " << at;
+}
+
+// log and log1p: NaN for x < 0 (x < -1), so only the values with a real logarithm are compared.
+TEST(SimdMathTest, LogWithinOneUlpDenseSweep) {
+  float at = 0;
+  const double worst = max_ulps(
+      UnaryOp::log, [](double x) { return x < 0 ? std::nan("") : std::log(x); }, &at);
+  std::printf("log: worst %.3f ulp at %a\n", worst, double(at));
+  EXPECT_LE(worst, 1.0) << "at " << at;
+}
+
+TEST(SimdMathTest, Log1pWithinTwoUlpDenseSweep) {
+  float at = 0;
+  const double worst = max_ulps(
+      UnaryOp::log1p, [](double x) { return x < -1 ? std::nan("") : std::log1p(x); }, &at);
+  std::printf("log1p: worst %.3f ulp at %a\n", worst, double(at));
+  EXPECT_LE(worst, 2.0) << "at " << at;
 }
 
 // gelu computes 0.5 x (1 + erf(x / sqrt 2)) in f32, as the reference and torch do: for x < 0 the
@@ -172,7 +198,20 @@ TEST(SimdMathTest, SpecialValues) {
       EXPECT_EQ(f(UnaryOp::erf, x), 1.f) << x;
       EXPECT_EQ(f(UnaryOp::erf, -x), -1.f) << x;
     }
-    for (UnaryOp op : {UnaryOp::tanh, UnaryOp::erf, UnaryOp::gelu, UnaryOp::gelu_tanh})
+    // log and log1p: the poles, the domain's ends, exact points and signed zeros.
+    EXPECT_EQ(f(UnaryOp::log, 0.f), -inf);
+    EXPECT_EQ(f(UnaryOp::log, -0.f), -inf);
+    EXPECT_EQ(f(UnaryOp::log, inf), inf);
+    EXPECT_EQ(to_bits(f(UnaryOp::log, 1.f)), to_bits(0.f));
+    EXPECT_TRUE(std::isnan(f(UnaryOp::log, -1e-45f)) && std::isnan(f(UnaryOp::log, -inf)));
+    EXPECT_EQ(f(UnaryOp::log, 1e-45f), float(std::log(double(1e-45f))));
+    EXPECT_EQ(f(UnaryOp::log1p, -1.f), -inf);
+    EXPECT_EQ(f(UnaryOp::log1p, inf), inf);
+    EXPECT_TRUE(std::isnan(f(UnaryOp::log1p, -1.0000001f)) && std::isnan(f(UnaryOp::log1p, -inf)));
+    for (float x : {0.f, -0.f, 1e-45f, -1e-45f, 1e-30f, -1e-30f})
+      EXPECT_EQ(to_bits(f(UnaryOp::log1p, x)), to_bits(x)) << x;
+    for (UnaryOp op : {UnaryOp::tanh, UnaryOp::erf, UnaryOp::log, UnaryOp::log1p, UnaryOp::gelu,
+                       UnaryOp::gelu_tanh})
       EXPECT_TRUE(std::isnan(f(op, nan)) && std::isnan(f(op, -nan))) << ir::name(op);
     // gelu as the reference's formula: x for large x, -0 for large negative x, +0 at 0.
     for (UnaryOp op : {UnaryOp::gelu, UnaryOp::gelu_tanh}) {
@@ -187,7 +226,8 @@ TEST(SimdMathTest, SpecialValues) {
 // The clones compute the same bits as the baseline (scalar) one on the whole sweep.
 void expect_clone_matches(CpuIsa isa) {
   const auto xs = sweep();
-  for (UnaryOp op : {UnaryOp::tanh, UnaryOp::erf, UnaryOp::gelu, UnaryOp::gelu_tanh}) {
+  for (UnaryOp op : {UnaryOp::tanh, UnaryOp::erf, UnaryOp::log, UnaryOp::log1p, UnaryOp::gelu,
+                     UnaryOp::gelu_tanh}) {
     const auto want = run(CpuIsa::baseline, op, xs), got = run(isa, op, xs);
     int64_t bad = 0;
     for (size_t i = 0; i < xs.size(); ++i) {

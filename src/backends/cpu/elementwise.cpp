@@ -335,8 +335,8 @@ struct SiluF {
 #endif
 };
 
-// tanh, erf, gelu and gelu_tanh on f32: simd_math.h's lane templates (within 2-3 ulp of the
-// correctly rounded value; the reference runs std::tanh/std::erf under EMBER_CPU_KERNELS=ref).
+// tanh, erf, log, log1p, gelu and gelu_tanh on f32: simd_math.h's lane templates (within 1-3 ulp
+// of the correctly rounded value; the reference runs std:: math under EMBER_CPU_KERNELS=ref).
 struct TanhF {
   static constexpr bool kHasLanes = true;
   float operator()(float x) const { return lanes::tanh(x); }
@@ -351,6 +351,22 @@ struct ErfF {
   template <class V>
   __attribute__((always_inline)) V apply(const V& x) const {
     return lanes::erf(x);
+  }
+};
+struct LogF {
+  static constexpr bool kHasLanes = true;
+  float operator()(float x) const { return lanes::log(x); }
+  template <class V>
+  __attribute__((always_inline)) V apply(const V& x) const {
+    return lanes::log(x);
+  }
+};
+struct Log1pF {
+  static constexpr bool kHasLanes = true;
+  float operator()(float x) const { return lanes::log1p(x); }
+  template <class V>
+  __attribute__((always_inline)) V apply(const V& x) const {
+    return lanes::log1p(x);
   }
 };
 struct GeluF {
@@ -614,6 +630,12 @@ bool with_unary_functor(UnaryOp op, double p0, G&& g) {
         return true;
       case UnaryOp::erf:
         g(ErfF{});
+        return true;
+      case UnaryOp::log:
+        g(LogF{});
+        return true;
+      case UnaryOp::log1p:
+        g(Log1pF{});
         return true;
       case UnaryOp::gelu:
         g(GeluF{});
