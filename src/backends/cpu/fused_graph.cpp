@@ -90,10 +90,11 @@ bool exp_family(UnaryOp op) {
   return op == UnaryOp::exp || op == UnaryOp::sigmoid || op == UnaryOp::silu;
 }
 // Ops whose cpu f32 functor is an approximation of the reference's libm call (exp_family, and
-// the lane templates of tanh, erf and gelu): the eager op's size picks between the two.
+// the lane templates of tanh, erf, log, log1p and gelu): under EMBER_CPU_KERNELS=ref a fused
+// node runs the reference's, as the eager op does.
 bool approximated(UnaryOp op) {
-  return exp_family(op) || op == UnaryOp::tanh || op == UnaryOp::erf || op == UnaryOp::gelu ||
-         op == UnaryOp::gelu_tanh;
+  return exp_family(op) || op == UnaryOp::tanh || op == UnaryOp::erf || op == UnaryOp::log ||
+         op == UnaryOp::log1p || op == UnaryOp::gelu || op == UnaryOp::gelu_tanh;
 }
 
 // How a node is computed.
@@ -348,8 +349,7 @@ bool make_plan(const ir::FusedGraph& g, Plan& p) {
       by_memory = by_memory && (*st[g.inputs.size()])[d] > 0;
     }
   if (by_memory) {
-    const Strides& s0 = *st[g.inputs.size()];
-    std::stable_sort(order, order + len, [&](size_t a, size_t b) { return s0[a] > s0[b]; });
+    sort_dims_by_stride(order, len, *st[g.inputs.size()]);
   }
   p.stride.assign(std::max<size_t>(p.nops, 1) * kMaxMergedDims, 0);
   p.rank = int64_t(merge_dims(g.shape, st.data(), p.nops, p.size, p.stride.data(), order, len));

@@ -13,6 +13,17 @@
 
 namespace ember::cpu {
 
+/// Sorts order[0, len) by descending stride, stably (an insertion sort: len <= kMaxMergedDims,
+/// usually already sorted, and std::stable_sort allocates a buffer on every call).
+inline void sort_dims_by_stride(size_t* order, size_t len, const Strides& strides) {
+  for (size_t i = 1; i < len; ++i) {
+    const size_t d = order[i];
+    size_t j = i;
+    for (; j > 0 && strides[order[j - 1]] < strides[d]; --j) order[j] = order[j - 1];
+    order[j] = d;
+  }
+}
+
 /// The dims of `shape` in operand 0's memory order (outermost first), so a channels-last or
 /// other permuted-dense operand 0 is walked in runs of its innermost dim, then merged. Size-1
 /// dims are left out of the order (merge_dims drops them), which keeps it within kMaxMergedDims
@@ -28,9 +39,7 @@ MergedDims<N> merge_in_memory_order(const Shape& shape,
     order[len++] = d;
     by_memory = by_memory && (*strides[0])[d] > 0;
   }
-  if (by_memory)
-    std::stable_sort(order, order + len,
-                     [&](size_t a, size_t b) { return (*strides[0])[a] > (*strides[0])[b]; });
+  if (by_memory) sort_dims_by_stride(order, len, *strides[0]);
   return merge_dims<N>(shape, strides, order, len);
 }
 
