@@ -18,17 +18,21 @@ int64_t checked_numel(const Shape& s, const char* op) {
   // Every dimension counts, zero or not: the strides of [0, 2^62, 2^62] overflow as its
   // element count would without the zero.
   int64_t n = 1;  // the product of the nonzero dimensions
-  const bool empty = std::find(s.begin(), s.end(), 0) != s.end();
+  bool empty = false;
   for (int64_t d : s) {
     if (d < 0) EMBER_FAIL(op, "negative dimension in shape ", shape_str(s));
-    if (d == 0) continue;
-    if (n > (int64_t(1) << 62) / d) {
-      if (empty)
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    int64_t m;  // n * d, without a division (this runs for every new tensor)
+    if (__builtin_mul_overflow(n, d, &m) || m > (int64_t(1) << 62)) {
+      if (std::find(s.begin(), s.end(), 0) != s.end())
         EMBER_FAIL(op, "shape ", shape_str(s), " is too large (empty, but the product of its ",
                    "nonzero dimensions, which its strides reach, exceeds 2^62)");
       EMBER_FAIL(op, "shape ", shape_str(s), " has too many elements");
     }
-    n *= d;
+    n = m;
   }
   return empty ? 0 : n;
 }

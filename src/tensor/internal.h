@@ -25,8 +25,12 @@ void check_format(const Shape& s, MemoryFormat f, const char* op);
 MemoryFormat format_for(const Shape& s, std::initializer_list<const Tensor*> operands);
 /// A view of `base`'s storage with new geometry (keeps no autograd history).
 Tensor make_view(const Tensor& base, Shape shape, Strides strides, int64_t offset);
+/// Throws "[op] tensor is undefined" (inline: every op checks each operand).
+[[noreturn]] void fail_undefined(const char* op);
 /// Throws "[op] tensor is undefined" when !t.defined().
-void check_defined(const Tensor& t, const char* op);
+inline void check_defined(const Tensor& t, const char* op) {
+  if (!t.defined()) fail_undefined(op);
+}
 /// Throws "[op] tensors are on different devices: cpu and ref (shapes [..] and [..])".
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 /// Throws "[op] expected a floating-point tensor, got int64 [2, 3]".

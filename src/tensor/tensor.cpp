@@ -64,8 +64,8 @@ void check_device_data(const Device& device, std::function<void()> check) {
   backend_for(device).defer_check(std::move(check));
 }
 
-void check_defined(const Tensor& t, const char* op) {
-  if (!t.defined()) EMBER_FAIL(op, "tensor is undefined (default-constructed Tensor)");
+void fail_undefined(const char* op) {
+  EMBER_FAIL(op, "tensor is undefined (default-constructed Tensor)");
 }
 
 std::string describe(const Tensor& t) {
