@@ -28,6 +28,26 @@
 
 namespace ember::cpu {
 
+namespace {
+// <cmath>'s float overloads (std::sqrt(float), ...) are compiled with the default options, not
+// this file's, and GCC does not inline across the difference: each element was a call through
+// the PLT, and the loop stayed scalar. The builtins expand here, with this file's options.
+namespace fm {
+inline float sqrt(float x) { return __builtin_sqrtf(x); }
+inline double sqrt(double x) { return __builtin_sqrt(x); }
+inline float fabs(float x) { return __builtin_fabsf(x); }
+inline double fabs(double x) { return __builtin_fabs(x); }
+inline float floor(float x) { return __builtin_floorf(x); }
+inline double floor(double x) { return __builtin_floor(x); }
+inline float ceil(float x) { return __builtin_ceilf(x); }
+inline double ceil(double x) { return __builtin_ceil(x); }
+inline float trunc(float x) { return __builtin_truncf(x); }
+inline double trunc(double x) { return __builtin_trunc(x); }
+inline float nearbyint(float x) { return __builtin_nearbyintf(x); }
+inline double nearbyint(double x) { return __builtin_nearbyint(x); }
+}  // namespace fm
+}  // namespace
+
 bool has_avx2() {
 #if defined(__x86_64__)
   static const bool v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -201,7 +221,7 @@ struct Abs {
   template <typename T>
   T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>)
-      return std::fabs(x);
+      return fm::fabs(x);
     else
       return x < T(0) ? Neg{}(x) : x;
   }
@@ -231,37 +251,37 @@ struct Reciprocal {
 struct Floor {
   template <typename T>
   T operator()(T x) const {
-    return std::floor(x);
+    return fm::floor(x);
   }
 };
 struct Ceil {
   template <typename T>
   T operator()(T x) const {
-    return std::ceil(x);
+    return fm::ceil(x);
   }
 };
 struct Trunc {
   template <typename T>
   T operator()(T x) const {
-    return std::trunc(x);
+    return fm::trunc(x);
   }
 };
 struct Round {
   template <typename T>
   T operator()(T x) const {
-    return std::nearbyint(x);
+    return fm::nearbyint(x);
   }
 };
 struct Sqrt {
   template <typename T>
   T operator()(T x) const {
-    return std::sqrt(x);
+    return fm::sqrt(x);
   }
 };
 struct Rsqrt {
   template <typename T>
   T operator()(T x) const {
-    return T(1) / std::sqrt(x);
+    return T(1) / fm::sqrt(x);
   }
 };
 // Selects between values computed unconditionally (no short-circuit), so loops if-convert.
@@ -290,13 +310,13 @@ struct IsNan {
 struct IsInf {
   template <typename T>
   bool operator()(T x) const {
-    return std::fabs(x) == std::numeric_limits<T>::infinity();
+    return fm::fabs(x) == std::numeric_limits<T>::infinity();
   }
 };
 struct IsFinite {
   template <typename T>
   bool operator()(T x) const {
-    return std::fabs(x) < std::numeric_limits<T>::infinity();
+    return fm::fabs(x) < std::numeric_limits<T>::infinity();
   }
 };
 struct LogicalNot {
