@@ -17,10 +17,6 @@
 #include <immintrin.h>
 #endif
 
-// As elementwise.cpp: no -ftrapping-math, so that the selects if-convert and the loops vectorise.
-#pragma GCC push_options
-#pragma GCC optimize("no-trapping-math", "no-math-errno")
-
 namespace ember::cpu {
 
 namespace {
@@ -382,5 +378,3 @@ bool cast_copy(const ir::Copy& op) {
 }
 
 }  // namespace ember::cpu
-
-#pragma GCC pop_options

@@ -14,39 +14,13 @@
 #include "backends/ref/dispatch.h"
 #include "backends/ref/kernels.h"
 
-// Kernels below are compiled without -ftrapping-math so that GCC if-converts the selects (NaN
-// checks, relu, max) and vectorises the loops; we never read floating-point exception flags, so
-// values are unchanged. Likewise without errno from sqrt (never read), so sqrt vectorises. And
-// without contracting a * b + c into an FMA in the AVX clones: the scalar forms then compute the
-// same bits in every clone, and simd_math.h's lane templates the same bits on every lane width.
-#pragma GCC push_options
-#pragma GCC optimize("no-trapping-math", "no-math-errno", "fp-contract=off")
+// Built without -ftrapping-math and errno and with -ffp-contract=off (CMakeLists.txt): see there.
 // The functors' apply() and simd_math.h's lane templates return AVX vectors from functions
 // without an AVX target, always inlined into the AVX clones, so the ABI note does not apply. GCC
 // reports it at the end of the file: ignored to the end.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace ember::cpu {
-
-namespace {
-// <cmath>'s float overloads (std::sqrt(float), ...) are compiled with the default options, not
-// this file's, and GCC does not inline across the difference: each element was a call through
-// the PLT, and the loop stayed scalar. The builtins expand here, with this file's options.
-namespace fm {
-inline float sqrt(float x) { return __builtin_sqrtf(x); }
-inline double sqrt(double x) { return __builtin_sqrt(x); }
-inline float fabs(float x) { return __builtin_fabsf(x); }
-inline double fabs(double x) { return __builtin_fabs(x); }
-inline float floor(float x) { return __builtin_floorf(x); }
-inline double floor(double x) { return __builtin_floor(x); }
-inline float ceil(float x) { return __builtin_ceilf(x); }
-inline double ceil(double x) { return __builtin_ceil(x); }
-inline float trunc(float x) { return __builtin_truncf(x); }
-inline double trunc(double x) { return __builtin_trunc(x); }
-inline float nearbyint(float x) { return __builtin_nearbyintf(x); }
-inline double nearbyint(double x) { return __builtin_nearbyint(x); }
-}  // namespace fm
-}  // namespace
 
 bool has_avx2() {
 #if defined(__x86_64__)
@@ -221,7 +195,7 @@ struct Abs {
   template <typename T>
   T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>)
-      return fm::fabs(x);
+      return std::fabs(x);
     else
       return x < T(0) ? Neg{}(x) : x;
   }
@@ -251,37 +225,37 @@ struct Reciprocal {
 struct Floor {
   template <typename T>
   T operator()(T x) const {
-    return fm::floor(x);
+    return std::floor(x);
   }
 };
 struct Ceil {
   template <typename T>
   T operator()(T x) const {
-    return fm::ceil(x);
+    return std::ceil(x);
   }
 };
 struct Trunc {
   template <typename T>
   T operator()(T x) const {
-    return fm::trunc(x);
+    return std::trunc(x);
   }
 };
 struct Round {
   template <typename T>
   T operator()(T x) const {
-    return fm::nearbyint(x);
+    return std::nearbyint(x);
   }
 };
 struct Sqrt {
   template <typename T>
   T operator()(T x) const {
-    return fm::sqrt(x);
+    return std::sqrt(x);
   }
 };
 struct Rsqrt {
   template <typename T>
   T operator()(T x) const {
-    return T(1) / fm::sqrt(x);
+    return T(1) / std::sqrt(x);
   }
 };
 // Selects between values computed unconditionally (no short-circuit), so loops if-convert.
@@ -310,13 +284,13 @@ struct IsNan {
 struct IsInf {
   template <typename T>
   bool operator()(T x) const {
-    return fm::fabs(x) == std::numeric_limits<T>::infinity();
+    return std::fabs(x) == std::numeric_limits<T>::infinity();
   }
 };
 struct IsFinite {
   template <typename T>
   bool operator()(T x) const {
-    return fm::fabs(x) < std::numeric_limits<T>::infinity();
+    return std::fabs(x) < std::numeric_limits<T>::infinity();
   }
 };
 struct LogicalNot {
@@ -986,5 +960,3 @@ bool where(const ir::Where& op) {
 }
 
 }  // namespace ember::cpu
-
-#pragma GCC pop_options

@@ -14,10 +14,6 @@
 #include "backends/ref/kernels.h"
 #include "tensor/internal.h"
 
-// As simd_math.h: lets GCC if-convert and vectorise the max/select loops.
-#pragma GCC push_options
-#pragma GCC optimize("no-trapping-math", "no-math-errno")
-
 namespace ember::cpu {
 
 namespace {
@@ -227,5 +223,3 @@ int64_t fused_runs() { return g_fused_runs.load(std::memory_order_relaxed); }
 void count_fused_run() { g_fused_runs.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace ember::cpu
-
-#pragma GCC pop_options

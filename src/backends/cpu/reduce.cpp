@@ -12,10 +12,6 @@
 #include "backends/ref/dispatch.h"
 #include "backends/ref/kernels.h"
 
-// Compiled without -ftrapping-math so the max/min selects vectorise (see elementwise.cpp).
-#pragma GCC push_options
-#pragma GCC optimize("no-trapping-math", "no-math-errno")
-
 namespace ember::cpu {
 
 namespace {
@@ -305,5 +301,3 @@ bool scan(const ir::Scan& op) {
 }
 
 }  // namespace ember::cpu
-
-#pragma GCC pop_options
