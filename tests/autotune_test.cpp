@@ -569,5 +569,73 @@ TEST(AutotuneGpu, MatmulVariantsEqualTheDefault) {
   if (devices == 0) GTEST_SKIP() << "no Vulkan or OpenCL device";
 }
 
+// Vulkan and OpenCL reductions of 2^18 elements or more: each workgroup-size variant ("thread",
+// "group32" ... "group256") is compared with the default in check mode, the result with the
+// reference; plain reductions over rows and columns, with indices, and fused graphs ending in a
+// reduction (one that writes its input in place is never tuned: tuning reruns it).
+TEST(AutotuneGpu, ReductionVariantsEqualTheDefault) {
+  int devices = 0;
+  for (const DeviceInfo& info : available_devices()) {
+    const Device dev = info.device;
+    if (dev.type() != DeviceType::vulkan && dev.type() != DeviceType::opencl) continue;
+    ++devices;
+    SCOPED_TRACE(dev.str());
+    Autotuner& t = autotune::for_device(dev);
+    const Options saved = t.options();
+    const bool fusion_was = fusion_enabled(dev);
+    TempDir d;
+    t.set_options(opts(d.path, Effort::full, true));
+    const Tensor x = rnd({64, 4096}, 9), y = rnd({64, 4096}, 10);
+    const Tensor xd = x.to(dev), yd = y.to(dev);
+    auto expect_tuned = [&](const std::string& what,
+                            const std::function<Tensor(const Tensor&, const Tensor&)>& f,
+                            bool tuned) {
+      SCOPED_TRACE(what);
+      const Tensor want = f(x.to(Device::ref()), y.to(Device::ref()));
+      const int64_t before = t.stats().tuned;
+      const Tensor got = f(xd, yd).to(Device::ref());
+      EXPECT_EQ(t.stats().tuned, before + (tuned ? 1 : 0));
+      EXPECT_EQ(testing::compare(want, got, 64), "");
+      const int64_t runs = t.stats().timed_runs;
+      const Tensor again = f(xd, yd).to(Device::ref());
+      EXPECT_EQ(t.stats().timed_runs, runs) << "the second call runs the choice untimed";
+      EXPECT_EQ(testing::compare(got, again, 1), "");
+    };
+    set_fusion(dev, false);
+    expect_tuned(
+        "sum over rows", [](const Tensor& a, const Tensor&) { return sum(a, {1}); }, true);
+    expect_tuned(
+        "amax over columns", [](const Tensor& a, const Tensor&) { return amax(a, {0}); }, true);
+    expect_tuned(
+        "argmax", [](const Tensor& a, const Tensor&) { return std::get<1>(max(a, 1)); }, true);
+    set_fusion(dev, true);
+    expect_tuned(
+        "fused sum(x * y + 1) over columns",
+        [](const Tensor& a, const Tensor& b) {
+          Tensor s = sum(a * b + 1.0, {0});
+          return s;
+        },
+        true);
+    // (keys differ by op, dtype, extent classes and rows vs columns: each case its own key)
+    Tensor held;
+    expect_tuned(
+        "an in-place write reduced",
+        [&held](const Tensor& a, const Tensor&) {
+          held = a * 1.0;  // held: the graph writes it
+          sync(held.device());
+          held.add_(2.0);
+          Tensor s = amin(held, {1});
+          return s;
+        },
+        false);
+    set_fusion(dev, false);
+    expect_tuned(
+        "the same key unfused", [](const Tensor& a, const Tensor&) { return amin(a, {1}); }, true);
+    set_fusion(dev, fusion_was);
+    t.set_options(saved);
+  }
+  if (devices == 0) GTEST_SKIP() << "no Vulkan or OpenCL device";
+}
+
 }  // namespace
 }  // namespace ember

@@ -1,8 +1,9 @@
 // Sizes past lavapipe's loop limit (a shader invocation stops after 65,535 loop iterations in all
 // and its results are then garbage): matmul with K = 70,000 and 200,000 (split into K-chunks)
 // and reductions over more than 67M elements (split into partials and a second launch), each
-// compared with the cpu backend. Inputs are small integers (as floats too) so that every sum is
-// exact and a lost or repeated chunk shows. Skipped when no Vulkan device exists.
+// compared with the cpu backend (and a fused graph's reduction over 70M elements). Inputs are small
+// integers (as floats too) so that every sum is exact and a lost or repeated chunk shows. Skipped
+// when no Vulkan device exists.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "codegen/kernel.h"
+#include "codegen/lower.h"
 #include "ember/ember.h"
 #include "op_table.h"
 #include "test_util.h"
@@ -111,15 +113,93 @@ TEST(VulkanLimits, LoweringsSplitPastTheLoopLimit) {
         check_split(l, 2, sources, t);
         EXPECT_EQ(l.launches.size(), 2u);
         EXPECT_EQ(l.scratch_bytes.size(), extreme ? 2u : 1u);
-        // 2 x 35M: one 1,024-thread workgroup per output stays under the limit.
-        const Tensor y = host({2, 1}, t).expand({2, 35000000});
-        EXPECT_EQ(
-            codegen::lower(
-                ir::Reduce{
-                    op, y, {1}, host({2, 1}, out), extreme ? host({2, 1}, DType::i64) : Tensor()},
-                Dialect::glsl, caps)
-                .launches.size(),
-            1u);
+        // 128 x 35M: one 1,024-thread workgroup per output stays under the limit (2 x 35M
+        // splits: few outputs share the device through partials).
+        auto outputs = [&](int64_t n) {
+          const Tensor y = host({n, 1}, t).expand({n, 35000000});
+          return codegen::lower(ir::Reduce{op,
+                                           y,
+                                           {1},
+                                           host({n, 1}, out),
+                                           extreme ? host({n, 1}, DType::i64) : Tensor()},
+                                Dialect::glsl, caps)
+              .launches.size();
+        };
+        EXPECT_EQ(outputs(128), 1u);
+        EXPECT_EQ(outputs(2), 2u);
+      }
+    }
+  }
+  if (std::system("glslangValidator --version > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "glslangValidator not installed (Debian glslang-tools)";
+  EXPECT_EQ(validate(sources), "");
+}
+
+// A fused graph ending in a reduction (codegen::lower_graph_reduce): x * 2 + y folded as the
+// reduce kernels read it, over 70M elements (partials, then the final launch) and over a small
+// shape that also stores x * 2 + y (one launch), each followed by its `after` (the result * 0.5);
+// every kernel compiles.
+TEST(VulkanLimits, FusedReductionLoweringsSplitAndStore) {
+  using K = ir::FusedGraph::Kind;
+  std::map<std::string, std::string> sources;
+  for (bool cpu : {true, false}) {
+    SCOPED_TRACE(cpu ? "cpu device" : "gpu device");
+    const Caps caps = caps_of(cpu);
+    for (DType t : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
+      for (ir::ReduceOp op : {ir::ReduceOp::sum, ir::ReduceOp::max}) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + (op == ir::ReduceOp::sum ? " sum" : " max"));
+        auto graph = [&](const Shape& shape, const Tensor& x, const Tensor& y, bool store) {
+          ir::FusedGraph g;
+          g.shape = shape;
+          g.inputs = {x, y};
+          auto node = [&](K kind, int32_t a, int32_t b) {
+            ir::FusedGraph::Node n;
+            n.kind = kind;
+            n.dtype = t;
+            n.a = a;
+            n.b = b;
+            if (kind == K::load) n.input = a, n.a = -1;
+            if (kind == K::constant) n.value = Scalar(2.0), n.a = -1;
+            if (kind == K::binary) n.binary = b == 1 ? ir::BinaryOp::mul : ir::BinaryOp::add;
+            g.nodes.push_back(n);
+          };
+          node(K::load, 0, -1);       // 0: x
+          node(K::constant, -1, -1);  // 1: 2
+          node(K::binary, 0, 1);      // 2: x * 2
+          node(K::load, 1, -1);       // 3: y
+          node(K::binary, 2, 3);      // 4: x * 2 + y
+          if (store) g.outputs.push_back({4, host(shape, t)});
+          const Tensor dst = host({1, 1}, t);
+          g.reductions.push_back({op, 4, {0, 1}, dst});
+          ir::FusedGraph a;  // dst * 0.5
+          a.shape = {1, 1};
+          a.inputs = {dst};
+          ir::FusedGraph::Node n;
+          n.dtype = t;
+          n.input = 0;
+          a.nodes.push_back(n);
+          n.kind = K::constant;
+          n.value = Scalar(0.5);
+          a.nodes.push_back(n);
+          n.kind = K::binary;
+          n.binary = ir::BinaryOp::mul;
+          n.a = 0;
+          n.b = 1;
+          a.nodes.push_back(n);
+          a.outputs.push_back({2, host({1, 1}, t)});
+          g.after.push_back(a);
+          return codegen::lower_graph(g, Dialect::glsl, caps);
+        };
+        const Tensor big = host({1, 1000}, t).expand({70000, 1000});
+        const Lowering l = graph({70000, 1000}, big, big, false);
+        check_split(l, 3, sources, t);
+        EXPECT_EQ(l.launches.size(), 3u) << "partials, final, after";
+        EXPECT_EQ(l.launches[0].bindings.size(), 2u + l.scratch_bytes.size()) << "x, y, partials";
+        const Tensor x = host({40, 300}, t), y = host({40, 300}, t);
+        const Lowering s = graph({40, 300}, x, y, true);
+        check_split(s, 2, sources, t);
+        EXPECT_EQ(s.launches.size(), 2u) << "the reduction storing x * 2 + y, then after";
+        EXPECT_EQ(s.launches[0].bindings.size(), 4u) << "the output, x, y, dst";
       }
     }
   }
@@ -261,6 +341,32 @@ TEST(VulkanLimits, ExpandedFloatBeyond67M) {
   both(base, [](const Tensor& v) { return max(v); });
   both(base, [](const Tensor& v) { return min(v); });
   both(base, [](const Tensor& v) { return std::get<1>(min(v, 0)); });
+}
+
+// A fused graph's reduction over 70M elements (an expanded view): x * 2 + 1 folded by the split
+// reduce kernels with fusion on, against the cpu's eager ops.
+TEST(VulkanLimits, FusedReductionBeyond67M) {
+  EMBER_VULKAN_OR_SKIP(dev);
+  const bool was = fusion_enabled(dev);
+  set_fusion(dev, true);
+  const int64_t rows = 70000, cols = 1000;
+  Tensor base = small_ints({1, cols}, DType::f32, 0, 5, 13);
+  base.narrow(1, 300, 1).fill_(7);
+  const Tensor b = base.to(dev);
+  sync(dev);
+  reset_stream_stats(dev);
+  // (Separate statements: a temporary held while the stream runs would be written, 280 MB.)
+  Tensor s = sum(b.expand({rows, cols}) * 2.0 + 1.0);
+  Tensor m = amax(b.expand({rows, cols}) - 3.0, {0});
+  s = s.to(Device::cpu());
+  m = m.to(Device::cpu());
+  const StreamStats st = stream_stats(dev);
+  set_fusion(dev, was);
+  EXPECT_EQ(st.graphs, 2);
+  EXPECT_EQ(st.eager_ops, 0);
+  const Tensor e = base.expand({rows, cols});
+  EXPECT_EQ(compare(sum(e * 2.0 + 1.0), s), "");
+  EXPECT_EQ(compare(amax(e - 3.0, {0}), m), "");
 }
 
 }  // namespace

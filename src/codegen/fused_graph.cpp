@@ -123,7 +123,19 @@ std::vector<Expr> graph_values(kir::Kernel& k, const ir::FusedGraph& g,
   return v;
 }
 
-Lowering lower_graph(const ir::FusedGraph& g, Dialect d, const Caps& caps) {
+Lowering lower_graph(const ir::FusedGraph& g, Dialect d, const Caps& caps,
+                     const ReduceVariant* reduce) {
+  if (!g.reductions.empty()) {
+    // The reduction's kernel(s), then `after` on its result (the launches run in order).
+    Lowering l = lower_graph_reduce(g, d, caps, reduce);
+    for (const ir::FusedGraph& a : g.after) {
+      EMBER_CHECK(a.reductions.empty() && a.after.empty(), kOp,
+                  "an epilogue with reductions of its own");
+      Lowering la = lower_graph(a, d, caps);
+      for (Launch& x : la.launches) l.launches.push_back(std::move(x));
+    }
+    return l;
+  }
   EMBER_CHECK(g.inputs.size() + g.outputs.size() <= caps.max_buffers, kOp, g.inputs.size(),
               " inputs and ", g.outputs.size(), " outputs exceed the ", caps.max_buffers,
               " buffers a kernel may bind on this device");

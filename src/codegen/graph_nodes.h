@@ -1,5 +1,6 @@
 // The node evaluation of a fused element-wise graph (ir/graph.h), shared by the graph kernels
-// (fused_graph.cpp) and the matmul epilogues (matmul_epilogue.cpp): each node computed with the
+// (fused_graph.cpp), the fused reductions (reduce.cpp) and the matmul epilogues
+// (matmul_epilogue.cpp): each node computed with the
 // eager kernels' expression builders and rounded as its eager op stored it. Internal to
 // src/codegen.
 #pragma once

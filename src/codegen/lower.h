@@ -15,13 +15,38 @@ Lowering lower_unary(const ir::Unary& op, Dialect d, const Caps& caps);
 Lowering lower_binary(const ir::Binary& op, Dialect d, const Caps& caps);
 Lowering lower_where(const ir::Where& op, Dialect d, const Caps& caps);
 Lowering lower_random(const ir::Random& op, Dialect d, const Caps& caps);
+// reduce.cpp: a reduction's variant, autotuned by runtime/kernel_backend.cpp: the single pass's
+// workgroup size ("thread", group == 0: a thread per output; "group<L>": a workgroup of L threads
+// per output, combining in shared memory), or "split<S>" (split_steps S: each output's elements
+// in chunks of S strides of a workgroup, partials then a final launch). Past the loop budget
+// every variant splits. The results agree within rounding (the summation order differs).
+struct ReduceVariant {
+  std::string name;
+  uint32_t group = 0;
+  uint32_t split_steps = 0;
+};
+// The variants for `outputs` outputs of `reduced` elements each; the first is the default (what
+// lower_reduce runs without one: a split for 64 outputs or fewer of more than 32,768 elements,
+// else by extent). The list depends on the two counts' power-of-two classes only.
+std::vector<ReduceVariant> reduce_variants(int64_t outputs, int64_t reduced, const Caps& caps);
 // fused_graph.cpp: one kernel for a fused element-wise graph (the stream's planner makes them),
 // bit-identical to running its ops one by one. Keyed by the graph's structure, rank and access
 // variant only (constants and unary parameters are params). Throws ember::Error when the device
-// lacks a dtype or a function the graph needs (the backend then runs the ops one by one).
-Lowering lower_graph(const ir::FusedGraph& g, Dialect d, const Caps& caps);
-// reduce.cpp
-Lowering lower_reduce(const ir::Reduce& op, Dialect d, const Caps& caps);
+// lacks a dtype or a function the graph needs (the backend then runs the ops one by one). A
+// graph ending in a reduction lowers through lower_graph_reduce (below), its `after` as
+// a plain graph launched next; `reduce` picks the reduction's variant (null: the default).
+Lowering lower_graph(const ir::FusedGraph& g, Dialect d, const Caps& caps,
+                     const ReduceVariant* reduce = nullptr);
+// reduce.cpp, with variant v (null: the default).
+Lowering lower_reduce(const ir::Reduce& op, Dialect d, const Caps& caps,
+                      const ReduceVariant* v = nullptr);
+// The reduction a fused graph ends in (g.reductions, exactly one: sum, prod, max or min of a
+// non-bool node into a dst of its dtype and keepdim shape), its node evaluated from the graph's
+// inputs as the reduce kernels read each element, and the graph's outputs stored on the way
+// (fuse-on-read). Not g.after. Throws ember::Error for
+// anything else, or when the kernel would bind more buffers or params than the device allows.
+Lowering lower_graph_reduce(const ir::FusedGraph& g, Dialect d, const Caps& caps,
+                            const ReduceVariant* v = nullptr);
 Lowering lower_scan(const ir::Scan& op, Dialect d, const Caps& caps);
 Lowering lower_sort(const ir::Sort& op, Dialect d, const Caps& caps);
 Lowering lower_nonzero(const ir::Nonzero& op, Dialect d, const Caps& caps);

@@ -7,7 +7,7 @@
 // value is what the eager op stored: rounded (or wrapped) to the node's dtype, so a fused kernel
 // gives the eager bits when it keeps that rule for intermediates too.
 //
-// A graph may end in reductions (`reductions`, today at most one, cpu only: Backend::reducible):
+// A graph may end in reductions (`reductions`, today at most one: Backend::reducible):
 // each is an ir::Reduce whose src is the whole value of `node` (the graph's shape, element i of
 // the graph), so a kernel folds the node's values as it computes them instead of storing them.
 // Such a graph may carry `after` ("fuse-on-write"): a plain graph of the reduced shape whose

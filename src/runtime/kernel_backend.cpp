@@ -254,6 +254,15 @@ bool KernelBackend::fusible(const ir::Op& op) const {
   return false;
 }
 
+bool KernelBackend::reducible(const ir::Reduce& op) const {
+  using ir::ReduceOp;
+  const bool foldable = op.op == ReduceOp::sum || op.op == ReduceOp::prod ||
+                        op.op == ReduceOp::max || op.op == ReduceOp::min;
+  const DType t = op.src.dtype();
+  return foldable && !op.indices.defined() && t != DType::b8 && op.dst.dtype() == t &&
+         op.src.numel() > 0 && codegen::supports(t, caps());
+}
+
 int64_t KernelBackend::max_graph_buffers() const { return int64_t(caps().max_buffers); }
 
 bool KernelBackend::execute_graph(const ir::FusedGraph& g) {
@@ -261,9 +270,20 @@ bool KernelBackend::execute_graph(const ir::FusedGraph& g) {
   check_alive();
   std::string key = g.key();
   if (unsupported_graphs_.count(key)) return false;
+  // A reduction's variant is autotuned unless the graph writes one of its inputs (tuning runs
+  // it several times); tuning runs the reduction alone, `after` once with the choice.
+  const codegen::ReduceVariant* v = nullptr;
+  std::vector<codegen::ReduceVariant> vs;
   codegen::Lowering l;
   try {
-    l = codegen::lower_graph(g, dialect(), caps());
+    if (!g.reductions.empty() && !profiling() && !writes_an_input(g)) {
+      const auto& r = g.reductions[0];
+      v = tuned_reduce(r.op, r.dst.dtype(), g.shape, r.dims, r.dst, vs,
+                       [&](const codegen::ReduceVariant& c) {
+                         run(codegen::lower_graph_reduce(g, dialect(), caps(), &c));
+                       });
+    }
+    l = codegen::lower_graph(g, dialect(), caps(), v);
   } catch (const Error&) {
     unsupported_graphs_.insert(std::move(key));
     return false;
@@ -279,7 +299,94 @@ namespace {
 constexpr int64_t kTuneMinWork = int64_t(1) << 18;
 constexpr int64_t kTuneMinOutputs = 4096;
 
+const char* reduce_name(ir::ReduceOp op) {
+  switch (op) {
+    case ir::ReduceOp::sum:
+      return "sum";
+    case ir::ReduceOp::prod:
+      return "prod";
+    case ir::ReduceOp::max:
+      return "max";
+    case ir::ReduceOp::min:
+      return "min";
+    case ir::ReduceOp::any:
+      return "any";
+    case ir::ReduceOp::all:
+      return "all";
+  }
+  return "reduce";
+}
+
 }  // namespace
+
+bool KernelBackend::writes_an_input(const ir::FusedGraph& g) {
+  for (const auto& o : g.outputs)
+    for (const Tensor& in : g.inputs)
+      if (o.dst.impl()->storage == in.impl()->storage) return true;
+  return false;
+}
+
+const codegen::ReduceVariant* KernelBackend::tuned_reduce(
+    ir::ReduceOp op, DType t, const Shape& shape, const std::vector<int64_t>& dims,
+    const Tensor& dst, std::vector<codegen::ReduceVariant>& vs,
+    const std::function<void(const codegen::ReduceVariant&)>& run) {
+  const int64_t n = numel_of(shape), n_out = dst.numel();
+  if (n < kTuneMinWork || n_out == 0) return nullptr;
+  const int64_t R = n / n_out;
+  vs = codegen::reduce_variants(n_out, R, caps());
+  if (vs.size() <= 1) return nullptr;
+  // Whether the innermost non-trivial dim is reduced (rows vs columns read differently).
+  bool inner = false;
+  for (size_t k = shape.size(); k-- > 0;)
+    if (shape[k] > 1) {
+      inner = std::find(dims.begin(), dims.end(), int64_t(k)) != dims.end();
+      break;
+    }
+  std::vector<autotune::Candidate> cs;
+  for (size_t i = 0; i < vs.size(); ++i)
+    cs.push_back({vs[i].name, i <= 1 ? autotune::Effort::minimal : autotune::Effort::balanced});
+  autotune::Bench bench;
+  bench.run = [&](size_t i) { run(vs[i]); };
+  bench.sync = [&] { sync_device(); };
+  bench.warmup = 1;  // compiles the kernel
+  bench.result = [&] {
+    sync_device();
+    const Storage& st = *dst.impl()->storage;
+    std::vector<unsigned char> bytes(size_t(st.nbytes));
+    if (st.nbytes > 0) read_bytes(st.data(), 0, bytes.data(), st.nbytes);
+    return strided_values(bytes, dst);
+  };
+  const bool half = t == DType::f16 || t == DType::bf16;
+  bench.rtol = half ? 1e-2 : 1e-4;
+  bench.atol = half ? 1e-2 : 1e-5;
+  bench.detail = [&] {
+    std::string s = std::string(reduce_name(op)) + " " + dtype_name(t) + " [";
+    for (size_t k = 0; k < shape.size(); ++k) s += (k ? ", " : "") + std::to_string(shape[k]);
+    return s + "] over " + std::to_string(dims.size()) + " dims";
+  };
+  const std::string key = "o" + std::to_string(autotune::anchor(n_out)) + ".r" +
+                          std::to_string(autotune::anchor(R)) + (inner ? ".inner" : ".outer");
+  const size_t i = autotune::for_device(device()).pick(
+      "reduce", std::string(reduce_name(op)) + "." + dtype_name(t), key, cs, bench);
+  return &vs[i];
+}
+
+bool KernelBackend::run_reduce_tuned(const ir::Op& op) {
+  const auto* r = std::get_if<ir::Reduce>(&op);
+  if (!r || !codegen::supports(r->src.dtype(), caps()) ||
+      !codegen::supports(r->dst.dtype(), caps()))
+    return false;
+  std::vector<codegen::ReduceVariant> vs;
+  auto lower = [&](const codegen::ReduceVariant& v) {
+    return codegen::lower_reduce(*r, dialect(), caps(), &v);
+  };
+  const codegen::ReduceVariant* v =
+      tuned_reduce(r->op, r->src.dtype(), r->src.shape(), r->dims, r->dst, vs,
+                   [&](const codegen::ReduceVariant& c) { run(lower(c)); });
+  if (!v) return false;
+  run(lower(*v));
+  return true;
+}
 
 int64_t KernelBackend::tuned_matmul(const ir::Matmul& mm, bool& native,
                                     std::vector<codegen::MatmulVariant>& vs) {
@@ -398,7 +505,7 @@ void KernelBackend::run_op(const ir::Op& op) {
   check_alive();
   if (!profiling()) {
     start_use();
-    if (run_matmul_tuned(op)) return;
+    if (run_matmul_tuned(op) || run_reduce_tuned(op)) return;
     if (execute_native(op)) return;
     return run(codegen::lower(op, dialect(), caps()));
   }

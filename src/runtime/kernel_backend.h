@@ -54,6 +54,10 @@ class KernelBackend : public Backend {
   /// codegen::lower_graph, then run() (one op counted); false when the graph needs something
   /// the device lacks (a dtype, or f64 for a function), remembered per graph key.
   bool execute_graph(const ir::FusedGraph& g) override;
+  /// Sum, prod, max and min without indices of a non-empty, non-bool src whose dtype the device
+  /// has, into a dst of that dtype: execute_graph folds them into their graph's kernel
+  /// (codegen::lower_graph_reduce) and runs the graph's `after` next.
+  bool reducible(const ir::Reduce& op) const override;
   /// Float matmuls (f32, f16, bf16, f64) whose dtype the device has, not while profiling.
   bool anchorable(const ir::Op& op) const override;
   /// The matmul with its epilogue as one generated kernel (codegen::lower_matmul_epilogue), in
@@ -192,6 +196,19 @@ class KernelBackend : public Backend {
   int64_t tuned_matmul(const ir::Matmul& mm, bool& native, std::vector<codegen::MatmulVariant>& vs);
   void run_matmul_candidate(const ir::Matmul& mm, bool native,
                             const std::vector<codegen::MatmulVariant>& vs, size_t i);
+  /// Whether one of g's outputs is the storage of one of its inputs (an in-place write).
+  static bool writes_an_input(const ir::FusedGraph& g);
+  /// A reduction (ir::Reduce) through tuned_reduce; false when the default runs (lowered as
+  /// usual).
+  bool run_reduce_tuned(const ir::Op& op);
+  /// The autotuner's variant for reducing `shape` over `dims` into `dst` (src's dtype t): null
+  /// when there are fewer than kTuneMinWork elements or one variant fits, else one of `vs`.
+  /// Tuning (the first use of a key: op, dtype, outputs and extent classes, whether the last
+  /// dim is reduced) calls run(v), which must overwrite dst (and any other output) each time.
+  const codegen::ReduceVariant* tuned_reduce(
+      ir::ReduceOp op, DType t, const Shape& shape, const std::vector<int64_t>& dims,
+      const Tensor& dst, std::vector<codegen::ReduceVariant>& vs,
+      const std::function<void(const codegen::ReduceVariant&)>& run);
   std::pair<ArenaBlock, int64_t> params(Batch& b, const std::vector<uint32_t>& words);
 
   int64_t max_tasks_;
