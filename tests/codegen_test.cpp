@@ -171,6 +171,38 @@ TEST(CodegenCommonTest, IterMergesContiguousDims) {
   EXPECT_EQ(codegen::groups_1d(257, 256, caps), 2u);
 }
 
+// The kernels' index division by a size (add_iter's FastDiv), against n / d on the host: every
+// d up to 4,096 and sizes near powers of two up to 2^31, at n around multiples of d, the
+// largest index (2^31 - 1) and spread values.
+TEST(CodegenCommonTest, FastDivEqualsDivisionBelow2To31) {
+  auto div = [](uint32_t n, codegen::FastDiv f) {
+    const uint32_t hi = uint32_t((uint64_t(n) * f.m) >> 32);
+    return (hi + n) >> f.s;
+  };
+  std::vector<uint32_t> ds;
+  for (uint32_t d = 1; d <= 4096; ++d) ds.push_back(d);
+  for (int b = 12; b <= 31; ++b)
+    for (int64_t e : {-3, -1, 0, 1, 3}) ds.push_back(uint32_t((int64_t(1) << b) + e));
+  const uint32_t top = 0x7FFFFFFFu;
+  int failures = 0;
+  for (uint32_t d : ds) {
+    if (d == 0 || d > top) continue;
+    const codegen::FastDiv f = codegen::fast_div(d);
+    auto check = [&](uint64_t n) {
+      if (n > top || failures > 5) return;
+      if (div(uint32_t(n), f) != uint32_t(n) / d)
+        ADD_FAILURE() << n << " / " << d << ": " << div(uint32_t(n), f) << " (" << ++failures
+                      << ")";
+    };
+    for (uint64_t q : {uint64_t(0), uint64_t(1), uint64_t(2), uint64_t(top / d - 1),
+                       uint64_t(top / d), uint64_t(top / d + 1)})
+      for (int64_t e : {-1, 0, 1}) check(uint64_t(std::max<int64_t>(0, int64_t(q * d) + e)));
+    for (uint64_t n = 0; n <= top; n += 7919u * 65537u % top + d) check(n);
+    check(top);
+  }
+  EXPECT_EQ(codegen::fast_div(0).m, 0u);
+}
+
 TEST(CodegenCommonTest, ConversionsFollowRefCast) {
   using namespace codegen::kir;
   Kernel k("conversions", 64);

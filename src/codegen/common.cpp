@@ -200,11 +200,24 @@ std::string Iter::access() const {
   return a;
 }
 
+FastDiv fast_div(uint32_t d) {
+  FastDiv f;
+  if (d == 0) return f;
+  while ((uint64_t(1) << f.s) < d) ++f.s;
+  f.m = uint32_t((uint64_t(1) << 32) * ((uint64_t(1) << f.s) - d) / d + 1);
+  return f;
+}
+
 uint32_t add_iter(Params& p, const Iter& it, const char* op) {
   EMBER_CHECK(it.numel <= INT32_MAX, op, "tensor of ", it.numel,
               " elements is too large for the 32-bit indexing of GPU kernels");
   const uint32_t base = p.u32(uint32_t(it.numel));
   for (int64_t s : it.sizes) p.u32(uint32_t(s));
+  for (size_t d = 1; d < it.sizes.size(); ++d) {
+    const FastDiv f = fast_div(uint32_t(it.sizes[d]));
+    p.u32(f.m);
+    p.u32(f.s);
+  }
   for (size_t k = 0; k < it.offsets.size(); ++k) {
     check_extent(it.offsets[k], it.sizes, it.strides[k], op);
     p.i32(it.offsets[k], op);

@@ -72,9 +72,18 @@ Iter make_iter(const std::vector<Tensor>& ts);
 /// core/merge_dims.h (an empty shape: no dims, numel 0).
 Iter merged_iter(const Shape& shape, std::vector<int64_t> offsets,
                  const std::vector<Strides>& strides);
-/// Appends an Iter: numel, sizes[rank], then per operand offset, strides[rank]. Returns the base.
-/// Throws ember::Error naming `op` when an offset needs more than 31 bits.
+/// Appends an Iter: numel, sizes[rank], a FastDiv (m, s) for each of sizes[1..rank), then per
+/// operand offset, strides[rank]. Returns the base. Throws ember::Error naming `op` when an
+/// offset needs more than 31 bits.
 uint32_t add_iter(Params& p, const Iter& it, const char* op);
+/// n / d for every u32 n < 2^31 as (mul_hi(n, m) + n) >> s, so kernels divide an index by a
+/// runtime size without an integer division (lane by lane on CPU devices, tens of cycles on
+/// GPUs). Granlund & Montgomery, "Division by invariant integers using multiplication" (PLDI
+/// 1994), the round-up method: s = ceil(log2 d), m = floor(2^32 (2^s - d) / d) + 1. d = 0: {0, 0}.
+struct FastDiv {
+  uint32_t m = 0, s = 0;
+};
+FastDiv fast_div(uint32_t d);
 // ---- launches and kernel caching ----
 
 /// Groups for a grid-stride launch over n items: ceil(n / local_size) capped at
@@ -102,7 +111,8 @@ kir::Expr convert(kir::Kernel& k, DType from, DType to, kir::Expr v);
 /// rank-`rank` view whose params start at word `base` (Params::tensor's layout); returns it.
 kir::Expr offset_of(kir::Kernel& k, const std::string& var, kir::Expr lin, int rank, uint32_t base);
 /// Declares i32 locals vars[k] = operand k's element offset at linear index `lin` (u32) of an
-/// Iter of rank `rank` added at params word `base` (add_iter's layout); returns them.
+/// Iter of rank `rank` added at params word `base` (add_iter's layout; `vars` names all of its
+/// operands); returns them. Sizes divide through their FastDiv.
 std::vector<kir::Expr> iter_offsets(kir::Kernel& k, const std::vector<std::string>& vars,
                                     kir::Expr lin, int rank, uint32_t base);
 

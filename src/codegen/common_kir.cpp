@@ -92,7 +92,10 @@ Expr offset_of(kir::Kernel& k, const std::string& var, Expr lin, int rank, uint3
 std::vector<Expr> iter_offsets(kir::Kernel& k, const std::vector<std::string>& vars, Expr lin,
                                int rank, uint32_t base) {
   const int n = int(vars.size());
-  auto off_word = [&](int o) { return base + 1 + uint32_t(rank) + uint32_t(o) * (rank + 1); };
+  const uint32_t divs = base + 1 + uint32_t(rank);  // FastDiv of sizes[d] at divs + 2 (d - 1)
+  auto off_word = [&](int o) {
+    return divs + 2 * uint32_t(rank > 0 ? rank - 1 : 0) + uint32_t(o) * (rank + 1);
+  };
   std::vector<Expr> offs;
   for (int o = 0; o < n; ++o) offs.push_back(k.let(vars[size_t(o)], kir::param_i32(off_word(o))));
   if (rank == 0) return offs;
@@ -101,8 +104,12 @@ std::vector<Expr> iter_offsets(kir::Kernel& k, const std::vector<std::string>& v
     const Expr size = kir::param_u32(base + 1 + uint32_t(d));
     Expr c = r;
     if (d > 0) {
-      c = k.let("ember_c" + std::to_string(d), r % size);
-      k.assign(r, r / size);
+      const uint32_t w = divs + 2 * uint32_t(d - 1);
+      const Expr q =
+          k.let("ember_q" + std::to_string(d),
+                (kir::call(kir::Fn::mul_hi, {r, kir::param_u32(w)}) + r) >> kir::param_u32(w + 1));
+      c = k.let("ember_c" + std::to_string(d), r - q * size);
+      k.assign(r, q);
     }
     for (int o = 0; o < n; ++o)
       k.assign(offs[size_t(o)],
