@@ -206,6 +206,47 @@ TEST(ConvEpilogueTest, AThrowingOpDoesNotPoisonAPendingConvolution) {
   EXPECT_GE(st.graphs, 1);
 }
 
+// Eval batch_norm between a convolution and its relu: the per-channel scale and shift (ops of
+// another shape, independent of the convolution) run first as a side group, and the convolution
+// takes x * scale + shift and the relu (and a residual) as post-ops: 2 kernels, not 4.
+TEST(ConvEpilogueTest, BatchNormBetweenConvAndReluJoinsTheEpilogue) {
+  const Tensor x = input({2, 6, 9, 9}, 50).contiguous(MemoryFormat::channels_last);
+  const Tensor w = input({8, 6, 3, 3}, 51), mean = input({8}, 52), g = input({8}, 54);
+  const Tensor var = input({8}, 53, 0.5, 2), beta = input({8}, 55);
+  const Tensor res = input({2, 8, 9, 9}, 56).contiguous(MemoryFormat::channels_last);
+  NoGradGuard no_grad;
+  StreamStats st = expect_close("conv + bn + relu", [&] {
+    return std::vector<Tensor>{
+        F::relu(F::batch_norm(F::conv2d(x, w, Tensor(), {1}, {1}), mean, var, g, beta, false))};
+  });
+  EXPECT_EQ(st.kernels(), 2) << "the per-channel graph, then the convolution with post-ops";
+  EXPECT_EQ(st.eager_ops, 0);
+  st = expect_close("conv + bn + residual + relu", [&] {
+    const Tensor y = F::batch_norm(F::conv2d(x, w, Tensor(), {1}, {1}), mean, var, g, beta, false);
+    return std::vector<Tensor>{F::relu(y + res)};
+  });
+  EXPECT_EQ(st.kernels(), 2);
+}
+
+// An op after the convolution that writes the convolution's input, or reads what its epilogue
+// writes, is never moved before it: the results stay the eager ones.
+TEST(ConvEpilogueTest, OpsThatTouchTheAnchoredGroupAreNotMovedBeforeIt) {
+  const Tensor w = input({4, 3, 3, 3}, 57), c = input({4}, 58);
+  expect_close("the input written in place after the convolution", [&] {
+    Tensor x = input({1, 3, 8, 8}, 59) * 1.0;
+    Tensor y = F::conv2d(x, w);
+    x.mul_(3.0);  // touches the anchor's input: runs after the convolution
+    Tensor s = c * 2.0;
+    return std::vector<Tensor>{F::relu(y * s.reshape({1, 4, 1, 1})), x};
+  });
+  expect_close("a side op reading the epilogue's output", [&] {
+    Tensor x = input({1, 3, 8, 8}, 60);
+    Tensor y = F::relu(F::conv2d(x, w));
+    Tensor m = y.narrow(1, 0, 1) * 2.0;  // another shape, reads y: not independent
+    return std::vector<Tensor>{y, m};
+  });
+}
+
 TEST(ConvEpilogueTest, OtherDtypesRunTheComposite) {
   const Tensor x = input({1, 3, 8, 8}, 32).to(DType::f64);
   const Tensor w = input({4, 3, 3, 3}, 33).to(DType::f64);

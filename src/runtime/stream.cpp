@@ -1,7 +1,8 @@
 // The lazy stream every backend has (Backend::submit / flush_stream) and its fusion planner:
 // recorded element-wise ops are grouped into ir::FusedGraphs (a reduction the backend folds may
-// end one, the element-wise ops on its result then joining it as its `after`), outputs no tensor holds any more are left unwritten, and each graph goes to the
-// backend's execute_graph (else op by op).
+// end one, the element-wise ops on its result then joining it as its `after`), outputs no tensor
+// holds any more are left unwritten, and each graph goes to the backend's execute_graph (else op by
+// op).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -760,8 +761,47 @@ void Backend::run_stream_ops(const std::vector<StreamOp>& ops) {
   // A group ended by a reduction, waiting for its epilogue: `grp` then holds the element-wise ops
   // of the reduced shape that follow (fuse-on-write), which run as the graph's `after`.
   std::unique_ptr<Group> red;
+  // While `grp` is anchored: the element-wise ops after the anchor that neither read what the
+  // anchored group writes nor write what it reads or writes (batch_norm's per-channel scale and
+  // shift between a convolution and its epilogue). They run before the anchored group, which
+  // may then read their results: an epilogue the side ops would otherwise cut off.
+  Group side;
+  auto independent_of_anchor = [&](size_t k) {
+    const auto io = io_of(ops[k]);
+    const auto aio = io_of(ops[size_t(grp.anchor)]);
+    auto written = [&](const Storage* st) {
+      if (st == grp.anchor_dst.impl()->storage.get()) return true;
+      for (const Group::Written& w : grp.written)
+        if (w.storage == st) return true;
+      return false;
+    };
+    auto read = [&](const Storage* st) {
+      for (int i = 0; i < aio.nreads; ++i)
+        if (aio.reads[i]->impl()->storage.get() == st) return true;
+      for (const Tensor& v : grp.loads_view)
+        if (v.impl()->storage.get() == st) return true;
+      return false;
+    };
+    const Storage* ds = io.dst->impl()->storage.get();
+    if (written(ds) || read(ds)) return false;
+    for (int i = 0; i < io.nreads; ++i)
+      if (written(io.reads[i]->impl()->storage.get())) return false;
+    return true;
+  };
+  auto reads_anchor = [&](size_t k) {
+    const auto io = io_of(ops[k]);
+    for (int i = 0; i < io.nreads; ++i)
+      if (io.reads[i]->impl()->storage == grp.anchor_dst.impl()->storage) return true;
+    return false;
+  };
+  auto run_side = [&] {
+    if (side.op_index.empty()) return;
+    run_group(side);
+    side = Group();
+  };
   // Runs the open group (with the reduction's group, when one waits, as its epilogue).
   auto close = [&] {
+    run_side();
     if (red) {
       // The epilogue joins when it computes something and the reduction's group leaves no Fill
       // to run after its graph (the epilogue might read or overwrite it).
@@ -818,7 +858,13 @@ void Backend::run_stream_ops(const std::vector<StreamOp>& ops) {
     if (grp.has_shape && grp.compute_ops >= 0 && op_if<ir::Fill>(ops[k]) &&
         next_compute[k] < ops.size() && io_of(ops[next_compute[k]]).dst->shape() != grp.g.shape)
       close();
-    if (grp.compute_ops >= 0 && planner.add(grp, k)) continue;
+    // A Fill before an op that goes to the side group (it reads no anchor output) goes there too.
+    const bool side_fill = grp.anchor >= 0 && grp.compute_ops == 0 && op_if<ir::Fill>(ops[k]) &&
+                           next_compute[k] < ops.size() && !reads_anchor(next_compute[k]);
+    if (!side_fill && grp.compute_ops >= 0 && planner.add(grp, k)) continue;
+    if (grp.anchor >= 0 && side.compute_ops >= 0 && independent_of_anchor(k) &&
+        planner.add(side, k))
+      continue;
     close();
     if (!planner.add(grp, k)) {  // cannot happen for a fresh group; run it alone to be safe
       close();

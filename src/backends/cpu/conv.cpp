@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -397,6 +398,39 @@ bool conv_dnnl_anchorable(const ir::Conv& op) {
   return w.blocked || w.nhwc;  // conv_dnnl will run it
 }
 
+namespace {
+
+// The epilogue's primitives by (geometry, tensors, graph structure with its constants and
+// parameters, binary operands' layouts); null: oneDNN declined every layout. g_cache_mutex held.
+std::map<std::vector<int64_t>, std::unique_ptr<Entry>> g_epilogue_cache;
+
+std::vector<int64_t> epilogue_key(const std::vector<const Tensor*>& ts, const ir::Conv& op,
+                                  const ir::FusedGraph& g, int32_t anchor_input,
+                                  const post_ops::Plan& p) {
+  std::vector<int64_t> k = key_of(Kind::forward, ts, op);
+  const std::string gk = g.key();
+  k.insert(k.end(), gk.begin(), gk.end());
+  k.push_back(anchor_input);
+  auto bits = [&](double v) {
+    int64_t b;
+    std::memcpy(&b, &v, sizeof b);
+    k.push_back(b);
+  };
+  for (const ir::FusedGraph::Node& n : g.nodes) {
+    if (n.kind == ir::FusedGraph::Kind::constant) bits(n.value.to_double());
+    if (n.kind == ir::FusedGraph::Kind::unary) bits(n.p0), bits(n.p1), bits(n.p2);
+  }
+  for (const post_ops::Plan::Binary& b : p.binary) {
+    k.push_back(b.index);
+    k.push_back(b.src.dim());  // its md follows from its shape and strides
+    k.insert(k.end(), b.src.shape().begin(), b.src.shape().end());
+    k.insert(k.end(), b.src.strides().begin(), b.src.strides().end());
+  }
+  return k;
+}
+
+}  // namespace
+
 bool conv_dnnl_epilogue(const ir::Conv& op, const ir::FusedGraph& g, int32_t anchor_input) {
   if (!conv_dnnl_anchorable(op) || g.outputs.size() != 1) return false;
   const Tensor& out = g.outputs[0].dst;
@@ -422,37 +456,43 @@ bool conv_dnnl_epilogue(const ir::Conv& op, const ir::FusedGraph& g, int32_t anc
   if (channels_last(x) && one_by_one) ways.push_back(true);
   ways.push_back(false);
   if (channels_last(x) && !one_by_one) ways.push_back(true);
+  std::vector<const Tensor*> ts{&x, &w};
+  if (has_b) ts.push_back(&op.bias);
+  ts.push_back(&out);
   std::lock_guard<std::mutex> lock(g_cache_mutex);
-  for (const bool nhwc : ways) {
+  // Made once per key: creating the primitive and its reorders each call cost more than the
+  // passes the epilogue saves (ResNet-50's convolutions with batch_norm and relu).
+  auto [it, fresh] = g_epilogue_cache.try_emplace(epilogue_key(ts, op, g, anchor_input, p));
+  for (size_t i = 0; fresh && i < ways.size(); ++i) {
+    const bool nhwc = ways[i];
     Geo geo(op);
     geo.nhwc = nhwc;
-    Entry e;
+    auto e = std::make_unique<Entry>();
     try {
       const dnnl::convolution_forward::primitive_desc pd(
           forward_desc(dnnl::prop_kind::forward_inference, dims_of(x), weight_dims(w, op.groups),
                        has_b ? &bmd : nullptr, dims, geo, nhwc),
           attr, engine());
-      e.prim = dnnl::convolution_forward(pd);
-      e.binds.push_back(bind(DNNL_ARG_SRC, false, strided_desc(x), pd.src_desc()));
-      e.binds.push_back(
+      e->prim = dnnl::convolution_forward(pd);
+      e->binds.push_back(bind(DNNL_ARG_SRC, false, strided_desc(x), pd.src_desc()));
+      e->binds.push_back(
           bind(DNNL_ARG_WEIGHTS, false, weight_desc(w, op.groups), pd.weights_desc()));
-      if (has_b) e.binds.push_back(bind(DNNL_ARG_BIAS, false, bmd, pd.bias_desc()));
-      e.binds.push_back(bind(DNNL_ARG_DST, true, out_md, pd.dst_desc()));
+      if (has_b) e->binds.push_back(bind(DNNL_ARG_BIAS, false, bmd, pd.bias_desc()));
+      e->binds.push_back(bind(DNNL_ARG_DST, true, out_md, pd.dst_desc()));
     } catch (const dnnl::error&) {
       continue;  // this layout with these post-ops is not taken
     }
-    std::vector<const Tensor*> ts{&x, &w};
-    if (has_b) ts.push_back(&op.bias);
-    ts.push_back(&out);
-    std::vector<std::pair<int, memory>> extra;
-    for (const post_ops::Plan::Binary& b : p.binary)
-      extra.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.index) | DNNL_ARG_SRC_1,
-                       memory(b.md, engine(), const_cast<float*>(ref::ptr<float>(b.src)))});
-    execute(e, ts, extra);
-    count_fused_run();
-    return true;
+    it->second = std::move(e);
+    break;
   }
-  return false;
+  if (!it->second) return false;  // remembered: not retried
+  std::vector<std::pair<int, memory>> extra;
+  for (const post_ops::Plan::Binary& b : p.binary)
+    extra.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.index) | DNNL_ARG_SRC_1,
+                     memory(b.md, engine(), const_cast<float*>(ref::ptr<float>(b.src)))});
+  execute(*it->second, ts, extra);
+  count_fused_run();
+  return true;
 }
 
 bool conv_dnnl_backward_data(const ir::ConvBackwardData& op) {
