@@ -282,12 +282,26 @@ kir::Kernel make_kernel(const Plan& p, uint32_t ob, uint32_t ib, uint32_t cw) {
     return v[size_t(g.reductions[0].node)];
   };
   // The loop over reduced elements [k0 + first, k1) step `step` updating best/bk or acc.
+  auto at = [&](const std::vector<Expr>& sb, Expr kk) {
+    return element(sb, p.contiguous ? std::vector<Expr>(ns, k.let("so", kir::cast(Type::i32, kk)))
+                                    : iter_offsets(k, ivars, kk, p.ri, ib));
+  };
   auto reduce_loop = [&](const std::vector<Expr>& sb, Expr first, Expr end, Expr step, Expr best,
                          Expr bk, Expr acc) {
+    if (!extreme && !logical) {
+      // Sums and products in two accumulators (alternate elements): half the dependent steps per
+      // thread (CPU devices run a work-item's loop scalar, bound by the add's latency).
+      const Expr acc2 = k.let("acc2", A.init);
+      k.for_range("k", first, end, step + step, [&](Expr kk) {
+        k.assign(acc, A.step(k, acc, at(sb, kk)));
+        const Expr k2 = k.let("k2", kk + step);
+        k.if_(k2 < end, [&] { k.assign(acc2, A.step(k, acc2, at(sb, k2))); });
+      });
+      k.assign(acc, A.comb(acc, acc2));
+      return;
+    }
     k.for_range("k", first, end, step, [&](Expr kk) {
-      const Expr v =
-          element(sb, p.contiguous ? std::vector<Expr>(ns, k.let("so", kir::cast(Type::i32, kk)))
-                                   : iter_offsets(k, ivars, kk, p.ri, ib));
+      const Expr v = at(sb, kk);
       if (extreme) {
         k.if_(k.call(take, {best, bk, v, kk}), [&] {
           k.assign(best, v);
