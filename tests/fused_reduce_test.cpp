@@ -152,6 +152,20 @@ TEST(FusedReduceTest, MaxAndMinPropagateNaN) {
   });
 }
 
+// A product with a 0 and factors whose partial products overflow is 0, as the ordered product
+// (accumulators that split the elements would give 0 * inf = NaN).
+TEST(FusedReduceTest, AProductWithAZeroAndAnOverflowIsZero) {
+  each_device([&] {
+    std::vector<float> v(40, 1e30f);
+    v[0] = 0.f;
+    const Tensor x = from_vector<float>(v, {1, 40}, Device::cpu()).to(dev());
+    const StreamStats st = expect_close(
+        "prod", [&] { return std::vector<Tensor>{prod(x * 1.0, {1})}; }, 0);
+    EXPECT_GE(st.graphs, 1);
+    EXPECT_EQ(values(prod(x, {1}))[0], 0.0);
+  });
+}
+
 TEST(FusedReduceTest, HalfInputsAccumulateAsEager) {
   each_device([&] {
     for (DType t : {DType::f16, DType::bf16}) {

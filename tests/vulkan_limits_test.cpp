@@ -19,6 +19,7 @@
 #include "codegen/lower.h"
 #include "ember/ember.h"
 #include "op_table.h"
+#include "runtime/autotune.h"
 #include "test_util.h"
 
 namespace ember {
@@ -367,6 +368,41 @@ TEST(VulkanLimits, FusedReductionBeyond67M) {
   const Tensor e = base.expand({rows, cols});
   EXPECT_EQ(compare(sum(e * 2.0 + 1.0), s), "");
   EXPECT_EQ(compare(amax(e - 3.0, {0}), m), "");
+}
+
+// A fused reduction whose node runs a loop per element (erf's f64 series: lavapipe counts a
+// called function's loops against the same 65,535) splits so that no invocation passes the
+// limit, in every variant the autotuner times (whichever is fastest runs) and past it: rows of
+// 8,192 and 524,288 elements, against the cpu.
+TEST(VulkanLimits, FusedReductionOfALoopingNodeStaysInTheBudget) {
+  EMBER_VULKAN_OR_SKIP(dev);
+  autotune::Autotuner& t = autotune::for_device(dev);
+  const autotune::Options saved = t.options();
+  char dir_template[] = "/tmp/ember_limits_tune_XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  autotune::Options o;
+  o.effort = autotune::Effort::full;
+  o.dir = dir;
+  o.check = false;  // the fastest variant runs, right or wrong (a cut-short loop is fast)
+  t.set_options(o);
+  const bool was = fusion_enabled(dev);
+  set_fusion(dev, true);
+  manual_seed(Device::cpu(), 1);
+  const Tensor x = rand({64, 8192}, {DType::f32, Device::cpu()}) * 0.5 + 2.6;
+  const Tensor row = rand({1, 524288}, {DType::f32, Device::cpu()}) * 0.5 + 2.6;
+  const Tensor xd = x.to(dev), rd = row.to(dev);
+  Tensor s = sum(erf(xd), {1});
+  Tensor m = mean(nn::functional::gelu(xd), {1});
+  Tensor l = sum(erf(rd.expand({4, 524288})), {1});
+  s = s.to(Device::cpu());
+  m = m.to(Device::cpu());
+  l = l.to(Device::cpu());
+  set_fusion(dev, was);
+  t.set_options(saved);
+  std::system(("rm -rf " + dir).c_str());
+  EXPECT_EQ(compare(sum(erf(x), {1}), s, 64), "");
+  EXPECT_EQ(compare(mean(nn::functional::gelu(x), {1}), m, 64), "");
+  EXPECT_EQ(compare(sum(erf(row.expand({4, 524288})), {1}), l, 64), "");
 }
 
 }  // namespace

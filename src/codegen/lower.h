@@ -29,6 +29,11 @@ struct ReduceVariant {
 // lower_reduce runs without one: a split for 64 outputs or fewer of more than 32,768 elements,
 // else by extent). The list depends on the two counts' power-of-two classes only.
 std::vector<ReduceVariant> reduce_variants(int64_t outputs, int64_t reduced, const Caps& caps);
+// A bound on the loop iterations one element of g's nodes may run inside helper functions (0
+// for most graphs; erf and exact gelu run a series loop in f64). Fused reductions count it
+// against the loop budget (lavapipe's limit counts called functions' loops too), and the
+// autotuner keys such graphs apart.
+int64_t graph_element_loops(const ir::FusedGraph& g, const Caps& caps);
 // fused_graph.cpp: one kernel for a fused element-wise graph (the stream's planner makes them),
 // bit-identical to running its ops one by one. Keyed by the graph's structure, rank and access
 // variant only (constants and unary parameters are params). Throws ember::Error when the device

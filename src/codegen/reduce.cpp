@@ -27,6 +27,9 @@
 // element's compute type, NaN wins (the first NaN), ties keep the first index.
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <string>
 
 #include "codegen/graph_nodes.h"
 #include "codegen/lower.h"
@@ -119,6 +122,9 @@ struct Plan {
   const ir::FusedGraph* graph = nullptr;
   std::vector<uint32_t> gword;
   const Caps* caps = nullptr;
+  // Loop iterations one element's evaluation may run (helper functions with loops: erf's series
+  // in f64); 0 for plain loads.
+  int64_t element_loops = 0;
 };
 
 // The operands iterated with the reduced elements: src, or the graph's outputs then inputs.
@@ -288,9 +294,10 @@ kir::Kernel make_kernel(const Plan& p, uint32_t ob, uint32_t ib, uint32_t cw) {
   };
   auto reduce_loop = [&](const std::vector<Expr>& sb, Expr first, Expr end, Expr step, Expr best,
                          Expr bk, Expr acc) {
-    if (!extreme && !logical) {
-      // Sums and products in two accumulators (alternate elements): half the dependent steps per
-      // thread (CPU devices run a work-item's loop scalar, bound by the add's latency).
+    if (p.op == ReduceOp::sum) {
+      // Sums in two accumulators (alternate elements): half the dependent adds per thread (CPU
+      // devices run a work-item's loop scalar, bound by the add's latency). Not products: 0 in
+      // one and an overflow to inf in the other would give NaN where the ordered product is 0.
       const Expr acc2 = k.let("acc2", A.init);
       k.for_range("k", first, end, step + step, [&](Expr kk) {
         k.assign(acc, A.step(k, acc, at(sb, kk)));
@@ -528,12 +535,15 @@ Lowering lower_plan(Plan& p, const Operands& o, const char* name, Dialect d, con
   // strided loop over R plus the tree's log2(group) steps.
   const int64_t n_out = dst.numel();
   int64_t iters;
+  // Each element costs 1 + element_loops iterations (lavapipe counts a called function's loops
+  // against the same limit).
+  const int64_t per = 1 + p.element_loops;
   if (p.group) {
     const int64_t g = std::min<int64_t>(n_out, caps.max_groups_x);
-    iters = (n_out + g - 1) / g * ((R + p.group - 1) / p.group + log2_of(p.group) + 3);
+    iters = (n_out + g - 1) / g * ((R + p.group - 1) / p.group * per + log2_of(p.group) + 3);
   } else {
     const int64_t g = groups_1d(n_out, 256, caps);
-    iters = (n_out + g * 256 - 1) / (g * 256) * (R + 2);
+    iters = (n_out + g * 256 - 1) / (g * 256) * (R * per + 2);
   }
   auto check_fits = [&](size_t buffers) {
     EMBER_CHECK(buffers <= caps.max_buffers, name, buffers, " buffers exceed the ",
@@ -548,7 +558,9 @@ Lowering lower_plan(Plan& p, const Operands& o, const char* name, Dialect d, con
     Plan p1 = p;
     p1.split = 1;
     p1.group = floor_pow2(std::min<uint32_t>(caps.max_workgroup_size, 256));
-    const int64_t CH = (rv.split_steps ? rv.split_steps : kChunkSteps) * p1.group;
+    const int64_t max_steps = std::max<int64_t>(1, kChunkSteps / per);
+    const int64_t steps = rv.split_steps ? std::min<int64_t>(rv.split_steps, max_steps) : max_steps;
+    const int64_t CH = steps * p1.group;
     const int64_t C = (R + CH - 1) / CH;
     const uint32_t cw = params.u32(uint32_t(C));
     params.u32(uint32_t(CH));
@@ -593,6 +605,53 @@ Lowering lower_plan(Plan& p, const Operands& o, const char* name, Dialect d, con
 }
 
 }  // namespace
+
+namespace {
+
+// Whether statements contain a loop.
+bool has_loop(const std::vector<kir::Stmt>& body) {
+  for (const kir::Stmt& st : body)
+    if (st.kind == kir::St::for_ || st.kind == kir::St::while_ || has_loop(st.body) ||
+        has_loop(st.orelse))
+      return true;
+  return false;
+}
+
+// A bound on the loop iterations of one call of any helper function with loops (erf's f64
+// series: 200 + 50; integer pow: 64).
+constexpr int64_t kHelperLoops = 256;
+
+}  // namespace
+
+int64_t graph_element_loops(const ir::FusedGraph& g, const Caps& caps) {
+  static std::mutex mu;
+  static std::map<std::string, int64_t> known;  // by the graph's key and the caps' dtypes
+  const std::string key = g.key() + (caps.f64 ? "d" : "") + (caps.f16 ? "h" : "");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = known.find(key);
+    if (it != known.end()) return it->second;
+  }
+  // Evaluate the nodes once in a scratch kernel and look for loops in the helpers it defines.
+  kir::Kernel k("probe", 1);
+  std::vector<kir::Buf> in;
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    in.push_back(k.buffer("in" + std::to_string(i), g.inputs[i].dtype(), false));
+  Params params;
+  const std::vector<uint32_t> word = graph_params(params, g, caps);
+  graph_values(
+      k, g, word,
+      [&](int32_t n) {
+        return k.load(in[size_t(g.nodes[size_t(n)].input)], kir::lit(Type::i32, 0));
+      },
+      caps);
+  int64_t loops = 0;
+  for (const auto& f : k.functions())
+    if (has_loop(f.body)) loops += kHelperLoops;
+  std::lock_guard<std::mutex> lock(mu);
+  known[key] = loops;
+  return loops;
+}
 
 std::vector<ReduceVariant> reduce_variants(int64_t outputs, int64_t reduced, const Caps& caps) {
   const uint32_t maxg = floor_pow2(std::min<uint32_t>(caps.max_workgroup_size, 256));
@@ -662,6 +721,7 @@ Lowering lower_graph_reduce(const ir::FusedGraph& g, Dialect d, const Caps& caps
   p.acc = acc_dtype(p.src, caps);
   p.graph = &g;
   p.caps = &caps;
+  p.element_loops = graph_element_loops(g, caps);
   Shape kept = g.shape;
   for (int64_t dd : r.dims) {
     EMBER_CHECK(dd >= 0 && size_t(dd) < kept.size(), kName, "dim ", dd, " of a rank ", kept.size(),

@@ -270,23 +270,25 @@ bool KernelBackend::execute_graph(const ir::FusedGraph& g) {
   check_alive();
   std::string key = g.key();
   if (unsupported_graphs_.count(key)) return false;
-  // A reduction's variant is autotuned unless the graph writes one of its inputs (tuning runs
-  // it several times); tuning runs the reduction alone, `after` once with the choice.
-  const codegen::ReduceVariant* v = nullptr;
-  std::vector<codegen::ReduceVariant> vs;
   codegen::Lowering l;
   try {
-    if (!g.reductions.empty() && !profiling() && !writes_an_input(g)) {
-      const auto& r = g.reductions[0];
-      v = tuned_reduce(r.op, r.dst.dtype(), g.shape, r.dims, r.dst, vs,
-                       [&](const codegen::ReduceVariant& c) {
-                         run(codegen::lower_graph_reduce(g, dialect(), caps(), &c));
-                       });
-    }
-    l = codegen::lower_graph(g, dialect(), caps(), v);
+    l = codegen::lower_graph(g, dialect(), caps());
   } catch (const Error&) {
     unsupported_graphs_.insert(std::move(key));
     return false;
+  }
+  // A reduction's variant is autotuned unless the graph writes one of its inputs (tuning runs
+  // it several times); tuning runs the reduction alone, `after` once with the choice. Errors
+  // while tuning (EMBER_CHECK's mismatches) propagate.
+  if (!g.reductions.empty() && !profiling() && !writes_an_input(g)) {
+    const auto& r = g.reductions[0];
+    std::vector<codegen::ReduceVariant> vs;
+    const codegen::ReduceVariant* v = tuned_reduce(
+        r.op, r.dst.dtype(), g.shape, r.dims, r.dst, int64_t(g.inputs.size() + g.outputs.size()),
+        codegen::graph_element_loops(g, caps()) > 0, vs, [&](const codegen::ReduceVariant& c) {
+          run(codegen::lower_graph_reduce(g, dialect(), caps(), &c));
+        });
+    if (v && v != &vs[0]) l = codegen::lower_graph(g, dialect(), caps(), v);
   }
   run(l);
   return true;
@@ -328,12 +330,18 @@ bool KernelBackend::writes_an_input(const ir::FusedGraph& g) {
 
 const codegen::ReduceVariant* KernelBackend::tuned_reduce(
     ir::ReduceOp op, DType t, const Shape& shape, const std::vector<int64_t>& dims,
-    const Tensor& dst, std::vector<codegen::ReduceVariant>& vs,
+    const Tensor& dst, int64_t sources, bool heavy, std::vector<codegen::ReduceVariant>& vs,
     const std::function<void(const codegen::ReduceVariant&)>& run) {
   const int64_t n = numel_of(shape), n_out = dst.numel();
   if (n < kTuneMinWork || n_out == 0) return nullptr;
   const int64_t R = n / n_out;
   vs = codegen::reduce_variants(n_out, R, caps());
+  // A split binds its partials too (max/min: values and indices).
+  const bool extreme = op == ir::ReduceOp::max || op == ir::ReduceOp::min;
+  if (sources + (extreme ? 2 : 1) > int64_t(caps().max_buffers))
+    vs.erase(std::remove_if(vs.begin() + 1, vs.end(),
+                            [](const codegen::ReduceVariant& v) { return v.split_steps > 0; }),
+             vs.end());
   if (vs.size() <= 1) return nullptr;
   // Whether the innermost non-trivial dim is reduced (rows vs columns read differently).
   bool inner = false;
@@ -365,7 +373,8 @@ const codegen::ReduceVariant* KernelBackend::tuned_reduce(
     return s + "] over " + std::to_string(dims.size()) + " dims";
   };
   const std::string key = "o" + std::to_string(autotune::anchor(n_out)) + ".r" +
-                          std::to_string(autotune::anchor(R)) + (inner ? ".inner" : ".outer");
+                          std::to_string(autotune::anchor(R)) + (inner ? ".inner" : ".outer") +
+                          (heavy ? ".loops" : "");
   const size_t i = autotune::for_device(device()).pick(
       "reduce", std::string(reduce_name(op)) + "." + dtype_name(t), key, cs, bench);
   return &vs[i];
@@ -381,7 +390,7 @@ bool KernelBackend::run_reduce_tuned(const ir::Op& op) {
     return codegen::lower_reduce(*r, dialect(), caps(), &v);
   };
   const codegen::ReduceVariant* v =
-      tuned_reduce(r->op, r->src.dtype(), r->src.shape(), r->dims, r->dst, vs,
+      tuned_reduce(r->op, r->src.dtype(), r->src.shape(), r->dims, r->dst, 1, false, vs,
                    [&](const codegen::ReduceVariant& c) { run(lower(c)); });
   if (!v) return false;
   run(lower(*v));

@@ -201,13 +201,15 @@ class KernelBackend : public Backend {
   /// A reduction (ir::Reduce) through tuned_reduce; false when the default runs (lowered as
   /// usual).
   bool run_reduce_tuned(const ir::Op& op);
-  /// The autotuner's variant for reducing `shape` over `dims` into `dst` (src's dtype t): null
-  /// when there are fewer than kTuneMinWork elements or one variant fits, else one of `vs`.
-  /// Tuning (the first use of a key: op, dtype, outputs and extent classes, whether the last
-  /// dim is reduced) calls run(v), which must overwrite dst (and any other output) each time.
+  /// The autotuner's variant for reducing `shape` over `dims` into `dst` (src's dtype t) from
+  /// `sources` buffers (src, or a graph's inputs and outputs): null when there are fewer than
+  /// kTuneMinWork elements or one variant fits, else one of `vs` (splits only when their
+  /// partials fit the device's buffers). Tuning (the first use of a key: op, dtype, outputs and
+  /// extent classes, whether the last dim is reduced, `heavy`: elements that run loops) calls
+  /// run(v), which must overwrite dst (and any other output) each time.
   const codegen::ReduceVariant* tuned_reduce(
       ir::ReduceOp op, DType t, const Shape& shape, const std::vector<int64_t>& dims,
-      const Tensor& dst, std::vector<codegen::ReduceVariant>& vs,
+      const Tensor& dst, int64_t sources, bool heavy, std::vector<codegen::ReduceVariant>& vs,
       const std::function<void(const codegen::ReduceVariant&)>& run);
   std::pair<ArenaBlock, int64_t> params(Batch& b, const std::vector<uint32_t>& words);
 
