@@ -321,6 +321,14 @@ const char* reduce_name(ir::ReduceOp op) {
 
 }  // namespace
 
+std::vector<double> KernelBackend::device_values(const Tensor& t) {
+  sync_device();
+  const Storage& st = *t.impl()->storage;
+  std::vector<unsigned char> bytes(size_t(st.nbytes));
+  if (st.nbytes > 0) read_bytes(st.data(), 0, bytes.data(), st.nbytes);
+  return strided_values(bytes, t);
+}
+
 bool KernelBackend::writes_an_input(const ir::FusedGraph& g) {
   for (const auto& o : g.outputs)
     for (const Tensor& in : g.inputs)
@@ -357,13 +365,7 @@ const codegen::ReduceVariant* KernelBackend::tuned_reduce(
   bench.run = [&](size_t i) { run(vs[i]); };
   bench.sync = [&] { sync_device(); };
   bench.warmup = 1;  // compiles the kernel
-  bench.result = [&] {
-    sync_device();
-    const Storage& st = *dst.impl()->storage;
-    std::vector<unsigned char> bytes(size_t(st.nbytes));
-    if (st.nbytes > 0) read_bytes(st.data(), 0, bytes.data(), st.nbytes);
-    return strided_values(bytes, dst);
-  };
+  bench.result = [&] { return device_values(dst); };
   const bool half = t == DType::f16 || t == DType::bf16;
   bench.rtol = half ? 1e-2 : 1e-4;
   bench.atol = half ? 1e-2 : 1e-5;
@@ -426,13 +428,7 @@ int64_t KernelBackend::tuned_matmul(const ir::Matmul& mm, bool& native,
   bench.run = [&](size_t i) { run_matmul_candidate(mm, native, vs, i); };
   bench.sync = [&] { sync_device(); };
   bench.warmup = 1;  // compiles the kernel
-  bench.result = [&] {
-    sync_device();
-    const Storage& st = *d.impl()->storage;
-    std::vector<unsigned char> bytes(size_t(st.nbytes));
-    if (st.nbytes > 0) read_bytes(st.data(), 0, bytes.data(), st.nbytes);
-    return strided_values(bytes, d);
-  };
+  bench.result = [&] { return device_values(d); };
   const bool half = d.dtype() == DType::f16 || d.dtype() == DType::bf16;
   bench.rtol = half ? 1e-2 : 1e-4;
   bench.max_rtol = (half ? 1e-2 : 1e-5) * (1.0 + std::sqrt(double(K)));

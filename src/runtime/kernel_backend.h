@@ -196,6 +196,8 @@ class KernelBackend : public Backend {
   int64_t tuned_matmul(const ir::Matmul& mm, bool& native, std::vector<codegen::MatmulVariant>& vs);
   void run_matmul_candidate(const ir::Matmul& mm, bool native,
                             const std::vector<codegen::MatmulVariant>& vs, size_t i);
+  /// t's elements (row-major) read back after the device finished: autotune check mode.
+  std::vector<double> device_values(const Tensor& t);
   /// Whether one of g's outputs is the storage of one of its inputs (an in-place write).
   static bool writes_an_input(const ir::FusedGraph& g);
   /// A reduction (ir::Reduce) through tuned_reduce; false when the default runs (lowered as
