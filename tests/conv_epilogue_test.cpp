@@ -257,5 +257,100 @@ TEST(ConvEpilogueTest, OtherDtypesRunTheComposite) {
   expect_near_all(values(y), values(want), "f64");
 }
 
+// The cpu keeps each convolution's weights reordered (and batch_norm folded in) across calls,
+// keyed by the weight's storage and write count: every way of writing a weight must be seen.
+// Each result is compared with the ref backend's convolution of the weight as it was then.
+Tensor on_ref(const Tensor& x, const Tensor& w, const Tensor& b) {
+  const Device r = Device::ref();
+  return F::relu(F::conv2d(x.to(r), w.to(r), b.defined() ? b.to(r) : Tensor(), {1}, {1}));
+}
+
+TEST(ConvEpilogueTest, PackedWeightsFollowEveryWriteToTheWeight) {
+  const Tensor x = input({2, 4, 7, 7}, 70).contiguous(MemoryFormat::channels_last);
+  const Tensor b = input({6}, 71);
+  Tensor w = input({6, 4, 3, 3}, 72) * 1.0;
+  auto conv = [&] { return F::relu(F::conv2d(x, w, b, {1}, {1})); };
+  for (bool fusion : {true, false}) {
+    SCOPED_TRACE(fusion ? "fusion on" : "fusion off");
+    const bool was = fusion_enabled(kCpu);
+    set_fusion(kCpu, fusion);
+    expect_near_all(values(conv()), values(on_ref(x, w, b)), "first");
+    expect_near_all(values(conv()), values(on_ref(x, w, b)), "again");
+    w.mul_(2.0);
+    expect_near_all(values(conv()), values(on_ref(x, w, b)), "after mul_");
+    // Recorded in one stream: the first sees w before add_, the second after it.
+    const Tensor before = on_ref(x, w, b);
+    const Tensor ya = conv();
+    w.add_(0.5);
+    const Tensor yb = conv();
+    expect_near_all(values(ya), values(before), "recorded before add_");
+    expect_near_all(values(yb), values(on_ref(x, w, b)), "recorded after add_");
+    w.copy_(input({6, 4, 3, 3}, 73 + uint64_t(fusion)));
+    expect_near_all(values(conv()), values(on_ref(x, w, b)), "after copy_");
+    set_fusion(kCpu, was);
+  }
+  // Through a host pointer: from then on every convolution reads the weight as it is.
+  Tensor wp = input({6, 4, 3, 3}, 75) * 1.0;
+  const Tensor y0 = F::relu(F::conv2d(x, wp, b, {1}, {1}));
+  expect_near_all(values(y0), values(on_ref(x, wp, b)), "before data_ptr");
+  float* p = wp.data_ptr<float>();
+  for (int64_t i = 0; i < wp.numel(); ++i) p[i] = -p[i];
+  expect_near_all(values(F::relu(F::conv2d(x, wp, b, {1}, {1}))), values(on_ref(x, wp, b)),
+                  "after writes through data_ptr");
+  p[0] = 3;
+  expect_near_all(values(F::relu(F::conv2d(x, wp, b, {1}, {1}))), values(on_ref(x, wp, b)),
+                  "after a second write");
+}
+
+TEST(ConvEpilogueTest, PackedWeightsOfInferenceTensorsFollowInPlaceWrites) {
+  // Inference tensors have no version counter; their writes are still counted.
+  InferenceMode guard;
+  const Tensor x = input({1, 4, 6, 6}, 76), b = input({6}, 77);
+  Tensor w = input({6, 4, 3, 3}, 78) * 1.0;
+  ASSERT_TRUE(w.is_inference());
+  for (int k = 0; k < 3; ++k) {
+    expect_near_all(values(F::relu(F::conv2d(x, w, b, {1}, {1}))), values(on_ref(x, w, b)),
+                    "step " + std::to_string(k));
+    w.mul_(-1.5);
+  }
+}
+
+// Eval batch_norm folded into the weights and bias: the fold follows the running statistics and
+// the weight, and a scale that is not finite is left to the post-ops (eager's inf and NaN).
+TEST(ConvEpilogueTest, FoldedBatchNormFollowsItsStatisticsAndKeepsNonFiniteScales) {
+  const Tensor x = input({2, 4, 7, 7}, 79).contiguous(MemoryFormat::channels_last);
+  Tensor w = input({6, 4, 3, 3}, 80) * 1.0;
+  Tensor mean = input({6}, 81) * 1.0, var = input({6}, 82, 0.5, 2) * 1.0;
+  const Tensor g = input({6}, 83), beta = input({6}, 84);
+  NoGradGuard no_grad;
+  auto body = [&] {
+    return std::vector<Tensor>{
+        F::relu(F::batch_norm(F::conv2d(x, w, Tensor(), {1}, {1}), mean, var, g, beta, false))};
+  };
+  expect_close("first", body);
+  mean.add_(0.25);
+  expect_close("after the running mean moved", body);
+  w.mul_(0.5);
+  expect_close("after the weight changed", body);
+  var.fill_(-1e-5);  // var + eps == 0: an infinite scale, so inf, -inf and NaN results
+  const bool was = fusion_enabled(kCpu);
+  set_fusion(kCpu, true);
+  const std::vector<double> fused = values(body()[0]);
+  set_fusion(kCpu, false);
+  const std::vector<double> eager = values(body()[0]);
+  set_fusion(kCpu, was);
+  ASSERT_EQ(fused.size(), eager.size());
+  int64_t non_finite = 0;
+  for (size_t k = 0; k < fused.size(); ++k) {
+    const double f = fused[k], e = eager[k];
+    if (std::isnan(e) || std::isinf(e)) ++non_finite;
+    const bool same = std::isnan(e)   ? std::isnan(f)
+                      : std::isinf(e) ? f == e
+                                      : std::fabs(f - e) <= 1e-4 * (1 + std::fabs(e));
+    ASSERT_TRUE(same) << "element " << k << ": fused " << f << ", eager " << e;
+  }
+  EXPECT_GT(non_finite, 0) << "the case must reach the non-finite path";
+}
+
 }  // namespace
 }  // namespace ember

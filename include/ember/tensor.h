@@ -59,6 +59,11 @@ struct Storage {
   /// backend runs every op that reads or writes it at once (never recorded), so reads and writes
   /// through the pointer stay in program order with the ops.
   std::atomic<bool> host_pointer_kept{false};
+  /// Counts the writes made to this storage: every op recorded or run through it (inference
+  /// tensors too) and every host access (raw_data). While host_pointer_kept is false, the same
+  /// count at two points means the same contents: a backend may key data derived from them by
+  /// it (the cpu's convolutions keep reordered weights, ir::Conv::weight_writes).
+  std::atomic<uint64_t> writes{0};
   /// `lazy`: the buffer is allocated by the first data() call, not here (the result of a
   /// recorded op that is never written never gets one). Otherwise allocated now; both throw what
   /// the backend's allocate throws (ember::Error when out of memory).

@@ -54,6 +54,10 @@ struct Conv {
   Tensor src, weight, bias, dst;
   std::vector<int64_t> stride, pad_begin, pad_end, dilation;
   int64_t groups = 1;
+  /// weight's Storage::writes when the op was made (kUnknownWrites: not taken): equal values
+  /// mean equal weights, so a backend may reuse what it derived from them (a reordered copy).
+  uint64_t weight_writes = kUnknownWrites;
+  static constexpr uint64_t kUnknownWrites = ~uint64_t(0);
 };
 
 /// Gradient of Conv with respect to its input, for the geometry of `Conv` (same fields):

@@ -120,7 +120,11 @@ Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
     ds.push_back(out[d]);
   }
   Tensor y = detail::make_tensor(ds, x.dtype(), x.device(), format);
-  const ir::Conv fop{x, weight, bias, y, stride, pad_begin, pad_end, dilation, groups};
+  const ir::Conv fop{x,       weight,
+                     bias,    y,
+                     stride,  pad_begin,
+                     pad_end, dilation,
+                     groups,  weight.impl()->storage->writes.load(std::memory_order_relaxed)};
   if (!backend_for(x.device()).execute_fused(fop)) return Tensor();
   if (autograd::needs_grad({&x, &weight, &bias})) record_conv_backward(fop, kernel, out);
   return y;

@@ -95,6 +95,7 @@ void run(const ir::Op& op) {
   const Tensor& t = std::visit(FirstTensor{}, op);
   // Writes bump the version counter that autodiff uses to detect in-place modification;
   // inference tensors have none, and outside InferenceMode they are read-only (as torch).
+  t.impl()->storage->writes.fetch_add(1, std::memory_order_relaxed);
   if (t.impl()->inference)
     autograd::check_inference_write(t);
   else

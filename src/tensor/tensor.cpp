@@ -211,6 +211,7 @@ void* Tensor::raw_data() const {
   Storage& s = *impl_->storage;
   // Host access sees every recorded op that reads or writes this storage done.
   if (s.pending.load(std::memory_order_acquire) > 0) s.backend->flush_stream();
+  s.writes.fetch_add(1, std::memory_order_relaxed);  // the caller may write through it
   return static_cast<char*>(s.data()) + impl_->offset * element_size();
 }
 
@@ -311,6 +312,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
                                   staged.offset() * staged.element_size(), host.raw_data(),
                                   host.numel() * host.element_size());
       staged.impl()->storage->version++;
+      staged.impl()->storage->writes.fetch_add(1, std::memory_order_relaxed);
       if (!staged.is_alias_of(*this)) run(ir::Copy{staged, *this});
     }
     autograd::record_copy(*this, src, Tensor());

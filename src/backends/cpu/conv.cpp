@@ -8,17 +8,21 @@
 // parameter.
 // Anything oneDNN declines (it throws at creation) is reported as not taken.
 //
-// The reordered weights are not cached across calls: a weight can be written through data_ptr()
-// without bumping its storage version, so a cache keyed by (storage, version) could serve stale
-// weights; the reorder is a small part of a convolution's time.
+// Forward convolutions keep their weights in the primitive's layout across calls (Packed below),
+// keyed by the weight's storage and its write count when the op was made
+// (ir::Conv::weight_writes): inference reorders each weight once, as ONNX Runtime's prepacking.
+// An epilogue that starts with per-channel affine steps (eval batch_norm's scale and shift, a
+// scalar scale) is folded into those weights and the bias, as torch's fuse_conv_bn_eval.
 #include <dnnl.hpp>
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -200,6 +204,10 @@ template <typename Op>
 std::vector<int64_t> key_of(Kind kind, const std::vector<const Tensor*>& ts, const Op& op) {
   std::vector<int64_t> k{int64_t(kind), int64_t(ts.size())};
   for (const Tensor* t : ts) {
+    if (!t) {  // bound from elsewhere (a folded bias)
+      k.push_back(-1);
+      continue;
+    }
     k.push_back(t->dim());
     k.insert(k.end(), t->shape().begin(), t->shape().end());
     k.insert(k.end(), t->strides().begin(), t->strides().end());
@@ -226,9 +234,27 @@ Tensor readable(const Tensor& t) {
 }
 bool usable(const Tensor& t) { return t.dtype() == DType::f32 && t.numel() > 0; }
 
-// Runs a created entry on the tensors (in the order of its binds); `extra`: post-op operands.
+// A forward entry's weights in its primitive's layout, scaled per output channel when an
+// epilogue was folded (with the folded bias), for one weight storage at one write count.
+struct Packed {
+  std::weak_ptr<Storage> storage;
+  uint64_t writes = 0;
+  std::vector<float> fold;  // the folded scale, shift and bias: equal values reuse it
+  memory weights, bias;     // bias: empty when nothing was folded (the op's own is bound)
+};
+
+// By (entry, weight storage, weight offset); g_cache_mutex held. Entries of storages that are
+// gone are dropped when another is added; the whole cache is dropped past kPackedBytes.
+std::map<std::tuple<const void*, const Storage*, int64_t>, Packed> g_packed;
+int64_t g_packed_bytes = 0;
+constexpr int64_t kPackedBytes = int64_t(2) << 30;
+
+// Runs a created entry on the tensors (in the order of its binds); `extra`: post-op operands;
+// `packed`: the weights (and a folded bias) already in the primitive's layout, bound in place
+// of ts' (which may then be null).
 void execute(Entry& e, const std::vector<const Tensor*>& ts,
-             const std::vector<std::pair<int, memory>>& extra = {}) {
+             const std::vector<std::pair<int, memory>>& extra = {},
+             const Packed* packed = nullptr) {
   try {
     dnnl::stream s(engine());
     auto& eng = engine();
@@ -237,6 +263,10 @@ void execute(Entry& e, const std::vector<const Tensor*>& ts,
     std::unordered_map<int, memory> args;
     for (size_t i = 0; i < e.binds.size(); ++i) {
       const Bind& b = e.binds[i];
+      if (packed && (b.arg == DNNL_ARG_WEIGHTS || (b.arg == DNNL_ARG_BIAS && packed->bias))) {
+        args.emplace(b.arg, b.arg == DNNL_ARG_WEIGHTS ? packed->weights : packed->bias);
+        continue;
+      }
       user[i] = memory(b.user, eng, const_cast<float*>(ref::ptr<float>(*ts[i])));
       if (b.same) {
         prim[i] = user[i];
@@ -256,6 +286,79 @@ void execute(Entry& e, const std::vector<const Tensor*>& ts,
     EMBER_FAIL("conv", "oneDNN convolution failed: ", err.what(), " (status ", int(err.status),
                ")");
   }
+}
+
+// What an epilogue folds into the weights: y * scale[c] + shift[c] (post_ops::fold_per_channel).
+struct Fold {
+  std::vector<float> scale, shift;
+};
+
+// e's weights for op (w: op.weight, or a copy of it) in e's layout, scaled and with the bias
+// folded when `fold` is given: from g_packed when op's weight storage and write count match,
+// else made (into g_packed when they can be kept, else into `local`). g_cache_mutex held.
+const Packed* pack(const Entry& e, const ir::Conv& op, const Tensor& w, const Tensor& bias,
+                   const Fold* fold, Packed& local) {
+  const Bind* wb = nullptr;
+  for (const Bind& b : e.binds)
+    if (b.arg == DNNL_ARG_WEIGHTS) wb = &b;
+  const std::shared_ptr<Storage>& st = w.impl()->storage;
+  std::vector<float> fv;
+  if (fold) {
+    fv = fold->scale;
+    fv.insert(fv.end(), fold->shift.begin(), fold->shift.end());
+    if (bias.defined()) {
+      const std::vector<double> b = host_values(bias);
+      fv.insert(fv.end(), b.begin(), b.end());
+    }
+  }
+  const bool keep = w.is_alias_of(op.weight) && op.weight_writes != ir::Conv::kUnknownWrites &&
+                    !st->host_pointer_kept.load(std::memory_order_acquire);
+  const auto key = std::make_tuple(static_cast<const void*>(&e), st.get(), w.offset());
+  if (keep) {
+    auto it = g_packed.find(key);
+    if (it != g_packed.end() && it->second.storage.lock() == st &&
+        it->second.writes == op.weight_writes && it->second.fold == fv)
+      return &it->second;
+  }
+  Packed p;
+  p.storage = st;
+  p.writes = op.weight_writes;
+  p.fold = fv;
+  auto& eng = engine();
+  dnnl::primitive_attr attr;
+  if (fold) attr.set_output_scales(op.groups > 1 ? 3 : 1, fold->scale);  // per output channel
+  p.weights = memory(wb->prim, eng);
+  const memory src(wb->user, eng, const_cast<float*>(ref::ptr<float>(w)));
+  dnnl::stream s(eng);
+  dnnl::reorder(dnnl::reorder::primitive_desc(eng, wb->user, eng, wb->prim, attr))
+      .execute(s, const_cast<memory&>(src), p.weights);
+  s.wait();
+  if (fold) {
+    const int64_t c = int64_t(fold->scale.size());
+    p.bias = memory(memory::desc({c}, kF32, memory::format_tag::x), eng);
+    float* b = static_cast<float*>(p.bias.get_data_handle());
+    for (int64_t i = 0; i < c; ++i)
+      b[i] = (bias.defined() ? fv[size_t(2 * c + i)] * fold->scale[size_t(i)] : 0.f) +
+             fold->shift[size_t(i)];
+  }
+  if (!keep) {
+    local = std::move(p);
+    return &local;
+  }
+  const int64_t bytes = int64_t(wb->prim.get_size());
+  for (auto it = g_packed.begin(); it != g_packed.end();)  // drop those of gone storages
+    if (it->second.storage.expired() || it->first == key) {
+      g_packed_bytes -= int64_t(it->second.weights.get_desc().get_size());
+      it = g_packed.erase(it);
+    } else {
+      ++it;
+    }
+  if (g_packed_bytes + bytes > kPackedBytes) {
+    g_packed.clear();
+    g_packed_bytes = 0;
+  }
+  g_packed_bytes += bytes;
+  return &(g_packed[key] = std::move(p));
 }
 
 template <typename Op, typename Make>
@@ -380,7 +483,12 @@ bool conv_dnnl(const ir::Conv& op) {
   std::vector<const Tensor*> ts{&x, &w};
   if (b.defined()) ts.push_back(&b);
   ts.push_back(&op.dst);
-  return run_cached(Kind::forward, ts, op, make_forward, w);
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  Entry* e = choose(Kind::forward, ways_of(Kind::forward, ts, op, make_forward), ts, op, w);
+  if (!e) return false;  // remembered, so it is not retried
+  Packed local;
+  execute(*e, ts, {}, pack(*e, op, w, b, nullptr, local));
+  return true;
 }
 
 bool conv_dnnl_anchorable(const ir::Conv& op) {
@@ -405,9 +513,10 @@ namespace {
 std::map<std::vector<int64_t>, std::unique_ptr<Entry>> g_epilogue_cache;
 
 std::vector<int64_t> epilogue_key(const std::vector<const Tensor*>& ts, const ir::Conv& op,
-                                  const ir::FusedGraph& g, int32_t anchor_input,
+                                  const ir::FusedGraph& g, int32_t anchor_input, int folded,
                                   const post_ops::Plan& p) {
   std::vector<int64_t> k = key_of(Kind::forward, ts, op);
+  k.push_back(folded);
   const std::string gk = g.key();
   k.insert(k.end(), gk.begin(), gk.end());
   k.push_back(anchor_input);
@@ -441,11 +550,19 @@ bool conv_dnnl_epilogue(const ir::Conv& op, const ir::FusedGraph& g, int32_t anc
   if (!post_ops::plan_epilogue(g, anchor_input, dims, true, p)) return false;
   for (const post_ops::Plan::Binary& x : p.binary)  // written while read: left to the graph
     if (x.src.impl()->storage == out.impl()->storage) return false;
+  // Leading per-channel affine steps go into the weights and bias (unless a value is not
+  // finite: conv * inf is not (conv's weights * inf) summed).
+  Fold fold;
+  int folded = post_ops::fold_per_channel(p, op.dst.size(1), fold.scale, fold.shift);
+  for (size_t c = 0; folded && c < fold.scale.size(); ++c)
+    if (!std::isfinite(fold.scale[c]) || !std::isfinite(fold.shift[c])) folded = 0;
+  if (folded) p = post_ops::drop_leading(p, folded);
   const memory::desc out_md(dims, kF32, out_strides);
   const Tensor& x = op.src;
   const Tensor& w = op.weight;
-  const bool has_b = op.bias.defined();
-  const memory::desc bmd = has_b ? bias_desc(op.bias) : memory::desc();
+  const bool has_b = op.bias.defined() || folded;
+  const memory::desc bmd =
+      has_b ? memory::desc({op.dst.size(1)}, kF32, memory::format_tag::x) : memory::desc();
   dnnl::primitive_attr attr;
   attr.set_post_ops(p.po);
   // As choose()'s default: NHWC as it is for channels-last 1x1 kernels, else blocked (then
@@ -457,12 +574,12 @@ bool conv_dnnl_epilogue(const ir::Conv& op, const ir::FusedGraph& g, int32_t anc
   ways.push_back(false);
   if (channels_last(x) && !one_by_one) ways.push_back(true);
   std::vector<const Tensor*> ts{&x, &w};
-  if (has_b) ts.push_back(&op.bias);
+  if (has_b) ts.push_back(folded ? nullptr : &op.bias);  // folded: Packed's bias
   ts.push_back(&out);
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   // Made once per key: creating the primitive and its reorders each call cost more than the
   // passes the epilogue saves (ResNet-50's convolutions with batch_norm and relu).
-  auto [it, fresh] = g_epilogue_cache.try_emplace(epilogue_key(ts, op, g, anchor_input, p));
+  auto [it, fresh] = g_epilogue_cache.try_emplace(epilogue_key(ts, op, g, anchor_input, folded, p));
   for (size_t i = 0; fresh && i < ways.size(); ++i) {
     const bool nhwc = ways[i];
     Geo geo(op);
@@ -490,7 +607,9 @@ bool conv_dnnl_epilogue(const ir::Conv& op, const ir::FusedGraph& g, int32_t anc
   for (const post_ops::Plan::Binary& b : p.binary)
     extra.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.index) | DNNL_ARG_SRC_1,
                      memory(b.md, engine(), const_cast<float*>(ref::ptr<float>(b.src)))});
-  execute(*it->second, ts, extra);
+  Packed local;
+  execute(*it->second, ts, extra,
+          pack(*it->second, op, w, op.bias, folded ? &fold : nullptr, local));
   count_fused_run();
   return true;
 }

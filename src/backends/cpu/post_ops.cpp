@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "backends/ref/dispatch.h"
+
 namespace ember::cpu::post_ops {
 
 using dnnl::algorithm;
@@ -225,6 +227,79 @@ bool plan_epilogue(const ir::FusedGraph& g, int32_t anchor_input, const Dims& di
     ++steps;
   }
   return steps > 0 && g.outputs[0].node == chain;
+}
+
+}  // namespace ember::cpu::post_ops
+
+namespace ember::cpu::post_ops {
+
+int fold_per_channel(const Plan& p, int64_t channels, std::vector<float>& scale,
+                     std::vector<float>& shift) {
+  scale.assign(size_t(channels), 1.f);
+  shift.assign(size_t(channels), 0.f);
+  size_t next_binary = 0;
+  int k = 0;
+  for (; k < p.po.len(); ++k) {
+    if (p.po.kind(k) == dnnl::primitive::kind::eltwise) {
+      float s, alpha, beta;
+      algorithm alg;
+      p.po.get_params_eltwise(k, s, alg, alpha, beta);
+      if (alg != algorithm::eltwise_linear || s != 1.f) break;
+      for (int64_t c = 0; c < channels; ++c) {
+        scale[size_t(c)] *= alpha;
+        shift[size_t(c)] = shift[size_t(c)] * alpha + beta;
+      }
+      continue;
+    }
+    if (p.po.kind(k) != dnnl::primitive::kind::binary || next_binary >= p.binary.size() ||
+        p.binary[next_binary].index != k)
+      break;
+    const Plan::Binary& b = p.binary[next_binary];
+    algorithm alg;
+    memory::desc md;
+    p.po.get_params_binary(k, alg, md);
+    const Dims d = b.md.dims();
+    bool per_channel = d.size() >= 2 && d[1] == channels;
+    for (size_t i = 0; i < d.size(); ++i) per_channel = per_channel && (i == 1 || d[i] == 1);
+    if (!per_channel || (alg != algorithm::binary_mul && alg != algorithm::binary_add &&
+                         alg != algorithm::binary_sub))
+      break;
+    const float* v = ref::ptr<float>(b.src);
+    const int64_t stride = b.md.data.format_desc.blocking.strides[1];
+    for (int64_t c = 0; c < channels; ++c) {
+      const float x = v[c * stride];
+      float& s = scale[size_t(c)];
+      float& t = shift[size_t(c)];
+      if (alg == algorithm::binary_mul) {
+        s *= x;
+        t *= x;
+      } else {
+        t += alg == algorithm::binary_add ? x : -x;
+      }
+    }
+    ++next_binary;
+  }
+  return k;
+}
+
+Plan drop_leading(const Plan& p, int k) {
+  Plan out;
+  for (int i = k; i < p.po.len(); ++i) {
+    if (p.po.kind(i) == dnnl::primitive::kind::eltwise) {
+      float s, alpha, beta;
+      algorithm alg;
+      p.po.get_params_eltwise(i, s, alg, alpha, beta);
+      out.po.append_eltwise(s, alg, alpha, beta);
+    } else {  // binary: plan_epilogue makes no other kind
+      algorithm alg;
+      memory::desc md;
+      p.po.get_params_binary(i, alg, md);
+      out.po.append_binary(alg, md);
+    }
+  }
+  for (const Plan::Binary& b : p.binary)
+    if (b.index >= k) out.binary.push_back({b.index - k, b.src, b.md});
+  return out;
 }
 
 }  // namespace ember::cpu::post_ops

@@ -40,4 +40,13 @@ struct Plan {
 bool plan_epilogue(const ir::FusedGraph& g, int32_t anchor_input, const Dims& dims, bool any_order,
                    Plan& p);
 
+/// Folds the plan's leading per-channel affine steps (binary mul / add / sub with an operand
+/// whose dims are 1 except dim 1 == channels, and scalar eltwise_linear) into one y * scale[c] +
+/// shift[c]: returns how many post-ops it folded (0: none) and fills scale / shift (channels
+/// values each). Reads the operands' values: they must be computed.
+int fold_per_channel(const Plan& p, int64_t channels, std::vector<float>& scale,
+                     std::vector<float>& shift);
+/// The plan without its first k post-ops (the binary operands renumbered).
+Plan drop_leading(const Plan& p, int k);
+
 }  // namespace ember::cpu::post_ops
