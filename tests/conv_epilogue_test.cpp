@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/kernels.h"
 #include "ember/ember.h"
 #include "op_table.h"
+#include "runtime/autotune.h"
 
 namespace ember {
 namespace {
@@ -328,6 +330,14 @@ TEST(ConvEpilogueTest, FoldedBatchNormFollowsItsStatisticsAndKeepsNonFiniteScale
         F::relu(F::batch_norm(F::conv2d(x, w, Tensor(), {1}, {1}), mean, var, g, beta, false))};
   };
   expect_close("first", body);
+  for (int64_t groups : {2, 4}) {  // the scale per output channel of grouped weights
+    const Tensor wg = input({8, 4 / groups, 3, 3}, 85 + uint64_t(groups));
+    const Tensor m8 = input({8}, 87), v8 = input({8}, 88, 0.5, 2);
+    expect_close("groups " + std::to_string(groups), [&] {
+      return std::vector<Tensor>{F::relu(
+          F::batch_norm(F::conv2d(x, wg, Tensor(), {1}, {1}, {1}, groups), m8, v8, m8, v8, false))};
+    });
+  }
   mean.add_(0.25);
   expect_close("after the running mean moved", body);
   w.mul_(0.5);
@@ -350,6 +360,99 @@ TEST(ConvEpilogueTest, FoldedBatchNormFollowsItsStatisticsAndKeepsNonFiniteScale
     ASSERT_TRUE(same) << "element " << k << ": fused " << f << ", eager " << e;
   }
   EXPECT_GT(non_finite, 0) << "the case must reach the non-finite path";
+}
+
+// Weights used again unchanged may run through oneDNN's Winograd (an autotuned way of its own
+// for them at EMBER_AUTOTUNE=full; forced here): plain, with an element-wise epilogue, with
+// batch_norm folded in (its scales through the two-step reorder of channels-last weights) and a
+// scalar scale folded into contiguous weights, against the ref backend. Weights written between
+// calls never take it, nor does the default effort.
+TEST(ConvEpilogueTest, WinogradForReusedWeightsAgreesWithTheReference) {
+  autotune::Autotuner& t = autotune::for_device(kCpu);
+  const autotune::Options saved = t.options();
+  autotune::Options full = saved;
+  full.effort = autotune::Effort::full;
+  t.set_options(full);
+  t.force("cpu.conv", "winograd");
+  const Device r = Device::ref();
+  const Tensor x = input({2, 16, 12, 12}, 90).contiguous(MemoryFormat::channels_last);
+  const Tensor w = input({16, 16, 3, 3}, 91).contiguous(MemoryFormat::channels_last);
+  const Tensor b = input({16}, 92), mean = input({16}, 93), g = input({16}, 94);
+  const Tensor var = input({16}, 95, 0.5, 2), beta = input({16}, 96);
+  NoGradGuard no_grad;
+  const Tensor want_plain = F::conv2d(x.to(r), w.to(r), b.to(r), {1}, {1});
+  const Tensor want_bn = F::relu(F::batch_norm(F::conv2d(x.to(r), w.to(r), Tensor(), {1}, {1}),
+                                               mean.to(r), var.to(r), g.to(r), beta.to(r), false));
+  const int64_t before = cpu::conv_winograd_runs();
+  for (int k = 0; k < 3; ++k) {
+    SCOPED_TRACE("call " + std::to_string(k));
+    expect_near_all(values(F::conv2d(x, w, b, {1}, {1})), values(want_plain), "plain");
+    expect_near_all(values(F::relu(F::conv2d(x, w, b, {1}, {1}))), values(F::relu(want_plain)),
+                    "relu epilogue");
+    expect_near_all(values(F::relu(F::batch_norm(F::conv2d(x, w, Tensor(), {1}, {1}), mean, var, g,
+                                                 beta, false))),
+                    values(want_bn), "batch_norm folded");
+  }
+  // A scalar scale folded into contiguous weights (one reorder into Winograd's layout).
+  const Tensor wc = input({16, 16, 3, 3}, 97);
+  const Tensor want_scaled = F::conv2d(x.to(r), wc.to(r), b.to(r), {1}, {1}) * 0.25;
+  for (int k = 0; k < 3; ++k)
+    expect_near_all(values(F::conv2d(x, wc, b, {1}, {1}) * 0.25), values(want_scaled),
+                    "scale folded, call " + std::to_string(k));
+  EXPECT_GE(cpu::conv_winograd_runs() - before, 6) << "the calls after the first of each";
+  Tensor written = w * 1.0;
+  const int64_t trained = cpu::conv_winograd_runs();
+  for (int k = 0; k < 3; ++k) {
+    const Tensor want = F::conv2d(x.to(r), written.to(r), b.to(r), {1}, {1});
+    expect_near_all(values(F::conv2d(x, written, b, {1}, {1})), values(want), "written");
+    written.mul_(0.75);
+  }
+  EXPECT_EQ(cpu::conv_winograd_runs(), trained) << "weights written between calls";
+  autotune::Options balanced = saved;
+  balanced.effort = autotune::Effort::balanced;
+  t.set_options(balanced);
+  for (int k = 0; k < 3; ++k) F::conv2d(x, w, b, {1}, {1}).to_vector<float>();
+  EXPECT_EQ(cpu::conv_winograd_runs(), trained) << "the default effort";
+  t.set_options(saved);
+  t.force("cpu.conv", "");
+}
+
+// 1x1 convolutions of stride 1 on NHWC activations may run as matmuls over their rows (an
+// autotuned way; forced here): plain, with bias, batch_norm folded, an NHWC residual and relu,
+// a per-channel operand; an NCHW residual and a strided 1x1 convolution take a convolution.
+TEST(ConvEpilogueTest, OneByOneAsMatmulAgreesWithTheReference) {
+  autotune::Autotuner& t = autotune::for_device(kCpu);
+  t.force("cpu.conv", "matmul");
+  const Device r = Device::ref();
+  const Tensor x = input({2, 12, 5, 7}, 100).contiguous(MemoryFormat::channels_last);
+  const Tensor w = input({20, 12, 1, 1}, 101), b = input({20}, 102);
+  const Tensor mean = input({20}, 103), var = input({20}, 104, 0.5, 2);
+  const Tensor res = input({2, 20, 5, 7}, 105).contiguous(MemoryFormat::channels_last);
+  const Tensor nchw_res = input({2, 20, 5, 7}, 106), chan = input({1, 20, 1, 1}, 107);
+  NoGradGuard no_grad;
+  auto ref_conv = [&](const Tensor& wt, const Tensor& bt) {
+    return F::conv2d(x.to(r), wt.to(r), bt.defined() ? bt.to(r) : Tensor());
+  };
+  const int64_t before = cpu::conv_matmul_runs();
+  for (int k = 0; k < 2; ++k) {
+    SCOPED_TRACE("call " + std::to_string(k));
+    expect_near_all(values(F::conv2d(x, w, b)), values(ref_conv(w, b)), "plain");
+    expect_near_all(values(F::conv2d(x, w)), values(ref_conv(w, Tensor())), "no bias");
+    expect_near_all(
+        values(F::relu(F::batch_norm(F::conv2d(x, w), mean, var, mean, var, false) + res)),
+        values(F::relu(F::batch_norm(ref_conv(w, Tensor()), mean.to(r), var.to(r), mean.to(r),
+                                     var.to(r), false) +
+                       res.to(r))),
+        "batch_norm + residual + relu");
+    expect_near_all(values(F::gelu(F::conv2d(x, w, b) * chan)),
+                    values(F::gelu(ref_conv(w, b) * chan.to(r))), "per-channel operand");
+    expect_near_all(values(F::relu(F::conv2d(x, w, b) + nchw_res)),
+                    values(F::relu(ref_conv(w, b) + nchw_res.to(r))), "NCHW residual");
+    const Tensor strided = F::conv2d(x, w, b, {2});
+    expect_near_all(values(strided), values(F::conv2d(x.to(r), w.to(r), b.to(r), {2})), "stride 2");
+  }
+  EXPECT_GE(cpu::conv_matmul_runs() - before, 8) << "the matmul way ran";
+  t.force("cpu.conv", "");
 }
 
 }  // namespace

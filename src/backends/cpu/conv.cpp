@@ -1,12 +1,12 @@
 // The cpu backend's convolutions through oneDNN (ir/fused.h): the forward (ir::Conv) and the two
 // backward passes (ir::ConvBackwardData, ir::ConvBackwardWeights); f32, 1d/2d/3d, strided,
-// padded, dilated, grouped and depthwise. For channels-last activations the primitives work on
-// NHWC / NDHWC directly; otherwise oneDNN chooses its own (blocked) layouts, and reorders
-// from and to the tensors' strided layouts are part of the cached entry; for channels-last
-// activations both ways are made and the autotuner picks one (choose() below). Primitives are
-// created once per geometry and kept in a cache keyed by the kind, every shape, stride and
-// parameter.
-// Anything oneDNN declines (it throws at creation) is reported as not taken.
+// padded, dilated, grouped and depthwise. The ways to run one (Ways, made once per geometry and
+// kept in a cache keyed by the kind, every shape, stride and parameter; the autotuner picks one
+// per shape class, choose()): oneDNN's own (blocked) layouts with reorders from and to the
+// tensors' strided ones; NHWC / NDHWC as they are for channels-last activations; for forward
+// 3x3 stride-1 kernels whose weights are used again unchanged, Winograd; for forward 1x1
+// stride-1 kernels on NHWC rows, a matmul. Anything oneDNN declines (it throws at creation) is
+// reported as not taken.
 //
 // Forward convolutions keep their weights in the primitive's layout across calls (Packed below),
 // keyed by the weight's storage and its write count when the op was made
@@ -19,10 +19,12 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -47,23 +49,30 @@ using Dims = memory::dims;
 const auto kF32 = memory::data_type::f32;
 
 std::atomic<int64_t> g_backward_runs{0};
+std::atomic<int64_t> g_winograd_runs{0};
+std::atomic<int64_t> g_matmul_runs{0};
 std::atomic<bool> g_backward_enabled{true};
 
 enum class Kind : int64_t { forward, backward_data, backward_weights };
 
 // One tensor argument of a primitive: its strided layout, the primitive's, and the reorder
-// between them (input: user -> prim before the primitive; output: prim -> user after it).
+// between them (input: user -> prim before the primitive; output: prim -> user after it). An
+// input oneDNN cannot reorder at once (channels-last weights into Winograd's layout) goes
+// through a row-major copy `mid`: user -> mid (reorder), mid -> prim (reorder2).
 struct Bind {
   int arg = 0;
   bool out = false;
-  memory::desc user, prim;
-  dnnl::reorder reorder;  // empty when the layouts agree
-  bool same = true;
+  memory::desc user, prim, mid;
+  dnnl::reorder reorder, reorder2;  // empty when the layouts agree / when there is no mid
+  bool same = true, two_step = false;
 };
 
 struct Entry {
   dnnl::primitive prim;
-  std::vector<Bind> binds;  // in the order the tensors are passed to execute()
+  bool winograd = false, matmul = false;  // which way (counted for tests)
+  int oc_mask = 1;                   // the weights' output-channel dims (output scales of a fold)
+  std::vector<Bind> binds;           // in the order the tensors are passed to execute()
+  std::vector<memory::desc> binary;  // a matmul's post-op operands as rows (else their own)
 };
 
 // Weights [C_out, C_in/g, *K] viewed as [g, C_out/g, C_in/g, *K] when grouped.
@@ -98,7 +107,8 @@ memory::desc bias_desc(const Tensor& b) {
 struct Geo {
   Dims stride, pl, pr, dil;
   int64_t groups = 1;
-  bool nhwc = false;  // channels-last activations: run on NHWC as is (else blocked + reorders)
+  bool nhwc = false;      // channels-last activations: run on NHWC as is (else blocked + reorders)
+  bool winograd = false;  // oneDNN's Winograd F(4x4, 3x3) (its own layouts; forward only)
   template <typename Op>
   explicit Geo(const Op& op)
       : stride(op.stride.begin(), op.stride.end()),
@@ -109,6 +119,14 @@ struct Geo {
   }
 };
 
+// md's dims, dense and row-major.
+memory::desc row_major(const memory::desc& md) {
+  const Dims d = md.dims();
+  Dims st(d.size(), 1);
+  for (size_t i = d.size() - 1; i > 0; --i) st[i - 1] = st[i] * d[i];
+  return memory::desc(d, kF32, st);
+}
+
 Bind bind(int arg, bool out, const memory::desc& user, const memory::desc& prim) {
   Bind b;
   b.arg = arg;
@@ -116,16 +134,27 @@ Bind bind(int arg, bool out, const memory::desc& user, const memory::desc& prim)
   b.user = user;
   b.prim = prim;
   b.same = user == prim;
-  if (!b.same)
-    b.reorder = out ? dnnl::reorder(dnnl::reorder::primitive_desc(engine(), prim, engine(), user))
-                    : dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user, engine(), prim));
+  if (b.same) return b;
+  if (out) {
+    b.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), prim, engine(), user));
+    return b;
+  }
+  try {
+    b.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user, engine(), prim));
+  } catch (const dnnl::error&) {
+    b.mid = row_major(user);
+    b.two_step = true;
+    b.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user, engine(), b.mid));
+    b.reorder2 = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), b.mid, engine(), prim));
+  }
   return b;
 }
 
 dnnl::convolution_forward::desc forward_desc(dnnl::prop_kind prop, const Dims& x, const Dims& w,
                                              const memory::desc* bias, const Dims& y, const Geo& g,
                                              bool cl) {
-  const auto alg = dnnl::algorithm::convolution_direct;
+  const auto alg =
+      g.winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
   if (bias)
     return dnnl::convolution_forward::desc(prop, alg, act_desc(x, cl), any_desc(w), *bias,
                                            act_desc(y, cl), g.stride, g.dil, g.pl, g.pr);
@@ -144,6 +173,8 @@ std::unique_ptr<Entry> make_forward(const std::vector<const Tensor*>& t, const G
       engine());
   auto e = std::make_unique<Entry>();
   e->prim = dnnl::convolution_forward(pd);
+  e->winograd = g.winograd;
+  e->oc_mask = g.groups > 1 ? 3 : 1;  // [g, C_out / g, ...]
   e->binds.push_back(bind(DNNL_ARG_SRC, false, strided_desc(x), pd.src_desc()));
   e->binds.push_back(bind(DNNL_ARG_WEIGHTS, false, weight_desc(w, g.groups), pd.weights_desc()));
   if (has_b) e->binds.push_back(bind(DNNL_ARG_BIAS, false, bmd, pd.bias_desc()));
@@ -239,8 +270,10 @@ bool usable(const Tensor& t) { return t.dtype() == DType::f32 && t.numel() > 0; 
 struct Packed {
   std::weak_ptr<Storage> storage;
   uint64_t writes = 0;
-  std::vector<float> fold;  // the folded scale, shift and bias: equal values reuse it
-  memory weights, bias;     // bias: empty when nothing was folded (the op's own is bound)
+  std::vector<float> fold;          // the folded scale, shift and bias: equal values reuse it
+  std::unique_ptr<Scratch> buffer;  // the weights' (from the caching allocator: training
+                                    // repacks every step)
+  memory weights, bias;             // bias: empty when nothing was folded (the op's own is bound)
 };
 
 // By (entry, weight storage, weight offset); g_cache_mutex held. Entries of storages that are
@@ -273,12 +306,21 @@ void execute(Entry& e, const std::vector<const Tensor*>& ts,
       } else {
         scratch.push_back(std::make_unique<Scratch>(int64_t(b.prim.get_size())));
         prim[i] = memory(b.prim, eng, scratch.back()->p);
-        if (!b.out) b.reorder.execute(s, user[i], prim[i]);
+        if (b.two_step) {
+          scratch.push_back(std::make_unique<Scratch>(int64_t(b.mid.get_size())));
+          memory mid(b.mid, eng, scratch.back()->p);
+          b.reorder.execute(s, user[i], mid);
+          b.reorder2.execute(s, mid, prim[i]);
+        } else if (!b.out) {
+          b.reorder.execute(s, user[i], prim[i]);
+        }
       }
       args.emplace(b.arg, prim[i]);
     }
     for (const auto& [arg, mem] : extra) args.emplace(arg, mem);
     e.prim.execute(s, args);
+    if (e.winograd) g_winograd_runs.fetch_add(1, std::memory_order_relaxed);
+    if (e.matmul) g_matmul_runs.fetch_add(1, std::memory_order_relaxed);
     for (size_t i = 0; i < e.binds.size(); ++i)
       if (e.binds[i].out && !e.binds[i].same) e.binds[i].reorder.execute(s, prim[i], user[i]);
     s.wait();
@@ -326,16 +368,32 @@ const Packed* pack(const Entry& e, const ir::Conv& op, const Tensor& w, const Te
   p.fold = fv;
   auto& eng = engine();
   dnnl::primitive_attr attr;
-  if (fold) attr.set_output_scales(op.groups > 1 ? 3 : 1, fold->scale);  // per output channel
-  p.weights = memory(wb->prim, eng);
-  const memory src(wb->user, eng, const_cast<float*>(ref::ptr<float>(w)));
+  if (fold) attr.set_output_scales(e.oc_mask, fold->scale);  // per output channel
+  p.buffer = std::make_unique<Scratch>(int64_t(wb->prim.get_size()));
+  p.weights = memory(wb->prim, eng, p.buffer->p);
+  memory src(wb->user, eng, const_cast<float*>(ref::ptr<float>(w)));
   dnnl::stream s(eng);
-  dnnl::reorder(dnnl::reorder::primitive_desc(eng, wb->user, eng, wb->prim, attr))
-      .execute(s, const_cast<memory&>(src), p.weights);
+  if (wb->two_step || (fold && e.winograd)) {
+    // Scaled on the way to a row-major copy: oneDNN's reorder into Winograd's layout gave
+    // wrong values with output scales (ConvEpilogueTest.WinogradForReusedWeights...).
+    const memory::desc mid_md = wb->two_step ? wb->mid : row_major(wb->user);
+    const Scratch mid_buffer(int64_t(mid_md.get_size()));
+    memory mid(mid_md, eng, mid_buffer.p);
+    dnnl::reorder(dnnl::reorder::primitive_desc(eng, wb->user, eng, mid_md, attr))
+        .execute(s, src, mid);
+    dnnl::reorder(dnnl::reorder::primitive_desc(eng, mid_md, eng, wb->prim))
+        .execute(s, mid, p.weights);
+  } else {
+    dnnl::reorder(dnnl::reorder::primitive_desc(eng, wb->user, eng, wb->prim, attr))
+        .execute(s, src, p.weights);
+  }
   s.wait();
   if (fold) {
     const int64_t c = int64_t(fold->scale.size());
-    p.bias = memory(memory::desc({c}, kF32, memory::format_tag::x), eng);
+    const Bind* bb = nullptr;
+    for (const Bind& b : e.binds)
+      if (b.arg == DNNL_ARG_BIAS) bb = &b;
+    p.bias = memory(bb ? bb->prim : memory::desc({c}, kF32, memory::format_tag::x), eng);
     float* b = static_cast<float*>(p.bias.get_data_handle());
     for (int64_t i = 0; i < c; ++i)
       b[i] = (bias.defined() ? fv[size_t(2 * c + i)] * fold->scale[size_t(i)] : 0.f) +
@@ -361,11 +419,33 @@ const Packed* pack(const Entry& e, const ir::Conv& op, const Tensor& w, const Te
   return &(g_packed[key] = std::move(p));
 }
 
+// The weight (storage, write count) each forward convolution last ran with (seen()); reused():
+// whether op's weight is that one again, unchanged, as in inference. g_cache_mutex held.
+std::map<std::pair<const Storage*, int64_t>, std::pair<std::weak_ptr<Storage>, uint64_t>> g_seen;
+bool trackable(const ir::Conv& op, const Tensor& w) {
+  return w.is_alias_of(op.weight) && op.weight_writes != ir::Conv::kUnknownWrites &&
+         !w.impl()->storage->host_pointer_kept.load(std::memory_order_acquire);
+}
+bool reused(const ir::Conv& op, const Tensor& w) {
+  if (!trackable(op, w)) return false;
+  const auto it = g_seen.find({w.impl()->storage.get(), w.offset()});
+  return it != g_seen.end() && it->second.first.lock() == w.impl()->storage &&
+         it->second.second == op.weight_writes;
+}
+void seen(const ir::Conv& op, const Tensor& w) {
+  if (!trackable(op, w)) return;
+  if (g_seen.size() > 4096)  // drop those of gone storages
+    for (auto it = g_seen.begin(); it != g_seen.end();)
+      it = it->second.first.expired() ? g_seen.erase(it) : std::next(it);
+  g_seen[{w.impl()->storage.get(), w.offset()}] = {w.impl()->storage, op.weight_writes};
+}
+
 template <typename Op, typename Make>
 std::unique_ptr<Entry> try_make(Make make, const std::vector<const Tensor*>& ts, const Op& op,
-                                bool nhwc) {
+                                bool nhwc, bool winograd = false) {
   Geo g(op);
   g.nhwc = nhwc;
+  g.winograd = winograd;
   try {
     return make(ts, g);
   } catch (const dnnl::error&) {
@@ -375,9 +455,103 @@ std::unique_ptr<Entry> try_make(Make make, const std::vector<const Tensor*>& ts,
 
 // A geometry's primitives: oneDNN's blocked layout (with reorders), and for channels-last
 // activations (ts[0]: the input, or grad_dst for backward-data) also oneDNN on NHWC as it is.
+// winograd: forward 3x3 kernels of stride 1 (what oneDNN's takes), a candidate only for weights
+// used again unchanged (reused(): inference), timed with its transformed weights packed. Its
+// weight transform costs more than many a convolution (ResNet-50's 512x7x7: 55 ms against 5),
+// so weights written between calls (training) never take it; its rounding differs from the
+// direct sum's (relative 1e-6 here).
+// matmul: a 1x1 convolution of stride 1 without padding on NHWC activations is a product of
+// [N*H*W, C_in] rows with the weights (as_rows); oneDNN's matmul beat its 1x1 convolutions on
+// most of ResNet-50's (and takes a full-size residual post-op that brgconv_1x1 declines).
 struct Ways {
-  std::unique_ptr<Entry> nhwc, blocked;
+  std::unique_ptr<Entry> nhwc, blocked, winograd, matmul;
 };
+
+// t [N, C, *S] viewed as rows [N * prod(S), C] (channel stride 1, the rest one stride), or a zero
+// desc when it is not; `dims`: t's dims (a post-op operand's, broadcast dims 1).
+memory::desc as_rows(const Dims& dims, const Dims& strides) {
+  if (dims.size() < 3) return memory::desc();
+  int64_t rows = 1, step = 0, expect = -1;
+  for (size_t d = dims.size(); d-- > 0;) {  // the dims but channels, innermost first
+    if (d == 1 || dims[d] == 1) continue;
+    if (expect >= 0 && strides[d] != expect) return memory::desc();
+    if (expect < 0) step = strides[d];
+    expect = strides[d] * dims[d];
+    rows *= dims[d];
+  }
+  const int64_t c = dims[1];
+  if (c > 1 && strides[1] != 1) return memory::desc();
+  if (rows == 1) step = std::max<int64_t>(c, 1);
+  if (step < c) return memory::desc();  // rows would overlap
+  return memory::desc({rows, c}, kF32, {step, 1});
+}
+memory::desc as_rows(const Tensor& t) {
+  return as_rows(dims_of(t), Dims(t.strides().begin(), t.strides().end()));
+}
+memory::desc as_rows(const memory::desc& md) {
+  const Dims d = md.dims();
+  const Dims st(md.data.format_desc.blocking.strides,
+                md.data.format_desc.blocking.strides + d.size());
+  return as_rows(d, st);
+}
+
+// Whether op (forward) can run as a matmul: 2d, 1x1, stride 1, no padding, one group.
+bool matmul_shape(const ir::Conv& op) {
+  if (op.weight.dim() != 4 || op.weight.size(2) != 1 || op.weight.size(3) != 1 || op.groups != 1)
+    return false;
+  for (size_t d = 0; d < op.stride.size(); ++d)
+    if (op.stride[d] != 1 || op.pad_begin[d] != 0 || op.pad_end[d] != 0) return false;
+  return true;
+}
+
+// The matmul entry for x, w, [bias], out (binds in that order; `bias`: the bind's desc is
+// [1, C_out], null when none) with post-ops `po` whose binary operands are `binary` (4-d, as
+// post_ops::Plan's); null when a view does not reduce to rows or oneDNN declines.
+std::unique_ptr<Entry> make_matmul(const Tensor& x, const Tensor& w, bool bias, const Tensor& out,
+                                   const dnnl::post_ops* po,
+                                   const std::vector<memory::desc>& binary) {
+  const memory::desc xr = as_rows(x), yr = as_rows(out);
+  if (xr.is_zero() || yr.is_zero() || xr.dims()[0] != yr.dims()[0]) return nullptr;
+  const int64_t k = w.size(1), n = w.size(0);
+  const memory::desc wr({k, n}, kF32, {w.stride(1), w.stride(0)});
+  const memory::desc wany({k, n}, kF32, memory::format_tag::any);
+  const memory::desc br({1, n}, kF32, {n, 1});
+  auto e = std::make_unique<Entry>();
+  dnnl::post_ops rows_po;
+  for (int i = 0; po && i < po->len(); ++i) {
+    if (po->kind(i) == dnnl::primitive::kind::eltwise) {
+      float sc, alpha, beta;
+      dnnl::algorithm alg;
+      po->get_params_eltwise(i, sc, alg, alpha, beta);
+      rows_po.append_eltwise(sc, alg, alpha, beta);
+      continue;
+    }
+    dnnl::algorithm alg;
+    memory::desc md;
+    po->get_params_binary(i, alg, md);
+    const memory::desc r = as_rows(binary[e->binary.size()]);
+    if (r.is_zero()) return nullptr;
+    e->binary.push_back(r);
+    rows_po.append_binary(alg, r);
+  }
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(rows_po);
+  try {
+    const dnnl::matmul::primitive_desc pd(
+        bias ? dnnl::matmul::desc(xr, wany, br, yr) : dnnl::matmul::desc(xr, wany, yr), attr,
+        engine());
+    e->prim = dnnl::matmul(pd);
+    e->oc_mask = 2;
+    e->matmul = true;
+    e->binds.push_back(bind(DNNL_ARG_SRC, false, xr, pd.src_desc()));
+    e->binds.push_back(bind(DNNL_ARG_WEIGHTS, false, wr, pd.weights_desc()));
+    if (bias) e->binds.push_back(bind(DNNL_ARG_BIAS, false, br, pd.bias_desc()));
+    e->binds.push_back(bind(DNNL_ARG_DST, true, yr, pd.dst_desc()));
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+  return e;
+}
 
 const char* kind_name(Kind k) {
   return k == Kind::forward         ? "forward"
@@ -407,22 +581,44 @@ std::string shape_class(Kind kind, const std::vector<const Tensor*>& ts, const O
   return s + ".g" + std::to_string(op.groups);
 }
 
-// The way to run: NHWC as it is or blocked with reorders. Neither wins everywhere on AVX2
-// (measured: NHWC is faster for 1x1 kernels, blocked for 3x3), so the autotuner times both per
-// shape class (runtime/autotune.h); its default (EMBER_AUTOTUNE=off) is NHWC for 1x1 kernels,
-// else blocked. Both compute the same convolution.
-template <typename Op>
-Entry* choose(Kind kind, Ways& w, const std::vector<const Tensor*>& ts, const Op& op,
-              const Tensor& weight) {
-  if (!w.nhwc || !w.blocked) return w.nhwc ? w.nhwc.get() : w.blocked.get();
+// The ways in order: NHWC as it is and blocked with reorders (neither wins everywhere on AVX2:
+// NHWC was faster for 1x1 kernels, blocked for 3x3), then Winograd when `reused`; those made.
+std::vector<std::pair<const char*, Entry*>> ways_in_order(const Ways& w, const Tensor& weight,
+                                                          bool reused) {
   bool one_by_one = true;
   for (int64_t d = 2; d < weight.dim(); ++d) one_by_one = one_by_one && weight.size(d) == 1;
-  Entry* es[2] = {one_by_one ? w.nhwc.get() : w.blocked.get(),
-                  one_by_one ? w.blocked.get() : w.nhwc.get()};
-  const std::vector<autotune::Candidate> cs{{one_by_one ? "nhwc" : "blocked"},
-                                            {one_by_one ? "blocked" : "nhwc"}};
+  const std::pair<const char*, Entry*> all[4] = {
+      {one_by_one ? "nhwc" : "blocked", one_by_one ? w.nhwc.get() : w.blocked.get()},
+      {one_by_one ? "blocked" : "nhwc", one_by_one ? w.blocked.get() : w.nhwc.get()},
+      {"winograd", reused ? w.winograd.get() : nullptr},
+      {"matmul", w.matmul.get()}};
+  std::vector<std::pair<const char*, Entry*>> made;
+  for (const auto& a : all)
+    if (a.second) made.push_back(a);
+  return made;
+}
+
+// The way to run: the autotuner times the ways per shape class (runtime/autotune.h); its default
+// (EMBER_AUTOTUNE=off) is the first of ways_in_order. All compute the same convolution.
+// Winograd's rounding differs from the direct sum's, and it is a candidate from a weight's
+// second call on: only EMBER_AUTOTUNE=full takes it (in a class of its own), so that at the
+// default effort a call's results never depend on whether the weight was seen before.
+// `packed` (forward only): the weights each way runs with.
+template <typename Op>
+Entry* choose(Kind kind, Ways& w, const std::vector<const Tensor*>& ts, const Op& op,
+              const Tensor& weight, bool reused = false,
+              const std::function<const Packed*(Entry&)>& packed = nullptr) {
+  reused = reused && w.winograd && tuner().options().effort == autotune::Effort::full;
+  const auto made = ways_in_order(w, weight, reused);
+  if (made.size() <= 1) return made.empty() ? nullptr : made[0].second;
+  std::vector<Entry*> es;
+  std::vector<autotune::Candidate> cs;
+  for (const auto& m : made) {
+    es.push_back(m.second);
+    cs.push_back({m.first});
+  }
   autotune::Bench bench;
-  bench.run = [&](size_t i) { execute(*es[i], ts); };
+  bench.run = [&](size_t i) { execute(*es[i], ts, {}, packed ? packed(*es[i]) : nullptr); };
   bench.result = [&] {
     std::vector<double> v;
     for (size_t i = 0; i < ts.size(); ++i)
@@ -440,7 +636,8 @@ Entry* choose(Kind kind, Ways& w, const std::vector<const Tensor*>& ts, const Op
     for (const Tensor* t : ts) s += " " + describe(*t);
     return s;
   };
-  return es[tuner().pick("cpu.conv", dtype_name(DType::f32), shape_class(kind, ts, op, &weight), cs,
+  return es[tuner().pick("cpu.conv", dtype_name(DType::f32),
+                         shape_class(kind, ts, op, &weight) + (reused ? ".reused" : ""), cs,
                          bench)];
 }
 
@@ -448,6 +645,16 @@ Entry* choose(Kind kind, Ways& w, const std::vector<const Tensor*>& ts, const Op
 // when oneDNN declines the geometry. Tensors are in the order of the entry's binds.
 std::mutex g_cache_mutex;  // one convolution at a time
 std::map<std::vector<int64_t>, Ways> g_cache;
+
+// Whether oneDNN's Winograd may take the geometry: 2d, 3x3, stride 1, no dilation, one group.
+template <typename Op>
+bool winograd_shape(const Op& op, const Tensor& weight) {
+  if (weight.dim() != 4 || weight.size(2) != 3 || weight.size(3) != 3 || op.groups != 1)
+    return false;
+  for (size_t d = 0; d < op.stride.size(); ++d)
+    if (op.stride[d] != 1 || op.dilation[d] != 1) return false;
+  return true;
+}
 
 // The cached primitives for (kind, tensors, geometry), made on first use; g_cache_mutex held.
 template <typename Op, typename Make>
@@ -458,6 +665,11 @@ Ways& ways_of(Kind kind, const std::vector<const Tensor*>& ts, const Op& op, Mak
     Ways w;
     w.blocked = try_make(make, ts, op, false);
     if (channels_last(*ts[0])) w.nhwc = try_make(make, ts, op, true);
+    if (kind == Kind::forward && winograd_shape(op, *ts[1]))
+      w.winograd = try_make(make, ts, op, false, true);
+    if constexpr (std::is_same_v<Op, ir::Conv>)
+      if (kind == Kind::forward && matmul_shape(op))
+        w.matmul = make_matmul(*ts[0], *ts[1], ts.size() == 4, *ts.back(), nullptr, {});
     it = g_cache.emplace(key, std::move(w)).first;
   }
   return it->second;
@@ -484,10 +696,13 @@ bool conv_dnnl(const ir::Conv& op) {
   if (b.defined()) ts.push_back(&b);
   ts.push_back(&op.dst);
   std::lock_guard<std::mutex> lock(g_cache_mutex);
-  Entry* e = choose(Kind::forward, ways_of(Kind::forward, ts, op, make_forward), ts, op, w);
-  if (!e) return false;  // remembered, so it is not retried
   Packed local;
-  execute(*e, ts, {}, pack(*e, op, w, b, nullptr, local));
+  auto packed = [&](Entry& e) { return pack(e, op, w, b, nullptr, local); };
+  Entry* e = choose(Kind::forward, ways_of(Kind::forward, ts, op, make_forward), ts, op, w,
+                    reused(op, w), packed);
+  if (!e) return false;  // remembered, so it is not retried
+  execute(*e, ts, {}, packed(*e));
+  seen(op, w);
   return true;
 }
 
@@ -503,7 +718,7 @@ bool conv_dnnl_anchorable(const ir::Conv& op) {
   ts.push_back(&op.dst);
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   const Ways& w = ways_of(Kind::forward, ts, op, make_forward);
-  return w.blocked || w.nhwc;  // conv_dnnl will run it
+  return w.blocked || w.nhwc;  // conv_dnnl will run it (winograd only besides these)
 }
 
 namespace {
@@ -514,9 +729,10 @@ std::map<std::vector<int64_t>, std::unique_ptr<Entry>> g_epilogue_cache;
 
 std::vector<int64_t> epilogue_key(const std::vector<const Tensor*>& ts, const ir::Conv& op,
                                   const ir::FusedGraph& g, int32_t anchor_input, int folded,
-                                  const post_ops::Plan& p) {
+                                  bool reused, const post_ops::Plan& p) {
   std::vector<int64_t> k = key_of(Kind::forward, ts, op);
   k.push_back(folded);
+  k.push_back(reused);
   const std::string gk = g.key();
   k.insert(k.end(), gk.begin(), gk.end());
   k.push_back(anchor_input);
@@ -566,13 +782,15 @@ bool conv_dnnl_epilogue(const ir::Conv& op, const ir::FusedGraph& g, int32_t anc
   dnnl::primitive_attr attr;
   attr.set_post_ops(p.po);
   // As choose()'s default: NHWC as it is for channels-last 1x1 kernels, else blocked (then
-  // NHWC); the product never reaches memory in either.
+  // NHWC); the product never reaches memory in any. Winograd first for reused weights when the
+  // plain convolution's autotuner picks it (choose() times the ways once) and every post-op is
+  // element-wise. {nhwc, winograd} each.
   bool one_by_one = true;
   for (int64_t d = 2; d < w.dim(); ++d) one_by_one = one_by_one && w.size(d) == 1;
-  std::vector<bool> ways;
-  if (channels_last(x) && one_by_one) ways.push_back(true);
-  ways.push_back(false);
-  if (channels_last(x) && !one_by_one) ways.push_back(true);
+  std::vector<std::pair<bool, bool>> ways;
+  if (channels_last(x) && one_by_one) ways.push_back({true, false});
+  ways.push_back({false, false});
+  if (channels_last(x) && !one_by_one) ways.push_back({true, false});
   // oneDNN 2.6's gemm convolution read a full-size binary operand in another layout than dst's
   // at dst's offsets (an NCHW residual on an NHWC output came out wrong): not taken then.
   bool other_layout = false;
@@ -582,13 +800,32 @@ bool conv_dnnl_epilogue(const ir::Conv& op, const ir::FusedGraph& g, int32_t anc
   if (has_b) ts.push_back(folded ? nullptr : &op.bias);  // folded: Packed's bias
   ts.push_back(&out);
   std::lock_guard<std::mutex> lock(g_cache_mutex);
+  const bool again = reused(op, w);
   // Made once per key: creating the primitive and its reorders each call cost more than the
   // passes the epilogue saves (ResNet-50's convolutions with batch_norm and relu).
-  auto [it, fresh] = g_epilogue_cache.try_emplace(epilogue_key(ts, op, g, anchor_input, folded, p));
-  for (size_t i = 0; fresh && i < ways.size(); ++i) {
-    const bool nhwc = ways[i];
+  auto [it, fresh] =
+      g_epilogue_cache.try_emplace(epilogue_key(ts, op, g, anchor_input, folded, again, p));
+  if (fresh && ((again && p.binary.empty() && winograd_shape(op, w)) || matmul_shape(op))) {
+    std::vector<const Tensor*> pts{&x, &w};
+    if (op.bias.defined()) pts.push_back(&op.bias);
+    pts.push_back(&op.dst);
+    Ways& plain = ways_of(Kind::forward, pts, op, make_forward);
+    Packed local;
+    auto packed = [&](Entry& e) { return pack(e, op, w, op.bias, nullptr, local); };
+    const Entry* pick = choose(Kind::forward, plain, pts, op, w, again, packed);
+    if (pick && pick == plain.winograd.get() && p.binary.empty())
+      ways.insert(ways.begin(), {false, true});
+    if (pick && pick == plain.matmul.get()) {  // the epilogue's matmul, else a convolution
+      std::vector<memory::desc> mds;
+      for (const post_ops::Plan::Binary& b : p.binary) mds.push_back(b.md);
+      it->second = make_matmul(x, w, has_b, out, &p.po, mds);
+    }
+  }
+  for (size_t i = 0; fresh && !it->second && i < ways.size(); ++i) {
+    const bool nhwc = ways[i].first;
     Geo geo(op);
     geo.nhwc = nhwc;
+    geo.winograd = ways[i].second;
     auto e = std::make_unique<Entry>();
     try {
       const dnnl::convolution_forward::primitive_desc pd(
@@ -597,6 +834,8 @@ bool conv_dnnl_epilogue(const ir::Conv& op, const ir::FusedGraph& g, int32_t anc
           attr, engine());
       if (other_layout && std::strstr(pd.impl_info_str(), "gemm")) continue;
       e->prim = dnnl::convolution_forward(pd);
+      e->winograd = geo.winograd;
+      e->oc_mask = op.groups > 1 ? 3 : 1;
       e->binds.push_back(bind(DNNL_ARG_SRC, false, strided_desc(x), pd.src_desc()));
       e->binds.push_back(
           bind(DNNL_ARG_WEIGHTS, false, weight_desc(w, op.groups), pd.weights_desc()));
@@ -610,12 +849,17 @@ bool conv_dnnl_epilogue(const ir::Conv& op, const ir::FusedGraph& g, int32_t anc
   }
   if (!it->second) return false;  // remembered: not retried
   std::vector<std::pair<int, memory>> extra;
-  for (const post_ops::Plan::Binary& b : p.binary)
+  const std::vector<memory::desc>& rows = it->second->binary;
+  for (size_t j = 0; j < p.binary.size(); ++j) {
+    const post_ops::Plan::Binary& b = p.binary[j];
     extra.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.index) | DNNL_ARG_SRC_1,
-                     memory(b.md, engine(), const_cast<float*>(ref::ptr<float>(b.src)))});
+                     memory(rows.empty() ? b.md : rows[j], engine(),
+                            const_cast<float*>(ref::ptr<float>(b.src)))});
+  }
   Packed local;
   execute(*it->second, ts, extra,
           pack(*it->second, op, w, op.bias, folded ? &fold : nullptr, local));
+  seen(op, w);
   count_fused_run();
   return true;
 }
@@ -651,5 +895,9 @@ bool conv_dnnl_backward_weights(const ir::ConvBackwardWeights& op) {
 void set_conv_backward_enabled(bool on) { g_backward_enabled.store(on); }
 
 int64_t conv_backward_runs() { return g_backward_runs.load(std::memory_order_relaxed); }
+
+int64_t conv_winograd_runs() { return g_winograd_runs.load(std::memory_order_relaxed); }
+
+int64_t conv_matmul_runs() { return g_matmul_runs.load(std::memory_order_relaxed); }
 
 }  // namespace ember::cpu

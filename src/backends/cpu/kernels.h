@@ -40,6 +40,10 @@ bool conv_dnnl_backward_data(const ir::ConvBackwardData& op);
 bool conv_dnnl_backward_weights(const ir::ConvBackwardWeights& op);
 /// How many oneDNN backward convolutions (data or weights) have run (for tests).
 int64_t conv_backward_runs();
+/// Forward convolutions run through oneDNN's Winograd since start (conv.cpp; for tests).
+int64_t conv_winograd_runs();
+/// Forward 1x1 convolutions run as oneDNN matmuls since start (conv.cpp; for tests).
+int64_t conv_matmul_runs();
 /// Test hook: off makes the backward passes decline (the frontend's composite gradients run).
 void set_conv_backward_enabled(bool on);
 /// pool.cpp: oneDNN max / avg pooling forward and backward (f32); false: not taken.
