@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -453,6 +454,46 @@ TEST(ConvEpilogueTest, OneByOneAsMatmulAgreesWithTheReference) {
   }
   EXPECT_GE(cpu::conv_matmul_runs() - before, 8) << "the matmul way ran";
   t.force("cpu.conv", "");
+}
+
+// Epilogue operands that broadcast over some dims (squeeze-excitation's [N, C, 1, 1], drop-path's
+// [N, 1, 1, 1], per-pixel maps) and an NCHW residual after a channels-last 1x1 convolution, on
+// every way (oneDNN 2.6's gemm convolution and a matmul over rows both applied them at the wrong
+// elements); relu of -inf after a grouped convolution; a division by constants whose reciprocal
+// overflows or which would fold into the weights as a scale beyond the float range.
+TEST(ConvEpilogueTest, BroadcastOperandsAfterOneByOneConvolutionsOnEveryWay) {
+  autotune::Autotuner& t = autotune::for_device(kCpu);
+  const Device r = Device::ref();
+  const Tensor x = input({2, 6, 3, 4}, 110).contiguous(MemoryFormat::channels_last);
+  const Tensor w = input({5, 6, 1, 1}, 111), b = input({5}, 112);
+  const std::vector<Shape> shapes = {{2, 1, 1, 1}, {2, 5, 1, 1}, {1, 1, 3, 4}, {2, 1, 3, 4},
+                                     {1, 5, 3, 4}, {4},          {2, 5, 3, 1}, {2, 5, 3, 4}};
+  NoGradGuard no_grad;
+  for (const char* way : {"", "nhwc", "blocked", "matmul"}) {
+    SCOPED_TRACE(std::string("way ") + (*way ? way : "tuned"));
+    t.force("cpu.conv", way);
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      const Tensor o = input(shapes[k], 113 + k);
+      const Tensor want = F::conv2d(x.to(r), w.to(r), b.to(r));
+      expect_near_all(values(F::silu(F::conv2d(x, w, b)) * o), values(F::silu(want) * o.to(r)),
+                      "silu * " + shape_str(shapes[k]));
+      expect_near_all(values(F::relu(F::conv2d(x, w, b) + o)), values(F::relu(want + o.to(r))),
+                      "relu + " + shape_str(shapes[k]));
+      expect_near_all(values(o + F::conv2d(x, w, b)), values(o.to(r) + want),
+                      shape_str(shapes[k]) + " + conv (the result in the operand's layout)");
+    }
+  }
+  t.force("cpu.conv", "");
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor xi = from_vector<float>(std::vector<float>{-inf, 1, 2, 3}, {1, 2, 2}).to(kCpu);
+  const Tensor wi = from_vector<float>(std::vector<float>{1, 1}, {2, 1, 1}).to(kCpu);
+  expect_near_all(values(F::relu(F::conv1d(xi, wi, Tensor(), {1}, {0}, {1}, 2))), {0, 1, 2, 3},
+                  "relu of -inf after a grouped conv1d");
+  const Tensor xs = input({1, 3, 6, 6}, 130), ws = input({4, 3, 3, 3}, 131);
+  for (double c : {1e-39, 3e-39})
+    expect_near_all(values(F::conv2d(xs * 1e-6, ws) / c),
+                    values(F::conv2d(xs.to(r) * 1e-6, ws.to(r)) / c),
+                    "divided by " + std::to_string(c));
 }
 
 }  // namespace

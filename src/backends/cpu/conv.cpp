@@ -529,8 +529,14 @@ std::unique_ptr<Entry> make_matmul(const Tensor& x, const Tensor& w, bool bias, 
     dnnl::algorithm alg;
     memory::desc md;
     po->get_params_binary(i, alg, md);
-    const memory::desc r = as_rows(binary[e->binary.size()]);
-    if (r.is_zero()) return nullptr;
+    // Full-size operands and per-channel / scalar ones only: rows of another count (a
+    // per-image or per-pixel broadcast) were accepted by oneDNN and came out wrong.
+    const memory::desc& b = binary[e->binary.size()];
+    const Dims bd = b.dims(), od = dims_of(out);
+    bool channel_only = true;
+    for (size_t d = 0; d < bd.size(); ++d) channel_only = channel_only && (d == 1 || bd[d] == 1);
+    const memory::desc r = as_rows(b);
+    if (r.is_zero() || !(bd == od || channel_only)) return nullptr;
     e->binary.push_back(r);
     rows_po.append_binary(alg, r);
   }
@@ -600,7 +606,9 @@ std::vector<std::pair<const char*, Entry*>> ways_in_order(const Ways& w, const T
 
 // The way to run: the autotuner times the ways per shape class (runtime/autotune.h); its default
 // (EMBER_AUTOTUNE=off) is the first of ways_in_order. All compute the same convolution.
-// Winograd's rounding differs from the direct sum's, and it is a candidate from a weight's
+// Winograd's rounding differs from the direct sum's (and its transforms overflow sooner: an inf
+// input or values near the float limit give inf / NaN where the direct sum does not), and it is
+// a candidate from a weight's
 // second call on: only EMBER_AUTOTUNE=full takes it (in a class of its own), so that at the
 // default effort a call's results never depend on whether the weight was seen before.
 // `packed` (forward only): the weights each way runs with.
@@ -770,8 +778,14 @@ bool conv_dnnl_epilogue(const ir::Conv& op, const ir::FusedGraph& g, int32_t anc
   // finite: conv * inf is not (conv's weights * inf) summed).
   Fold fold;
   int folded = post_ops::fold_per_channel(p, op.dst.size(1), fold.scale, fold.shift);
-  for (size_t c = 0; folded && c < fold.scale.size(); ++c)
-    if (!std::isfinite(fold.scale[c]) || !std::isfinite(fold.shift[c])) folded = 0;
+  // Nor when a scale is beyond 1e10 or below 1e-10 (but 0): weight * scale could overflow or
+  // underflow where (conv * scale) does not (conv / 3e-39 folds a scale of 3.3e38).
+  for (size_t c = 0; folded && c < fold.scale.size(); ++c) {
+    const float a = std::fabs(fold.scale[c]);
+    if (!std::isfinite(fold.scale[c]) || !std::isfinite(fold.shift[c]) || a > 1e10f ||
+        (a != 0 && a < 1e-10f))
+      folded = 0;
+  }
   if (folded) p = post_ops::drop_leading(p, folded);
   const memory::desc out_md(dims, kF32, out_strides);
   const Tensor& x = op.src;
@@ -791,11 +805,6 @@ bool conv_dnnl_epilogue(const ir::Conv& op, const ir::FusedGraph& g, int32_t anc
   if (channels_last(x) && one_by_one) ways.push_back({true, false});
   ways.push_back({false, false});
   if (channels_last(x) && !one_by_one) ways.push_back({true, false});
-  // oneDNN 2.6's gemm convolution read a full-size binary operand in another layout than dst's
-  // at dst's offsets (an NCHW residual on an NHWC output came out wrong): not taken then.
-  bool other_layout = false;
-  for (const post_ops::Plan::Binary& b : p.binary)
-    other_layout = other_layout || (b.md.dims() == dims && b.md != out_md);
   std::vector<const Tensor*> ts{&x, &w};
   if (has_b) ts.push_back(folded ? nullptr : &op.bias);  // folded: Packed's bias
   ts.push_back(&out);
@@ -832,7 +841,19 @@ bool conv_dnnl_epilogue(const ir::Conv& op, const ir::FusedGraph& g, int32_t anc
           forward_desc(dnnl::prop_kind::forward_inference, dims_of(x), weight_dims(w, op.groups),
                        has_b ? &bmd : nullptr, dims, geo, nhwc),
           attr, engine());
-      if (other_layout && std::strstr(pd.impl_info_str(), "gemm")) continue;
+      // oneDNN 2.6's gemm convolution applied binary operands at the wrong elements unless
+      // they are per-channel (or scalar) or full-size in its dst's own layout.
+      if (std::strstr(pd.impl_info_str(), "gemm")) {
+        bool ok = true;
+        for (const post_ops::Plan::Binary& b : p.binary) {
+          const Dims bd = b.md.dims();
+          bool channel_only = true;
+          for (size_t d = 0; d < bd.size(); ++d)
+            channel_only = channel_only && (d == 1 || bd[d] == 1);
+          ok = ok && (channel_only || b.md == pd.dst_desc());
+        }
+        if (!ok) continue;
+      }
       e->prim = dnnl::convolution_forward(pd);
       e->winograd = geo.winograd;
       e->oc_mask = op.groups > 1 ? 3 : 1;

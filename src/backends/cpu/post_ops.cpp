@@ -6,6 +6,7 @@
 #include "backends/cpu/post_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -181,7 +182,7 @@ bool plan_epilogue(const ir::FusedGraph& g, int32_t anchor_input, const Dims& di
             beta = left ? -c : c;
             break;
           case ir::BinaryOp::div:
-            if (!left || c == 0) return false;
+            if (!left || c == 0 || !std::isfinite(1.f / c)) return false;  // 1 / 1e-39: inf
             alpha = 1.f / c;
             break;
           default:
