@@ -86,7 +86,7 @@ if(NOT EXISTS "${groups_file}" OR "${EMBER_TEST_EXE}" IS_NEWER_THAN "${groups_fi
     endif()
     # The fusion tests run again with EMBER_CHECK=1: each fused graph (and each matmul with its
     # epilogue) also runs op by op.
-    if(group MATCHES "^(StreamTest|StreamFaultTest|OptimFusionTest|CpuFusedGraph.*|GpuFusedGraph.*|EpilogueTest|GpuEpilogueTest|ConvEpilogueTest|FusedReduceTest)$")
+    if(group MATCHES "^(StreamTest|StreamFaultTest|OptimFusionTest|CpuFusedGraph.*|GpuFusedGraph.*|EpilogueTest|GpuEpilogueTest|ConvEpilogueTest|EpilogueNonFiniteTest|FusedReduceTest)$")
       string(APPEND script
              "add_test([==[${group}/check]==] [==[${EMBER_TEST_EXE}]==] "
              "[==[--gtest_filter=${filter}]==])\n"

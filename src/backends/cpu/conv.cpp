@@ -546,6 +546,7 @@ std::unique_ptr<Entry> make_matmul(const Tensor& x, const Tensor& w, bool bias, 
     const dnnl::matmul::primitive_desc pd(
         bias ? dnnl::matmul::desc(xr, wany, br, yr) : dnnl::matmul::desc(xr, wany, yr), attr,
         engine());
+    if (!post_ops::exact_post_ops(pd.impl_info_str(), rows_po)) return nullptr;
     e->prim = dnnl::matmul(pd);
     e->oc_mask = 2;
     e->matmul = true;
@@ -841,6 +842,7 @@ bool conv_dnnl_epilogue(const ir::Conv& op, const ir::FusedGraph& g, int32_t anc
           forward_desc(dnnl::prop_kind::forward_inference, dims_of(x), weight_dims(w, op.groups),
                        has_b ? &bmd : nullptr, dims, geo, nhwc),
           attr, engine());
+      if (!post_ops::exact_post_ops(pd.impl_info_str(), p.po)) continue;
       // oneDNN 2.6's gemm convolution applied binary operands at the wrong elements unless
       // they are per-channel (or scalar) or full-size in its dst's own layout.
       if (std::strstr(pd.impl_info_str(), "gemm")) {

@@ -58,6 +58,7 @@ bool matmul_epilogue(const ir::Matmul& mm, const ir::FusedGraph& g, int32_t anch
     const memory::desc dst_md(dims, memory::data_type::f32, out_strides);
     if (!post_ops::dense(dst_md)) return false;
     const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, wei_md, dst_md), attr, eng);
+    if (!post_ops::exact_post_ops(pd.impl_info_str(), p.po)) return false;
     const dnnl::matmul prim(pd);
     std::unordered_map<int, memory> args;
     args.emplace(DNNL_ARG_SRC, memory(src_md, eng, const_cast<float*>(ref::ptr<float>(a))));

@@ -1,12 +1,20 @@
 // The translation of an anchored group's epilogue (ir::FusedGraph) into oneDNN post-ops, shared
 // by the cpu's matmul (epilogue.cpp) and convolution (conv.cpp) anchors: a chain from the
 // anchor's result to the one output where each node is an eltwise step (relu, leaky_relu, gelu,
-// gelu_tanh, silu, sigmoid, tanh, neg, square, exp; a scalar add/sub/mul/div as eltwise_linear)
-// or a tensor add/sub/mul/max/min with a load (a binary post-op with broadcast dims of 1).
+// gelu_tanh, silu, sigmoid, tanh, neg, square; a scalar add/sub/mul/div as eltwise_linear)
+// or a tensor add/sub/mul with a load (a binary post-op with broadcast dims of 1).
+//
+// Every step keeps torch's NaN and infinity results (probed on oneDNN 2.6's jit and gemm/ref
+// post-ops): its jit relu (a max with 0) turned NaN into 0 and its reference relu (x * alpha
+// below 0) turned -inf into NaN, so relu runs as elu with alpha 0 plus 0 (x > 0 ? x : 0 *
+// expm1(x), then -0 + 0 = +0); its jit exp turned NaN into inf and its binary max/min returned
+// the operand for a NaN result, so neither is a post-op; its reference logistic turned NaN into
+// 0 (exact_post_ops keeps it off those implementations).
 #include "backends/cpu/post_ops.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -102,12 +110,12 @@ bool eltwise_of(const ir::FusedGraph::Node& n, algorithm& alg, float& alpha, flo
   beta = 0;
   switch (n.unary) {
     case ir::UnaryOp::relu:
-      alg = algorithm::eltwise_relu;
+      alg = algorithm::eltwise_elu;  // then + 0: plan_epilogue
       return true;
-    case ir::UnaryOp::leaky_relu:
+    case ir::UnaryOp::leaky_relu:  // x > 0 ? x : alpha * x (-inf * 0: NaN); alpha 0 takes a max
       alg = algorithm::eltwise_relu;
       alpha = float(n.p0);
-      return true;
+      return alpha != 0;
     case ir::UnaryOp::gelu:
       alg = algorithm::eltwise_gelu_erf;
       return true;
@@ -126,9 +134,6 @@ bool eltwise_of(const ir::FusedGraph::Node& n, algorithm& alg, float& alpha, flo
       return true;
     case ir::UnaryOp::square:
       alg = algorithm::eltwise_square;
-      return true;
-    case ir::UnaryOp::exp:
-      alg = algorithm::eltwise_exp;
       return true;
     case ir::UnaryOp::neg:
       alg = algorithm::eltwise_linear;
@@ -163,6 +168,7 @@ bool plan_epilogue(const ir::FusedGraph& g, int32_t anchor_input, const Dims& di
       float alpha, beta;
       if (n.a != chain || !eltwise_of(n, alg, alpha, beta)) return false;
       p.po.append_eltwise(1.f, alg, alpha, beta);
+      if (alg == algorithm::eltwise_elu) p.po.append_eltwise(1.f, algorithm::eltwise_linear, 1, 0);
     } else if (n.kind == Kind::binary) {
       const bool left = n.a == chain;
       if (left == (n.b == chain)) return false;  // the chain on exactly one side
@@ -198,12 +204,6 @@ bool plan_epilogue(const ir::FusedGraph& g, int32_t anchor_input, const Dims& di
           case ir::BinaryOp::mul:
             alg = algorithm::binary_mul;
             break;
-          case ir::BinaryOp::maximum:
-            alg = algorithm::binary_max;
-            break;
-          case ir::BinaryOp::minimum:
-            alg = algorithm::binary_min;
-            break;
           case ir::BinaryOp::sub:
             if (!left) return false;
             alg = algorithm::binary_sub;
@@ -228,6 +228,18 @@ bool plan_epilogue(const ir::FusedGraph& g, int32_t anchor_input, const Dims& di
     ++steps;
   }
   return steps > 0 && g.outputs[0].node == chain;
+}
+
+bool exact_post_ops(const char* impl, const dnnl::post_ops& po) {
+  if (!std::strstr(impl, "gemm") && !std::strstr(impl, "ref")) return true;
+  for (int k = 0; k < po.len(); ++k) {
+    if (po.kind(k) != dnnl::primitive::kind::eltwise) continue;
+    float s, alpha, beta;
+    algorithm alg;
+    po.get_params_eltwise(k, s, alg, alpha, beta);
+    if (alg == algorithm::eltwise_logistic) return false;
+  }
+  return true;
 }
 
 }  // namespace ember::cpu::post_ops

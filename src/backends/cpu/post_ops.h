@@ -40,6 +40,10 @@ struct Plan {
 bool plan_epilogue(const ir::FusedGraph& g, int32_t anchor_input, const Dims& dims, bool any_order,
                    Plan& p);
 
+/// Whether the primitive implementation `impl` (impl_info_str) gives torch's NaN results for
+/// these post-ops: oneDNN 2.6's gemm and reference post-ops turn a NaN into 0 in logistic.
+bool exact_post_ops(const char* impl, const dnnl::post_ops& po);
+
 /// Folds the plan's leading per-channel affine steps (binary mul / add / sub with an operand
 /// whose dims are 1 except dim 1 == channels, and scalar eltwise_linear) into one y * scale[c] +
 /// shift[c]: returns how many post-ops it folded (0: none) and fills scale / shift (channels
