@@ -1,7 +1,8 @@
 # Registers ember_tests' gtests with ctest, in groups: one ctest test per gtest suite (named as
 # the suite, e.g. TensorTest), except the op table, whose cases are one ctest test per family file
 # and backend: OpTable/<family>/<backend> (e.g. OpTable/conv/cpu runs OpTable.*/cpu of
-# tests/op_table_conv.cpp). One process per gtest costs ~7x the single process's time (the
+# tests/op_table_conv.cpp), and the ONNX conformance suites, one per device:
+# OnnxConformance/<backend>. One process per gtest costs ~7x the single process's time (the
 # Vulkan tests each open the device and compile their kernels again), one per group about what
 # the single process takes, and ctest still runs the groups in parallel and reports each.
 #
@@ -28,6 +29,8 @@ if(NOT EXISTS "${groups_file}" OR "${EMBER_TEST_EXE}" IS_NEWER_THAN "${groups_fi
   endif()
   file(READ "${json}" text)
   string(REPLACE "\\/" "/" text "${text}")
+  # A value-parameterized test's "value_param" stands between its "name" and "file".
+  string(REGEX REPLACE "\"value_param\": [^\n]*\n[ ]*" "" text "${text}")
   # gtest writes a suite as "name" then "tests", a test as "name" then "file" (its source).
   string(REGEX MATCHALL "\"name\": \"[^\"]*\",[ \n]*\"(tests|file)\": \"?[^\",\n]*" items
          "${text}")
@@ -42,11 +45,16 @@ if(NOT EXISTS "${groups_file}" OR "${EMBER_TEST_EXE}" IS_NEWER_THAN "${groups_fi
       continue()
     endif()
     math(EXPR count "${count} + 1")
+    set(per_test OFF)
     if(suite STREQUAL "OpTable" AND name MATCHES "/([A-Za-z0-9_]+)$")
       set(backend "${CMAKE_MATCH_1}")
       get_filename_component(family "${file}" NAME_WE)
       string(REGEX REPLACE "^op_table_" "" family "${family}")
       set(group "OpTable/${family}/${backend}")
+      set(per_test ON)
+    elseif(suite MATCHES "OnnxConformance$" AND name MATCHES "_(ref|cpu|vulkan|opencl)$")
+      set(group "OnnxConformance/${CMAKE_MATCH_1}")  # one per device, run in parallel
+      set(per_test ON)
     else()
       set(group "${suite}")
     endif()
@@ -55,7 +63,7 @@ if(NOT EXISTS "${groups_file}" OR "${EMBER_TEST_EXE}" IS_NEWER_THAN "${groups_fi
       list(APPEND order "${group}")
       set("tests_${id}" "")
     endif()
-    if(NOT suite STREQUAL "OpTable")
+    if(NOT per_test)
       set("tests_${id}" "${suite}.*")
     else()
       string(APPEND "tests_${id}" ":${suite}.${name}")

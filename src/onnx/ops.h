@@ -12,15 +12,16 @@
 
 #include "ember/ember.h"
 
-namespace ember::onnx_test {
+namespace ember::onnx::detail {
 
 /// A node with its opset and the ONNX element types of its inputs (0 where unknown).
 struct Node {
-  const onnx::NodeProto& proto;
+  const ::onnx::NodeProto& proto;
   int64_t opset;
   std::vector<int32_t> input_types;
+  Device device = Device::ref();  // where tensors the node makes from nothing go (Constant)
 
-  const onnx::AttributeProto* attr(const std::string& name) const;
+  const ::onnx::AttributeProto* attr(const std::string& name) const;
   bool has(const std::string& name) const { return attr(name) != nullptr; }
   int64_t i(const std::string& name, int64_t def) const;
   double f(const std::string& name, double def) const;
@@ -57,4 +58,4 @@ void register_math_ops(std::map<std::string, OpImpl>& r);
 void register_shape_ops(std::map<std::string, OpImpl>& r);
 void register_nn_ops(std::map<std::string, OpImpl>& r);
 
-}  // namespace ember::onnx_test
+}  // namespace ember::onnx::detail

@@ -2,9 +2,9 @@
 // onto ember/nn/functional/*.h.
 #include <cmath>
 
-#include "onnx/onnx_ops.h"
+#include "onnx/ops.h"
 
-namespace ember::onnx_test {
+namespace ember::onnx::detail {
 namespace F = ember::nn::functional;
 namespace {
 
@@ -319,7 +319,13 @@ void register_nn_ops(std::map<std::string, OpImpl>& r) {
                                if (n.i("training_mode", 0))
                                  return "training_mode (ONNX running stats differ from torch)";
                                if (n.proto.output_size() > 1) return "running statistics outputs";
-                               return n.only_attrs({"epsilon", "momentum", "training_mode"});
+                               // Opsets 1-6: is_test (default 0, training); before 9: spatial
+                               // (0: statistics per activation, not per channel).
+                               if (n.opset < 7 && n.i("is_test", 0) == 0)
+                                 return "is_test 0 (training mode)";
+                               if (n.i("spatial", 1) == 0) return "spatial 0";
+                               return n.only_attrs({"epsilon", "momentum", "training_mode",
+                                                    "is_test", "spatial", "consumed_inputs"});
                              },
                              [](const Node& n, const Tensors& in) {
                                return Tensors{F::batch_norm(in[0], in[3], in[4], in[1], in[2],
@@ -375,4 +381,4 @@ void register_nn_ops(std::map<std::string, OpImpl>& r) {
       }};
 }
 
-}  // namespace ember::onnx_test
+}  // namespace ember::onnx::detail

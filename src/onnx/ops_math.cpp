@@ -1,10 +1,10 @@
 // ONNX element-wise, reduction and scan ops mapped onto ember/ops/{elementwise,reduce,linalg}.h.
 #include <cmath>
 
-#include "onnx/onnx_ops.h"
-#include "onnx/onnx_reader.h"
+#include "onnx/ops.h"
+#include "onnx/proto.h"
 
-namespace ember::onnx_test {
+namespace ember::onnx::detail {
 namespace F = ember::nn::functional;
 namespace {
 
@@ -235,9 +235,17 @@ void register_math_ops(std::map<std::string, OpImpl>& r) {
                    Tensor y = where(lt(x, Scalar(-lambd)), add(x, Scalar(bias)), zeros_like(x));
                    return Tensors{where(gt(x, Scalar(lambd)), sub(x, Scalar(bias)), y)};
                  }};
-  r["PRelu"] = {ok, [](const Node&, const Tensors& in) {
+  r["PRelu"] = {ok, [](const Node& n, const Tensors& in) {
                   // The slope broadcasts unidirectionally to X (any shape), so not F::prelu.
-                  return Tensors{where(lt(in[0], Scalar(0)), mul(in[0], in[1]), in[0])};
+                  // Before opset 7 a 1-d slope of X's channel count is per channel (dim 1).
+                  Tensor slope = in[1];
+                  if (n.opset < 7 && slope.dim() == 1 && in[0].dim() >= 2 &&
+                      slope.size(0) == in[0].size(1) && slope.size(0) != 1) {
+                    Shape s(size_t(in[0].dim() - 1), 1);
+                    s[0] = slope.size(0);
+                    slope = slope.reshape(s);
+                  }
+                  return Tensors{where(lt(in[0], Scalar(0)), mul(in[0], slope), in[0])};
                 }};
   r["Gelu"] = {attrs({"approximate"}), [](const Node& n, const Tensors& in) {
                  return Tensors{F::gelu(in[0], n.s("approximate", "none"))};
@@ -296,7 +304,9 @@ void register_math_ops(std::map<std::string, OpImpl>& r) {
 
   // ---- linear algebra ----
   r["MatMul"] = {ok, [](const Node&, const Tensors& in) { return Tensors{matmul(in[0], in[1])}; }};
-  r["Gemm"] = {attrs({"alpha", "beta", "transA", "transB"}), [](const Node& n, const Tensors& in) {
+  // Before opset 7, `broadcast` said whether C broadcasts; C always does here (numpy rules).
+  r["Gemm"] = {attrs({"alpha", "beta", "transA", "transB", "broadcast"}),
+               [](const Node& n, const Tensors& in) {
                  Tensor a = n.i("transA", 0) ? in[0].t() : in[0];
                  Tensor b = n.i("transB", 0) ? in[1].t() : in[1];
                  Tensor y = mul(matmul(a, b), Scalar(n.f("alpha", 1.0)));
@@ -306,4 +316,4 @@ void register_math_ops(std::map<std::string, OpImpl>& r) {
                }};
 }
 
-}  // namespace ember::onnx_test
+}  // namespace ember::onnx::detail

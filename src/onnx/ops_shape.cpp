@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <climits>
 
-#include "onnx/onnx_ops.h"
-#include "onnx/onnx_reader.h"
+#include "onnx/ops.h"
+#include "onnx/proto.h"
 
-namespace ember::onnx_test {
+namespace ember::onnx::detail {
 namespace {
 
 std::string ok(const Node&) { return ""; }
@@ -43,8 +43,8 @@ std::string cast_check(const Node& n) {
       return "input type " + onnx_type_name(n.input_types[k]);
   // ONNX 1.12's bfloat16 cast tests store the bf16 values as UINT16 bit patterns (and truncate
   // instead of rounding): they do not describe a bf16 tensor.
-  bool bf16 = n.i("to", 0) == onnx::TensorProto::BFLOAT16;
-  for (int32_t t : n.input_types) bf16 = bf16 || t == onnx::TensorProto::BFLOAT16;
+  bool bf16 = n.i("to", 0) == ::onnx::TensorProto::BFLOAT16;
+  for (int32_t t : n.input_types) bf16 = bf16 || t == ::onnx::TensorProto::BFLOAT16;
   if (bf16) return "bfloat16 test data stored as UINT16 bit patterns";
   return "";
 }
@@ -89,7 +89,7 @@ void register_shape_ops(std::map<std::string, OpImpl>& r) {
         return "";
       },
       [](const Node& n, const Tensors&) {
-        const Device d = Device::ref();
+        const Device d = n.device;
         if (n.has("value")) return Tensors{tensor_from_proto(n.attr("value")->t(), d)};
         if (n.has("value_float"))
           return Tensors{scalar_tensor(Scalar(n.f("value_float", 0)), {DType::f32, d})};
@@ -382,4 +382,4 @@ void register_shape_ops(std::map<std::string, OpImpl>& r) {
                   }};
 }
 
-}  // namespace ember::onnx_test
+}  // namespace ember::onnx::detail

@@ -1,8 +1,8 @@
-#include "onnx/onnx_ops.h"
+#include "onnx/ops.h"
 
-namespace ember::onnx_test {
+namespace ember::onnx::detail {
 
-const onnx::AttributeProto* Node::attr(const std::string& name) const {
+const ::onnx::AttributeProto* Node::attr(const std::string& name) const {
   for (const auto& a : proto.attribute())
     if (a.name() == name) return &a;
   return nullptr;
@@ -66,4 +66,4 @@ std::map<std::string, OpImpl>& op_registry() {
   return r;
 }
 
-}  // namespace ember::onnx_test
+}  // namespace ember::onnx::detail

@@ -1,10 +1,13 @@
-#include "onnx/onnx_reader.h"
+#include "onnx/proto.h"
 
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
 
-namespace ember::onnx_test {
+namespace ember::onnx::detail {
 
 bool read_proto(const std::string& path, google::protobuf::Message& msg) {
   std::ifstream f(path, std::ios::binary);
@@ -15,7 +18,7 @@ bool read_proto(const std::string& path, google::protobuf::Message& msg) {
 }
 
 bool dtype_from_onnx(int32_t t, DType& out) {
-  using TP = onnx::TensorProto;
+  using TP = ::onnx::TensorProto;
   switch (t) {
     case TP::FLOAT:
       out = DType::f32;
@@ -62,8 +65,8 @@ bool dtype_from_onnx(int32_t t, DType& out) {
 }
 
 std::string onnx_type_name(int32_t t) {
-  if (onnx::TensorProto_DataType_IsValid(t))
-    return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t));
+  if (::onnx::TensorProto_DataType_IsValid(t))
+    return ::onnx::TensorProto_DataType_Name(static_cast<::onnx::TensorProto_DataType>(t));
   return "type" + std::to_string(t);
 }
 
@@ -82,18 +85,71 @@ std::vector<unsigned char> convert(const Field& field) {
 
 }  // namespace
 
-Tensor tensor_from_proto(const onnx::TensorProto& t, Device device) {
-  using TP = onnx::TensorProto;
+namespace {
+
+// The bytes of an external-data tensor (ONNX's external_data: location, offset, length).
+std::vector<unsigned char> external_bytes(const ::onnx::TensorProto& t, const std::string& dir) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : t.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    if (kv.key() == "offset" || kv.key() == "length") {
+      int64_t v = -1;
+      try {
+        size_t used = 0;
+        v = std::stoll(kv.value(), &used);
+        if (used != kv.value().size()) v = -1;
+      } catch (const std::exception&) {
+      }
+      EMBER_CHECK(v >= 0, "onnx", "tensor '", t.name(), "': external data ", kv.key(), " '",
+                  kv.value(), "' is not a byte count");
+      (kv.key() == "offset" ? offset : length) = v;
+    }
+  }
+  namespace fs = std::filesystem;
+  const fs::path rel(location);
+  EMBER_CHECK(!location.empty() && rel.is_relative() &&
+                  std::find(rel.begin(), rel.end(), fs::path("..")) == rel.end(),
+              "onnx", "tensor '", t.name(), "': external data location '", location,
+              "' is not a path inside the model's directory");
+  const fs::path file = fs::path(dir.empty() ? "." : dir) / rel;
+  std::ifstream f(file, std::ios::binary);
+  EMBER_CHECK(f.good(), "onnx", "tensor '", t.name(), "': cannot open external data file '",
+              file.string(), "'");
+  f.seekg(0, std::ios::end);
+  const int64_t size = int64_t(f.tellg());
+  if (length < 0) length = size - offset;
+  EMBER_CHECK(offset <= size && length >= 0 && length <= size - offset, "onnx", "tensor '",
+              t.name(), "': external data '", file.string(), "' holds ", size,
+              " bytes, the tensor reads ", length, " from offset ", offset);
+  std::vector<unsigned char> bytes(static_cast<size_t>(length));
+  f.seekg(offset);
+  f.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(length));
+  EMBER_CHECK(f.good() || length == 0, "onnx", "tensor '", t.name(), "': cannot read '",
+              file.string(), "'");
+  return bytes;
+}
+
+}  // namespace
+
+Tensor tensor_from_proto(const ::onnx::TensorProto& t, Device device,
+                         const std::string& model_dir) {
+  using TP = ::onnx::TensorProto;
   DType dt;
   if (!dtype_from_onnx(t.data_type(), dt))
     EMBER_FAIL("onnx", "tensor '", t.name(), "' has unsupported type ",
                onnx_type_name(t.data_type()));
-  if (t.data_location() == TP::EXTERNAL)
-    EMBER_FAIL("onnx", "tensor '", t.name(), "' uses external data");
   Shape shape(t.dims().begin(), t.dims().end());
-  const int64_t n = numel_of(shape);
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    EMBER_CHECK(d >= 0 && (d == 0 || n <= (int64_t(1) << 40) / d), "onnx", "tensor '", t.name(),
+                "' has dims ", shape_str(shape), " (a negative or too large dim)");
+    n *= d;
+  }
   std::vector<unsigned char> bytes;
-  if (t.has_raw_data()) {
+  if (t.data_location() == TP::EXTERNAL) {
+    bytes = external_bytes(t, model_dir);
+  } else if (t.has_raw_data()) {
     // raw_data is little-endian, the host order here.
     bytes.assign(t.raw_data().begin(), t.raw_data().end());
   } else {
@@ -148,4 +204,4 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, Device device) {
   return from_blob(bytes.data(), shape, dt, device);
 }
 
-}  // namespace ember::onnx_test
+}  // namespace ember::onnx::detail

@@ -1,0 +1,115 @@
+// ONNX models at run time: load a .onnx file onto a device and run it with Ember's ops, no
+// code generation. Built on ONNX's own protobuf classes, checker and shape inference (Debian's
+// libonnx-dev); present when Ember was built with EMBER_ONNX (the default where libonnx-dev is
+// installed; ember/onnx.h is then installed too).
+//
+//   auto model = ember::onnx::load("resnet50.onnx", ember::Device::cpu());
+//   std::map<std::string, ember::Tensor> out = model.run({{"input", x}});
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ember/device.h"
+#include "ember/dtype.h"
+#include "ember/tensor.h"
+
+namespace ember::onnx {
+
+/// A graph input or output. shape[d] is the dim's size, or -1 when the model leaves it open
+/// (dim_params[d] then names it, e.g. "batch", or is "" when unnamed). has_shape is false when
+/// the model gives no rank at all (shape is then empty).
+struct ValueInfo {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  std::vector<std::string> dim_params;
+  bool has_shape = true;
+};
+
+/// A node Ember cannot run, and why ("op not mapped", "attribute X not mapped", "tensor type
+/// STRING", ...). `node` is the node's name, or "#k" (its index in the graph) when it has none.
+struct Unsupported {
+  std::string node;
+  std::string op_type;
+  std::string reason;
+};
+
+/// What a model file holds, read without running it (`ember onnx info`).
+struct Info {
+  int64_t ir_version = 0;
+  int64_t opset = 0;  // of the default domain ("" / "ai.onnx")
+  std::string producer;
+  std::vector<ValueInfo> inputs;  // the inputs run() takes (initializers left out)
+  std::vector<ValueInfo> outputs;
+  std::map<std::string, int64_t> op_counts;  // op type -> nodes
+  int64_t initializers = 0;                  // weight tensors
+  int64_t parameters = 0;                    // their elements
+  std::vector<Unsupported> unsupported;      // empty: load() accepts the model
+};
+
+/// The opsets of the default domain Ember runs: every one Debian's ONNX 1.12 knows. Old
+/// opsets' attributes (broadcast, consumed_inputs, is_test, ...) are checked per node as any other.
+inline constexpr int64_t kMinOpset = 1;
+inline constexpr int64_t kMaxOpset = 17;
+
+/// Reads `path` (and its external data files, resolved against the model's directory) and says
+/// what it holds and which nodes Ember cannot run. Throws ember::Error when the file cannot be
+/// read, is not an ONNX model (truncated, corrupt: protobuf parse or ONNX checker failure) or
+/// names an opset outside [kMinOpset, kMaxOpset].
+Info inspect(const std::string& path);
+
+/// A loaded model: its weights live on device(); run() may be called from one thread at a time
+/// per Model (copies share the weights).
+class Model {
+ public:
+  const std::vector<ValueInfo>& inputs() const;
+  const std::vector<ValueInfo>& outputs() const;
+  int64_t opset() const;
+  Device device() const;
+  /// Nodes computed once at load time because all their inputs are constant (Constant,
+  /// shape arithmetic on initializers, ...), and nodes left to run.
+  int64_t folded_nodes() const;
+  int64_t nodes() const;
+
+  /// Runs the graph on `inputs` (every graph input by name; tensors on any device are copied to
+  /// device()) and returns every graph output by name. Throws ember::Error naming the input for
+  /// a missing or unknown name, a dtype other than the model's, or a shape whose rank or fixed
+  /// dims differ from the model's; naming the node (name, op type) when an op fails on it.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+
+  struct Impl;
+
+ private:
+  const Impl& impl() const;  // throws for a Model not made by load()
+  std::shared_ptr<const Impl> impl_;
+  friend Model load(const std::string& path, Device device);
+};
+
+/// Loads `path` onto `device`: parses and checks the model (ONNX's checker), infers the shapes
+/// and types of every value (ONNX's shape inference), checks every node against Ember's op
+/// mapping, copies the initializers (and external data) to the device and folds the nodes whose
+/// inputs are all constant. Throws ember::Error as inspect() does, and when a node cannot run:
+/// the message names each such node, its op type and what is missing (an op, an attribute, a
+/// dtype), or when the device lacks a dtype the weights need.
+Model load(const std::string& path, Device device = Device::default_device());
+
+/// One case of ONNX's backend test data (Debian libonnx-testdata): a directory holding model.onnx
+/// and test_data_set_*/ with input_*.pb and output_*.pb (TensorProto files, in graph order).
+/// run_test_case loads the model on `device`, runs every data set and compares each output with
+/// ONNX's tolerances: |got - want| <= 1e-7 + 1e-3 |want| for floats (NaN equals NaN), exact
+/// otherwise, and the same dtype and shape.
+struct CaseResult {
+  enum class Status { passed, failed, unsupported };
+  Status status = Status::unsupported;
+  std::string op_type;  // unsupported: the first op Ember cannot run ("" for the model itself)
+  std::string detail;   // why it did not pass ("" when it did)
+};
+/// Never throws for a bad case: a model load() rejects, or a dtype the device lacks, is
+/// unsupported; a wrong value, an error while running or an unreadable .pb file is failed.
+CaseResult run_test_case(const std::string& dir, Device device);
+
+}  // namespace ember::onnx

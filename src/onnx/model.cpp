@@ -1,0 +1,360 @@
+// ember::onnx::load / inspect / Model::run (include/ember/onnx.h): a ModelProto checked by
+// ONNX's checker and typed by its shape inference, each node mapped through the op registry
+// (ops.h), constants folded once, and the remaining nodes run in graph order over value slots.
+#include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "ember/onnx.h"
+#include "onnx/ops.h"
+#include "onnx/proto.h"
+
+namespace ember::onnx {
+
+using detail::Node;
+using detail::OpImpl;
+using detail::Tensors;
+
+namespace {
+
+struct Parsed {
+  ::onnx::ModelProto model;
+  std::string dir;  // for external data
+  int64_t opset = 0;
+  std::map<std::string, int32_t> types;  // value name -> ONNX element type, where known
+};
+
+int64_t default_opset(const ::onnx::ModelProto& m) {
+  for (const auto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
+  return 0;
+}
+
+// Reads, parses and checks `path`; types every value ONNX's shape inference can.
+std::unique_ptr<Parsed> parse(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  EMBER_CHECK(f.good(), "onnx", "cannot open '", path, "'");
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EMBER_CHECK(!f.bad(), "onnx", "cannot read '", path, "'");
+  auto p = std::make_unique<Parsed>();
+  EMBER_CHECK(!bytes.empty() && p->model.ParseFromString(bytes), "onnx", "'", path,
+              "' is not an ONNX model (", bytes.size(),
+              " bytes that do not parse as a ModelProto: truncated or corrupt)");
+  EMBER_CHECK(p->model.has_graph(), "onnx", "'", path, "' holds no graph");
+  p->dir = std::filesystem::path(path).parent_path().string();
+  p->opset = default_opset(p->model);
+  EMBER_CHECK(p->opset != 0, "onnx", "'", path,
+              "' imports no opset of the default domain (only other domains' ops)");
+  EMBER_CHECK(p->opset >= kMinOpset && p->opset <= kMaxOpset, "onnx", "'", path, "' imports opset ",
+              p->opset, " of the default domain; Ember runs opsets ", kMinOpset, " to ", kMaxOpset);
+  try {
+    ::onnx::checker::check_model(p->model);  // external data is checked when read
+  } catch (const std::exception& e) {
+    EMBER_FAIL("onnx", "'", path, "' is not a valid ONNX model: ", e.what());
+  }
+  ::onnx::ModelProto typed = p->model;
+  try {
+    ::onnx::shape_inference::InferShapes(typed);
+  } catch (const std::exception&) {
+    // Types stay unknown where inference stops; the op mapping then decides from the values.
+  }
+  const auto& g = typed.graph();
+  for (const auto& v : g.value_info())
+    if (v.type().has_tensor_type()) p->types[v.name()] = v.type().tensor_type().elem_type();
+  for (const auto* list : {&g.input(), &g.output()})
+    for (const auto& v : *list)
+      if (v.type().has_tensor_type()) p->types[v.name()] = v.type().tensor_type().elem_type();
+  for (const auto& t : g.initializer()) p->types[t.name()] = t.data_type();
+  return p;
+}
+
+std::string node_label(const ::onnx::NodeProto& n, int index) {
+  return n.name().empty() ? "#" + std::to_string(index) : n.name();
+}
+
+// "" when `v` is a tensor of an Ember dtype, else why not.
+std::string value_type_problem(const ::onnx::ValueInfoProto& v) {
+  if (!v.type().has_tensor_type())
+    return v.type().has_sequence_type()   ? "sequence type"
+           : v.type().has_optional_type() ? "optional type"
+                                          : "non-tensor type";
+  DType d;
+  const int32_t t = v.type().tensor_type().elem_type();
+  return detail::dtype_from_onnx(t, d) ? "" : "tensor type " + detail::onnx_type_name(t);
+}
+
+ValueInfo value_info(const ::onnx::ValueInfoProto& v) {
+  ValueInfo out;
+  out.name = v.name();
+  const auto& tt = v.type().tensor_type();
+  detail::dtype_from_onnx(tt.elem_type(), out.dtype);
+  out.has_shape = tt.has_shape();
+  for (const auto& d : tt.shape().dim()) {
+    out.shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    out.dim_params.push_back(d.has_dim_param() ? d.dim_param() : "");
+  }
+  return out;
+}
+
+std::set<std::string> initializer_names(const ::onnx::GraphProto& g) {
+  std::set<std::string> names;
+  for (const auto& t : g.initializer()) names.insert(t.name());
+  return names;
+}
+
+Node make_node(const Parsed& p, const ::onnx::NodeProto& n, Device device = Device::ref()) {
+  Node node{n, p.opset, {}, device};
+  for (const auto& in : n.input()) {
+    auto it = p.types.find(in);
+    node.input_types.push_back(it == p.types.end() ? 0 : it->second);
+  }
+  return node;
+}
+
+// What keeps node `n` from running, or "" (the graph-level checks of the node tests' runner).
+std::string node_problem(const Parsed& p, const ::onnx::NodeProto& n) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx") return "domain " + n.domain();
+  auto& reg = detail::op_registry();
+  auto it = reg.find(n.op_type());
+  if (it == reg.end()) return "op not mapped";
+  for (const auto& a : n.attribute())
+    if (a.has_g() || a.graphs_size()) return "subgraph attribute " + a.name();
+  return it->second.check(make_node(p, n));
+}
+
+Info describe(const Parsed& p) {
+  const auto& g = p.model.graph();
+  Info info;
+  info.ir_version = p.model.ir_version();
+  info.opset = p.opset;
+  info.producer = p.model.producer_name() +
+                  (p.model.producer_version().empty() ? "" : " " + p.model.producer_version());
+  const std::set<std::string> inits = initializer_names(g);
+  auto io = [&](const ::onnx::ValueInfoProto& v, std::vector<ValueInfo>& out, const char* what) {
+    const std::string why = value_type_problem(v);
+    if (!why.empty()) {
+      info.unsupported.push_back({std::string("graph ") + what + " " + v.name(), "", why});
+      return;
+    }
+    out.push_back(value_info(v));
+  };
+  for (const auto& v : g.input())
+    if (!inits.count(v.name())) io(v, info.inputs, "input");
+  for (const auto& v : g.output()) io(v, info.outputs, "output");
+  for (const auto& t : g.initializer()) {
+    ++info.initializers;
+    int64_t n = 1;
+    for (int64_t d : t.dims()) n *= std::max<int64_t>(d, 0);
+    info.parameters += n;
+    DType d;
+    if (!detail::dtype_from_onnx(t.data_type(), d))
+      info.unsupported.push_back(
+          {"initializer " + t.name(), "", "tensor type " + detail::onnx_type_name(t.data_type())});
+  }
+  if (g.sparse_initializer_size()) info.unsupported.push_back({"graph", "", "sparse initializers"});
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    ++info.op_counts[n.op_type()];
+    std::string why;
+    try {
+      why = node_problem(p, n);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (!why.empty()) info.unsupported.push_back({node_label(n, i), n.op_type(), why});
+  }
+  return info;
+}
+
+// Ops whose result differs from run to run: never folded.
+bool foldable(const ::onnx::NodeProto& n) {
+  return n.op_type().rfind("Random", 0) != 0 && n.op_type() != "Multinomial" &&
+         n.op_type() != "Bernoulli";
+}
+
+}  // namespace
+
+struct Model::Impl {
+  std::unique_ptr<Parsed> parsed;
+  Device device = Device::cpu();
+  std::vector<ValueInfo> inputs, outputs;
+  std::vector<int> input_slots, output_slots;
+  std::vector<Tensor> constants;  // by slot; undefined for values computed by run()
+  struct Step {
+    const ::onnx::NodeProto* proto;
+    const OpImpl* op;
+    Node node;  // with its inputs' types
+    int index;
+    std::vector<int> in, out;  // slots; -1 for an omitted optional value
+    std::vector<int> release;  // slots no later step reads
+  };
+  std::vector<Step> steps;
+  int64_t folded = 0;
+};
+
+Info inspect(const std::string& path) { return describe(*parse(path)); }
+
+Model load(const std::string& path, Device device) {
+  auto impl = std::make_shared<Model::Impl>();
+  impl->parsed = parse(path);
+  impl->device = device;
+  const Parsed& p = *impl->parsed;
+  Info info = describe(p);
+  if (!info.unsupported.empty()) {
+    std::ostringstream os;
+    os << "'" << path << "' has " << info.unsupported.size() << " part"
+       << (info.unsupported.size() == 1 ? "" : "s") << " Ember cannot run:";
+    for (size_t i = 0; i < info.unsupported.size() && i < 20; ++i) {
+      const Unsupported& u = info.unsupported[i];
+      os << (i ? ";" : "") << " "
+         << (u.op_type.empty() ? u.node : "node '" + u.node + "' (" + u.op_type + ")") << ": "
+         << u.reason;
+    }
+    if (info.unsupported.size() > 20) os << "; and " << info.unsupported.size() - 20 << " more";
+    EMBER_FAIL("onnx", os.str());
+  }
+  impl->inputs = info.inputs;
+  impl->outputs = info.outputs;
+
+  const auto& g = p.model.graph();
+  std::unordered_map<std::string, int> slot;
+  auto slot_of = [&](const std::string& name) {
+    auto [it, fresh] = slot.try_emplace(name, int(slot.size()));
+    if (fresh) impl->constants.emplace_back();
+    return it->second;
+  };
+  for (const auto& t : g.initializer())
+    impl->constants[size_t(slot_of(t.name()))] = detail::tensor_from_proto(t, device, p.dir);
+  for (const ValueInfo& v : impl->inputs) impl->input_slots.push_back(slot_of(v.name));
+
+  auto& reg = detail::op_registry();
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    Model::Impl::Step s{&n, &reg.at(n.op_type()), make_node(p, n, device), i, {}, {}, {}};
+    bool constant = foldable(n);
+    for (const auto& name : n.input()) {
+      if (name.empty()) {
+        s.in.push_back(-1);
+        continue;
+      }
+      EMBER_CHECK(slot.count(name), "onnx", "'", path, "': node '", node_label(n, i), "' (",
+                  n.op_type(), ") reads '", name, "', which no earlier node or input defines");
+      s.in.push_back(slot.at(name));
+      constant = constant && impl->constants[size_t(s.in.back())].defined();
+    }
+    for (const auto& name : n.output()) s.out.push_back(name.empty() ? -1 : slot_of(name));
+    if (constant) {  // computed now, once
+      Tensors ins;
+      for (int k : s.in) ins.push_back(k < 0 ? Tensor() : impl->constants[size_t(k)]);
+      Tensors outs;
+      try {
+        outs = s.op->run(s.node, ins);
+      } catch (const std::exception& e) {
+        EMBER_FAIL("onnx", "'", path, "': node '", node_label(n, i), "' (", n.op_type(),
+                   ") failed on its constant inputs: ", e.what());
+      }
+      for (size_t k = 0; k < s.out.size() && k < outs.size(); ++k)
+        if (s.out[k] >= 0) impl->constants[size_t(s.out[k])] = outs[k];
+      ++impl->folded;
+      continue;
+    }
+    impl->steps.push_back(std::move(s));
+  }
+  for (const ValueInfo& v : impl->outputs) {
+    EMBER_CHECK(slot.count(v.name), "onnx", "'", path, "': graph output '", v.name,
+                "' is computed by no node");
+    impl->output_slots.push_back(slot.at(v.name));
+  }
+  // Release each computed value after its last reader (graph outputs are kept).
+  std::vector<int> last(impl->constants.size(), -1);
+  for (size_t i = 0; i < impl->steps.size(); ++i)
+    for (int k : impl->steps[i].in)
+      if (k >= 0) last[size_t(k)] = int(i);
+  for (int k : impl->output_slots) last[size_t(k)] = -2;
+  for (size_t k = 0; k < last.size(); ++k)
+    if (last[k] >= 0 && !impl->constants[k].defined())
+      impl->steps[size_t(last[k])].release.push_back(int(k));
+  Model m;
+  m.impl_ = std::move(impl);
+  return m;
+}
+
+const Model::Impl& Model::impl() const {
+  EMBER_CHECK(impl_ != nullptr, "onnx",
+              "this Model holds no model (make it with ember::onnx::load)");
+  return *impl_;
+}
+const std::vector<ValueInfo>& Model::inputs() const { return impl().inputs; }
+const std::vector<ValueInfo>& Model::outputs() const { return impl().outputs; }
+int64_t Model::opset() const { return impl().parsed->opset; }
+Device Model::device() const { return impl().device; }
+int64_t Model::folded_nodes() const { return impl().folded; }
+int64_t Model::nodes() const { return int64_t(impl().steps.size()); }
+
+std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& inputs) const {
+  const Impl& m = impl();
+  std::vector<Tensor> values = m.constants;
+  auto expected = [&] {
+    std::string names;
+    for (const ValueInfo& v : m.inputs) names += (names.empty() ? "" : ", ") + v.name;
+    return names;
+  };
+  for (const auto& [name, t] : inputs) {
+    bool known = false;
+    for (const ValueInfo& v : m.inputs) known = known || v.name == name;
+    EMBER_CHECK(known, "onnx.run", "the model has no input '", name, "' (its inputs: ", expected(),
+                ")");
+  }
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    const ValueInfo& v = m.inputs[i];
+    auto it = inputs.find(v.name);
+    EMBER_CHECK(it != inputs.end() && it->second.defined(), "onnx.run", "input '", v.name,
+                "' is missing (the model's inputs: ", expected(), ")");
+    const Tensor& t = it->second;
+    EMBER_CHECK(t.dtype() == v.dtype, "onnx.run", "input '", v.name, "' is ", dtype_name(t.dtype()),
+                ", the model takes ", dtype_name(v.dtype));
+    bool fits = !v.has_shape || int64_t(v.shape.size()) == t.dim();
+    for (size_t d = 0; fits && v.has_shape && d < v.shape.size(); ++d)
+      fits = v.shape[d] < 0 || v.shape[d] == t.size(int64_t(d));
+    if (!fits) {
+      std::string want = "[";
+      for (size_t d = 0; d < v.shape.size(); ++d)
+        want += (d ? ", " : "") + (v.shape[d] >= 0           ? std::to_string(v.shape[d])
+                                   : v.dim_params[d].empty() ? std::string("?")
+                                                             : v.dim_params[d]);
+      EMBER_FAIL("onnx.run", "input '", v.name, "' has shape ", shape_str(t.shape()),
+                 ", the model takes ", want, "]");
+    }
+    values[size_t(m.input_slots[i])] = t.device() == m.device ? t : t.to(m.device);
+  }
+  for (const Impl::Step& s : m.steps) {
+    Tensors ins;
+    for (int k : s.in) ins.push_back(k < 0 ? Tensor() : values[size_t(k)]);
+    Tensors outs;
+    try {
+      outs = s.op->run(s.node, ins);
+    } catch (const std::exception& e) {
+      EMBER_FAIL("onnx.run", "node '", node_label(*s.proto, s.index), "' (", s.proto->op_type(),
+                 ") failed: ", e.what());
+    }
+    for (size_t k = 0; k < s.out.size() && k < outs.size(); ++k)
+      if (s.out[k] >= 0) values[size_t(s.out[k])] = outs[k];
+    for (int k : s.release) values[size_t(k)] = Tensor();
+  }
+  std::map<std::string, Tensor> out;
+  for (size_t i = 0; i < m.outputs.size(); ++i) {
+    const Tensor& t = values[size_t(m.output_slots[i])];
+    EMBER_CHECK(t.defined(), "onnx.run", "output '", m.outputs[i].name, "' was not computed");
+    out[m.outputs[i].name] = t;
+  }
+  return out;
+}
+
+}  // namespace ember::onnx

@@ -1,0 +1,121 @@
+// ember::onnx::run_test_case (include/ember/onnx.h): one directory of ONNX's backend test data
+// loaded, run and compared, for the conformance test and `ember onnx conformance`.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "ember/onnx.h"
+#include "onnx/proto.h"
+
+namespace ember::onnx {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Entries of `dir` starting with `prefix`, input_10.pb after input_9.pb.
+std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path());
+  auto num = [&](const fs::path& p) {
+    const std::string s = p.stem().string().substr(prefix.size());
+    return s.empty() || !std::isdigit(static_cast<unsigned char>(s[0])) ? -1L : std::stol(s);
+  };
+  std::sort(out.begin(), out.end(), [&](const fs::path& a, const fs::path& b) {
+    const long na = num(a), nb = num(b);
+    return na != nb ? na < nb : a < b;
+  });
+  return out;
+}
+
+Tensor read_tensor(const fs::path& file) {
+  ::onnx::TensorProto tp;
+  EMBER_CHECK(detail::read_proto(file.string(), tp), "onnx", "cannot parse '", file.string(), "'");
+  return detail::tensor_from_proto(tp, Device::ref());
+}
+
+// "" when `got` equals `want` within ONNX's tolerances, else the first difference.
+std::string compare(const Tensor& want, const Tensor& got) {
+  std::ostringstream os;
+  if (got.dtype() != want.dtype())
+    return std::string("dtype ") + dtype_name(got.dtype()) + ", want " + dtype_name(want.dtype());
+  if (got.shape() != want.shape())
+    return "shape " + shape_str(got.shape()) + ", want " + shape_str(want.shape());
+  const Tensor g = got.to(Device::ref());
+  if (!is_floating(want.dtype())) {
+    // Through i64: u64 values above 2^63 keep their bits.
+    const auto w = want.to(DType::i64).to_vector<int64_t>(),
+               v = g.to(DType::i64).to_vector<int64_t>();
+    for (size_t k = 0; k < w.size(); ++k)
+      if (w[k] != v[k]) {
+        os << "element " << k << ": got " << v[k] << ", want " << w[k];
+        return os.str();
+      }
+    return "";
+  }
+  const auto w = want.to(DType::f64).to_vector<double>(), v = g.to(DType::f64).to_vector<double>();
+  for (size_t k = 0; k < w.size(); ++k) {
+    const double a = v[k], b = w[k];
+    const bool same =
+        (std::isnan(a) && std::isnan(b)) || a == b ||
+        (std::isfinite(a) && std::isfinite(b) && std::fabs(a - b) <= 1e-7 + 1e-3 * std::fabs(b));
+    if (!same) {
+      os.precision(9);
+      os << "element " << k << ": got " << a << ", want " << b;
+      return os.str();
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+CaseResult run_test_case(const std::string& dir, Device device) {
+  using Status = CaseResult::Status;
+  const std::string model_file = (fs::path(dir) / "model.onnx").string();
+  Info info;
+  try {
+    info = inspect(model_file);
+  } catch (const std::exception& e) {
+    std::string why = e.what();  // the same reason for every case: without the path
+    for (size_t at; (at = why.find(model_file)) != std::string::npos;)
+      why.replace(at, model_file.size(), "model.onnx");
+    return {Status::unsupported, "", why};
+  }
+  if (!info.unsupported.empty())
+    return {Status::unsupported, info.unsupported.front().op_type, info.unsupported.front().reason};
+  for (const auto* list : {&info.inputs, &info.outputs})
+    for (const ValueInfo& v : *list)
+      if (!supports_dtype(device, v.dtype))
+        return {Status::unsupported, "",
+                std::string("dtype ") + dtype_name(v.dtype) + " not on " + device.str()};
+  Model model;
+  try {
+    model = load(model_file, device);
+  } catch (const std::exception& e) {
+    return {Status::unsupported, "", e.what()};  // weights of a dtype the device lacks
+  }
+  for (const fs::path& set : numbered(dir, "test_data_set_")) {
+    try {
+      const auto ins = numbered(set, "input_"), outs = numbered(set, "output_");
+      if (ins.size() > model.inputs().size())
+        return {Status::failed, "", set.filename().string() + ": more input files than inputs"};
+      std::map<std::string, Tensor> feed;
+      for (size_t k = 0; k < ins.size(); ++k) feed[model.inputs()[k].name] = read_tensor(ins[k]);
+      const std::map<std::string, Tensor> got = model.run(feed);
+      for (size_t k = 0; k < outs.size() && k < model.outputs().size(); ++k) {
+        const std::string diff = compare(read_tensor(outs[k]), got.at(model.outputs()[k].name));
+        if (!diff.empty())
+          return {Status::failed, "",
+                  set.filename().string() + ": output " + std::to_string(k) + ": " + diff};
+      }
+    } catch (const std::exception& e) {
+      return {Status::failed, "", set.filename().string() + ": " + e.what()};
+    }
+  }
+  return {Status::passed, "", ""};
+}
+
+}  // namespace ember::onnx
