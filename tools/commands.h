@@ -21,6 +21,8 @@ void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 /// ember predict --checkpoint FILE IMAGE: tools/infer.cpp.
 void add_predict_command(CLI::App& app);
+/// ember run MODEL.onnx ..., ember onnx info | conformance: tools/onnx.cpp (EMBER_HAVE_ONNX).
+void add_onnx_commands(CLI::App& app);
 
 namespace detail {
 /// add_int_option's check of `s`: "" when valid (then `s` is canonical decimal), else why not.

@@ -1,4 +1,4 @@
-// The `ember` command: ember devices | train | eval | predict (see --help).
+// The `ember` command: ember devices | train | eval | predict | run | onnx (see --help).
 // Exit status (the same for every command; `ember --help` and README.md list them): 0 on
 // success; 2 for a usage error ("error: <what>" and "Run with --help ..." on stderr: an unknown
 // command or option, a missing argument, a value out of its range or not one of the choices);
@@ -31,14 +31,19 @@ int main(int argc, char** argv) {
   ember::tools::add_train_command(app);
   ember::tools::add_eval_command(app);
   ember::tools::add_predict_command(app);
+#ifdef EMBER_HAVE_ONNX
+  ember::tools::add_onnx_commands(app);
+  const char* commands = "devices, train, eval, predict, run or onnx";
+#else
+  const char* commands = "devices, train, eval or predict";
+#endif
   // Name an unknown command instead of CLI11's generic "A subcommand is required".
   bool known = argc < 2 || argv[1][0] == '-';
   for (const CLI::App* sub : app.get_subcommands({}))
     known |= sub->check_name(argc > 1 ? argv[1] : "");
   if (!known) {
-    std::cerr << "error: unknown command '" << argv[1]
-              << "' (expected devices, train, eval or predict)\nRun with --help for more "
-                 "information.\n";
+    std::cerr << "error: unknown command '" << argv[1] << "' (expected " << commands
+              << ")\nRun with --help for more information.\n";
     return ember::tools::kExitUsage;
   }
   try {

@@ -15,6 +15,7 @@
 #include "ember/onnx.h"
 #include "onnx/ops.h"
 #include "onnx/proto.h"
+#include "record/file_io.h"
 
 namespace ember::onnx {
 
@@ -39,10 +40,7 @@ int64_t default_opset(const ::onnx::ModelProto& m) {
 
 // Reads, parses and checks `path`; types every value ONNX's shape inference can.
 std::unique_ptr<Parsed> parse(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  EMBER_CHECK(f.good(), "onnx", "cannot open '", path, "'");
-  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  EMBER_CHECK(!f.bad(), "onnx", "cannot read '", path, "'");
+  const std::string bytes = record::detail::read_whole_file(path, "onnx");
   auto p = std::make_unique<Parsed>();
   EMBER_CHECK(!bytes.empty() && p->model.ParseFromString(bytes), "onnx", "'", path,
               "' is not an ONNX model (", bytes.size(),
@@ -55,7 +53,24 @@ std::unique_ptr<Parsed> parse(const std::string& path) {
   EMBER_CHECK(p->opset >= kMinOpset && p->opset <= kMaxOpset, "onnx", "'", path, "' imports opset ",
               p->opset, " of the default domain; Ember runs opsets ", kMinOpset, " to ", kMaxOpset);
   try {
-    ::onnx::checker::check_model(p->model);  // external data is checked when read
+    // The checker looks for external data files from the working directory: it sees a copy
+    // whose locations are resolved against the model's directory (weights held elsewhere make
+    // the copy cheap).
+    bool external = false;
+    for (const auto& t : p->model.graph().initializer())
+      external = external || t.data_location() == ::onnx::TensorProto::EXTERNAL;
+    if (!external) {
+      ::onnx::checker::check_model(p->model);
+    } else {
+      ::onnx::ModelProto copy = p->model;
+      for (auto& t : *copy.mutable_graph()->mutable_initializer())
+        for (auto& kv : *t.mutable_external_data())
+          if (t.data_location() == ::onnx::TensorProto::EXTERNAL && kv.key() == "location")
+            kv.set_value(std::filesystem::absolute(detail::external_file(t, p->dir)).string());
+      ::onnx::checker::check_model(copy);
+    }
+  } catch (const Error&) {
+    throw;  // an external location outside the model's directory
   } catch (const std::exception& e) {
     EMBER_FAIL("onnx", "'", path, "' is not a valid ONNX model: ", e.what());
   }

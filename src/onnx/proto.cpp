@@ -85,14 +85,25 @@ std::vector<unsigned char> convert(const Field& field) {
 
 }  // namespace
 
+std::filesystem::path external_file(const ::onnx::TensorProto& t, const std::string& model_dir) {
+  namespace fs = std::filesystem;
+  std::string location;
+  for (const auto& kv : t.external_data())
+    if (kv.key() == "location") location = kv.value();
+  const fs::path rel(location);
+  EMBER_CHECK(!location.empty() && rel.is_relative() &&
+                  std::find(rel.begin(), rel.end(), fs::path("..")) == rel.end(),
+              "onnx", "tensor '", t.name(), "': external data location '", location,
+              "' is not a path inside the model's directory");
+  return fs::path(model_dir.empty() ? "." : model_dir) / rel;
+}
+
 namespace {
 
 // The bytes of an external-data tensor (ONNX's external_data: location, offset, length).
 std::vector<unsigned char> external_bytes(const ::onnx::TensorProto& t, const std::string& dir) {
-  std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : t.external_data()) {
-    if (kv.key() == "location") location = kv.value();
     if (kv.key() == "offset" || kv.key() == "length") {
       int64_t v = -1;
       try {
@@ -107,15 +118,12 @@ std::vector<unsigned char> external_bytes(const ::onnx::TensorProto& t, const st
     }
   }
   namespace fs = std::filesystem;
-  const fs::path rel(location);
-  EMBER_CHECK(!location.empty() && rel.is_relative() &&
-                  std::find(rel.begin(), rel.end(), fs::path("..")) == rel.end(),
-              "onnx", "tensor '", t.name(), "': external data location '", location,
-              "' is not a path inside the model's directory");
-  const fs::path file = fs::path(dir.empty() ? "." : dir) / rel;
-  std::ifstream f(file, std::ios::binary);
-  EMBER_CHECK(f.good(), "onnx", "tensor '", t.name(), "': cannot open external data file '",
-              file.string(), "'");
+  const fs::path file = external_file(t, dir);
+  std::error_code ec;
+  std::ifstream f;
+  if (fs::is_regular_file(file, ec)) f.open(file, std::ios::binary);  // not a FIFO or folder
+  EMBER_CHECK(f.is_open() && f.good(), "onnx", "tensor '", t.name(),
+              "': cannot open external data file '", file.string(), "'");
   f.seekg(0, std::ios::end);
   const int64_t size = int64_t(f.tellg());
   if (length < 0) length = size - offset;

@@ -3,6 +3,7 @@
 #pragma once
 #include <onnx/onnx_pb.h>
 
+#include <filesystem>
 #include <string>
 
 #include "ember/tensor.h"
@@ -17,6 +18,10 @@ bool read_proto(const std::string& path, google::protobuf::Message& msg);
 bool dtype_from_onnx(int32_t onnx_type, DType& out);
 /// "FLOAT", "STRING"... for messages.
 std::string onnx_type_name(int32_t onnx_type);
+
+/// The file an external-data tensor's "location" names, inside `model_dir`. Throws ember::Error
+/// for a missing, absolute or ".."-holding location.
+std::filesystem::path external_file(const ::onnx::TensorProto& t, const std::string& model_dir);
 
 /// TensorProto -> Tensor on `device` (raw_data, the typed fields, or external data: a file named
 /// by its "location" relative to `model_dir`, from "offset" for "length" bytes). Throws

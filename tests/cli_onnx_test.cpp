@@ -1,0 +1,141 @@
+// `ember run`, `ember onnx info` and `ember onnx conformance` (tools/onnx.cpp) on models of ONNX's
+// backend test data (Debian libonnx-testdata; skipped, saying so, without it).
+#include "cli_util.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ember/data/io.h"
+#include "ember/ember.h"
+#include "ember/record/npy.h"
+
+namespace ember::cli_test {
+namespace {
+
+const fs::path kData = fs::path(EMBER_ONNX_TESTDATA_DIR);
+
+// The tensor of a TensorProto .pb file (float data only: the cases used here).
+Tensor read_pb(const fs::path& file) {
+  std::ifstream f(file, std::ios::binary);
+  ::onnx::TensorProto t;
+  EXPECT_TRUE(t.ParseFromIstream(&f)) << file;
+  Shape shape(t.dims().begin(), t.dims().end());
+  EXPECT_EQ(t.data_type(), ::onnx::TensorProto::FLOAT) << file;
+  if (t.has_raw_data()) return from_blob(t.raw_data().data(), shape, DType::f32, Device::ref());
+  std::vector<float> v(t.float_data().begin(), t.float_data().end());
+  return from_vector(v, shape, Device::ref());
+}
+
+class CliTestOnnx : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!kCli) GTEST_SKIP() << "the ember command is not built";
+    if (!fs::is_directory(kData / "pytorch-converted"))
+      GTEST_SKIP() << "libonnx-testdata is not installed (" << kData << " missing)";
+  }
+};
+
+TEST_F(CliTestOnnx, RunReadsAndWritesNpyAndMatchesOnnx) {
+  const fs::path c = kData / "pytorch-converted" / "test_Conv2d";
+  TempDir tmp;
+  const Tensor x = read_pb(c / "test_data_set_0" / "input_0.pb");
+  record::save_npy((tmp.path / "x.npy").string(), x);
+  for (const char* device : {"cpu", "ref"}) {
+    const Result r = run_ember("run " + (c / "model.onnx").string() +
+                               " --input 0=" + (tmp.path / "x.npy").string() + " --device " +
+                               device + " --output-dir " + (tmp.path / device).string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("float32  [2, 4, 5, 4]"), std::string::npos) << r.output;
+    const Tensor got = record::load_npy((tmp.path / device / "3.npy").string());
+    const Tensor want = read_pb(c / "test_data_set_0" / "output_0.pb");
+    ASSERT_EQ(got.shape(), want.shape());
+    const std::vector<float> g = got.to_vector<float>(), w = want.to_vector<float>();
+    for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], w[i], 1e-4 * (1 + std::fabs(w[i])));
+  }
+  // The one input may go unnamed.
+  const Result bare =
+      run_ember("run " + (c / "model.onnx").string() + " --input " + (tmp.path / "x.npy").string());
+  EXPECT_EQ(bare.status, 0) << bare.output;
+}
+
+TEST_F(CliTestOnnx, RunSaysWhatIsWrongWithItsInputs) {
+  const fs::path model = kData / "pytorch-converted" / "test_Conv2d" / "model.onnx";
+  TempDir tmp;
+  record::save_npy((tmp.path / "wrong.npy").string(), zeros({2, 3, 7, 6}));
+  record::save_npy((tmp.path / "f64.npy").string(), zeros({2, 3, 7, 5}, {DType::f64}));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"run " + model.string(), "input '0' is missing"},
+      {"run " + model.string() + " --input 0=" + (tmp.path / "wrong.npy").string(),
+       "has shape [2, 3, 7, 6], the model takes [2, 3, 7, 5]"},
+      {"run " + model.string() + " --input 0=" + (tmp.path / "f64.npy").string(),
+       "is float64, the model takes float32"},
+      {"run " + model.string() + " --input 1=" + (tmp.path / "f64.npy").string(), "no input '1'"},
+      {"run " + model.string() + " --input 0=" + (tmp.path / "none.npy").string(), "[load_npy]"},
+      {"run " + (tmp.path / "none.onnx").string(), "cannot open"},
+      {"run " + (tmp.path / "wrong.npy").string(), "is not an ONNX model"},
+      {"run " + (kData / "node" / "test_lstm_defaults" / "model.onnx").string(),
+       "node '#0' (LSTM): op not mapped"},
+  };
+  for (const auto& [args, needle] : cases) {
+    const Result r = run_ember(args);
+    EXPECT_EQ(r.status, 1) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("error: ["), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(needle), std::string::npos) << args << "\n" << r.output;
+  }
+}
+
+TEST_F(CliTestOnnx, RunTakesAnImageScaledTo0To1AndResized) {
+  // AveragePool 2x2, stride 2 over x [1, 1, 5, 5]: a 10x10 image is shrunk (area) to 5x5.
+  const fs::path model = kData / "node" / "test_averagepool_2d_precomputed_strides" / "model.onnx";
+  TempDir tmp;
+  std::vector<uint8_t> px(100);
+  for (size_t i = 0; i < px.size(); ++i) px[i] = uint8_t(i / 10 < 5 ? 51 : 255);  // rows 0-4
+  data::save_png((tmp.path / "img.png").string(), from_vector(px, {1, 10, 10}, Device::ref()));
+  const Result r =
+      run_ember("run " + model.string() + " --image " + (tmp.path / "img.png").string() +
+                " --output-dir " + tmp.path.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Tensor y = record::load_npy((tmp.path / "y.npy").string());
+  ASSERT_EQ(y.shape(), (Shape{1, 1, 2, 2}));
+  // The 5x5 input's rows (pairs of image rows averaged): 0.2, 0.2, 0.6, 1, 1 (51 / 255 = 0.2);
+  // the pool's windows cover rows 0-1 and 2-3.
+  const std::vector<float> v = y.to_vector<float>();
+  EXPECT_NEAR(v[0], 0.2, 1e-5);
+  EXPECT_NEAR(v[2], 0.8, 1e-5);
+  // A model whose input is not an image.
+  const Result bad =
+      run_ember("run " + (kData / "node" / "test_averagepool_1d_default" / "model.onnx").string() +
+                " --image " + (tmp.path / "img.png").string());
+  EXPECT_EQ(bad.status, 1) << bad.output;
+  EXPECT_NE(bad.output.find("--image needs a model input [N, C, H, W]"), std::string::npos)
+      << bad.output;
+}
+
+TEST_F(CliTestOnnx, InfoMarksWhatEmberCannotRun) {
+  Result r = run_ember("onnx info " +
+                       (kData / "pytorch-converted" / "test_Conv2d" / "model.onnx").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* s :
+       {"opset 6", "inputs:", "float32  [2, 3, 7, 5]", "1  Conv", "Ember can run this model."})
+    EXPECT_NE(r.output.find(s), std::string::npos) << s << "\n" << r.output;
+  r = run_ember("onnx info " + (kData / "node" / "test_lstm_defaults" / "model.onnx").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("LSTM                      CANNOT RUN: op not mapped"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("Ember cannot run 1 part"), std::string::npos) << r.output;
+}
+
+TEST_F(CliTestOnnx, ConformancePrintsATablePerSuiteAndDevice) {
+  const Result r = run_ember("onnx conformance --suite pytorch-operator --device cpu");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("pytorch-operator   cpu            35      35       0            0"),
+            std::string::npos)
+      << r.output;
+}
+
+}  // namespace
+}  // namespace ember::cli_test

@@ -1,0 +1,288 @@
+// ember::onnx::load / run / inspect (include/ember/onnx.h) on small models built here with ONNX's
+// protobuf classes: values, input checks, load-time errors naming the node, external data,
+// constant folding, and truncated / bit-flipped / unknown files (never a crash, always an
+// ember::Error).
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ember/ember.h"
+#include "ember/onnx.h"
+#include "test_util.h"
+
+namespace ember {
+namespace {
+
+namespace F = nn::functional;
+
+::onnx::TensorProto float_tensor(const std::string& name, const std::vector<int64_t>& dims,
+                                 const std::vector<float>& v) {
+  ::onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(::onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t.add_dims(d);
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+  return t;
+}
+
+void add_value(::onnx::ValueInfoProto* v, const std::string& name,
+               const std::vector<std::string>& dims, int32_t type = ::onnx::TensorProto::FLOAT) {
+  v->set_name(name);
+  auto* tt = v->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(type);
+  for (const std::string& d : dims) {
+    auto* dim = tt->mutable_shape()->add_dim();
+    if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0])))
+      dim->set_dim_value(std::stoll(d));
+    else
+      dim->set_dim_param(d);
+  }
+}
+
+::onnx::NodeProto* add_node(::onnx::GraphProto* g, const std::string& op,
+                            const std::vector<std::string>& in, const std::vector<std::string>& out,
+                            const std::string& name = "") {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (const auto& s : in) n->add_input(s);
+  for (const auto& s : out) n->add_output(s);
+  return n;
+}
+
+const std::vector<float> kW = {0.5f, -1, 2, 0.25f, -0.75f, 1.5f};  // [3, 2]
+const std::vector<float> kB = {0.1f, -0.2f};
+
+// Y = relu(X @ W + B) reshaped to [-1] by a shape that a Constant gives: X [batch, 3] -> Y.
+::onnx::ModelProto small_model(int64_t opset = 13) {
+  ::onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.set_producer_name("ember test");
+  m.add_opset_import()->set_version(opset);
+  auto* g = m.mutable_graph();
+  g->set_name("small");
+  add_value(g->add_input(), "X", {"batch", "3"});
+  add_value(g->add_output(), "Y", {"n"});
+  *g->add_initializer() = float_tensor("W", {3, 2}, kW);
+  *g->add_initializer() = float_tensor("B", {2}, kB);
+  add_node(g, "MatMul", {"X", "W"}, {"xw"}, "matmul");
+  add_node(g, "Add", {"xw", "B"}, {"xwb"}, "add");
+  add_node(g, "Relu", {"xwb"}, {"r"}, "relu");
+  auto* c = add_node(g, "Constant", {}, {"shape"}, "shape");
+  auto* a = c->add_attribute();
+  a->set_name("value");
+  a->set_type(::onnx::AttributeProto::TENSOR);
+  ::onnx::TensorProto* t = a->mutable_t();
+  t->set_data_type(::onnx::TensorProto::INT64);
+  t->add_dims(1);
+  t->add_int64_data(-1);
+  add_node(g, "Reshape", {"r", "shape"}, {"Y"}, "flatten");
+  return m;
+}
+
+std::string write_model(const test::TempDir& dir, const ::onnx::ModelProto& m,
+                        const std::string& name = "model.onnx") {
+  const std::string path = dir / name;
+  std::ofstream f(path, std::ios::binary);
+  m.SerializeToOstream(&f);
+  return path;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void expect_error(const std::function<void()>& f, const std::vector<std::string>& needles) {
+  const std::string what = error_of(f);
+  ASSERT_FALSE(what.empty()) << "no ember::Error";
+  for (const std::string& n : needles) EXPECT_NE(what.find(n), std::string::npos) << what;
+}
+
+Tensor expected_y(const Tensor& x) {
+  const Tensor w = from_vector(kW, {3, 2}, Device::ref()), b = from_vector(kB, {2}, Device::ref());
+  return F::relu(matmul(x.to(Device::ref()), w) + b).reshape({-1});
+}
+
+TEST(OnnxModelTest, RunsOnEveryDeviceAndDescribesItsGraph) {
+  test::TempDir dir("onnx");
+  const std::string path = write_model(dir, small_model());
+  const Tensor x =
+      from_vector<float>({1, 2, 3, -1, 0.5f, 4, 0, 0, 1, 2, -2, 1}, {4, 3}, Device::ref());
+  for (const DeviceInfo& d : available_devices()) {
+    SCOPED_TRACE(d.device.str());
+    const onnx::Model m = onnx::load(path, d.device);
+    EXPECT_EQ(m.device(), d.device);
+    EXPECT_EQ(m.opset(), 13);
+    ASSERT_EQ(m.inputs().size(), 1u);
+    EXPECT_EQ(m.inputs()[0].name, "X");
+    EXPECT_EQ(m.inputs()[0].shape, (std::vector<int64_t>{-1, 3}));
+    EXPECT_EQ(m.inputs()[0].dim_params[0], "batch");
+    ASSERT_EQ(m.outputs().size(), 1u);
+    EXPECT_EQ(m.outputs()[0].name, "Y");
+    EXPECT_EQ(m.folded_nodes(), 1);  // the Constant
+    EXPECT_EQ(m.nodes(), 4);
+    const auto out = m.run({{"X", x}});
+    ASSERT_EQ(out.count("Y"), 1u);
+    EXPECT_EQ(out.at("Y").device(), d.device);
+    const std::vector<float> got = out.at("Y").to(Device::ref()).to_vector<float>();
+    const std::vector<float> want = expected_y(x).to_vector<float>();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+    // Another batch size through the same model (the "batch" dim is open).
+    const auto out2 = m.run({{"X", x.slice(0, 0, 1)}});
+    EXPECT_EQ(out2.at("Y").shape(), (Shape{2}));
+  }
+  const onnx::Info info = onnx::inspect(path);
+  EXPECT_EQ(info.opset, 13);
+  EXPECT_EQ(info.producer, "ember test");
+  EXPECT_EQ(info.initializers, 2);
+  EXPECT_EQ(info.parameters, 8);
+  EXPECT_EQ(info.op_counts.at("MatMul"), 1);
+  EXPECT_TRUE(info.unsupported.empty());
+}
+
+TEST(OnnxModelTest, RunNamesTheInputThatDoesNotFit) {
+  test::TempDir dir("onnx");
+  const onnx::Model m = onnx::load(write_model(dir, small_model()), Device::cpu());
+  const Tensor x = zeros({2, 3});
+  expect_error([&] { m.run({}); }, {"input 'X' is missing", "inputs: X"});
+  expect_error([&] { m.run({{"X", x}, {"Z", x}}); }, {"no input 'Z'"});
+  expect_error([&] { m.run({{"X", x.to(DType::f64)}}); }, {"'X' is float64", "takes float32"});
+  expect_error([&] { m.run({{"X", zeros({2, 4})}}); }, {"[2, 4]", "takes [batch, 3]"});
+  expect_error([&] { m.run({{"X", zeros({3})}}); }, {"[3]", "[batch, 3]"});
+  expect_error([] { onnx::Model().inputs(); }, {"holds no model"});
+}
+
+TEST(OnnxModelTest, LoadNamesEveryNodeItCannotRun) {
+  test::TempDir dir("onnx");
+  ::onnx::ModelProto m = small_model();
+  auto* g = m.mutable_graph();
+  add_node(g, "NonMaxSuppression", {"Y", "Y"}, {"nms"}, "boxes");
+  auto* relu = g->mutable_node(2);
+  auto* bad = relu->add_attribute();  // Relu takes no attribute: the checker says so
+  bad->set_name("alpha");
+  bad->set_type(::onnx::AttributeProto::FLOAT);
+  bad->set_f(1);
+  expect_error([&] { onnx::load(write_model(dir, m), Device::cpu()); },
+               {"not a valid ONNX model", "alpha"});
+  relu->clear_attribute();
+  const std::string path = write_model(dir, m);
+  expect_error([&] { onnx::load(path, Device::cpu()); },
+               {"node 'boxes' (NonMaxSuppression): op not mapped"});
+  const onnx::Info info = onnx::inspect(path);
+  ASSERT_EQ(info.unsupported.size(), 1u);
+  EXPECT_EQ(info.unsupported[0].node, "boxes");
+  EXPECT_EQ(info.unsupported[0].op_type, "NonMaxSuppression");
+
+  ::onnx::ModelProto elu = small_model();
+  auto* n = elu.mutable_graph()->mutable_node(2);  // Relu -> Elu with its alpha
+  n->set_op_type("Elu");
+  auto* at = n->add_attribute();
+  at->set_name("alpha");
+  at->set_type(::onnx::AttributeProto::FLOAT);
+  at->set_f(0.5f);
+  EXPECT_NO_THROW(onnx::load(write_model(dir, elu), Device::cpu()));
+
+  ::onnx::ModelProto strings = small_model();
+  add_value(strings.mutable_graph()->add_output(), "S", {"1"}, ::onnx::TensorProto::STRING);
+  expect_error([&] { onnx::load(write_model(dir, strings), Device::cpu()); },
+               {"graph output S", "STRING"});
+
+  for (int64_t opset : {0, 18}) {
+    ::onnx::ModelProto o = small_model();
+    o.mutable_opset_import(0)->set_version(opset);
+    expect_error([&] { onnx::load(write_model(dir, o), Device::cpu()); },
+                 {opset ? "opset 18" : "no opset of the default domain"});
+  }
+}
+
+TEST(OnnxModelTest, ReadsExternalDataAndRejectsBadReferences) {
+  test::TempDir dir("onnx");
+  ::onnx::ModelProto m = small_model();
+  auto* w = m.mutable_graph()->mutable_initializer(0);
+  const std::string raw = w->raw_data();
+  {
+    std::ofstream f(dir / "weights.bin", std::ios::binary);
+    f << "PADDING!" << raw;  // at offset 8
+  }
+  w->clear_raw_data();
+  w->set_data_location(::onnx::TensorProto::EXTERNAL);
+  auto set = [&](const std::string& location, const std::string& offset,
+                 const std::string& length) {
+    w->clear_external_data();
+    auto kv = [&](const char* k, const std::string& v) {
+      auto* e = w->add_external_data();
+      e->set_key(k);
+      e->set_value(v);
+    };
+    kv("location", location);
+    if (!offset.empty()) kv("offset", offset);
+    if (!length.empty()) kv("length", length);
+    return write_model(dir, m);
+  };
+  const Tensor x = from_vector<float>({1, 2, 3}, {1, 3});
+  const onnx::Model ok = onnx::load(set("weights.bin", "8", "24"), Device::cpu());
+  const std::vector<float> got = ok.run({{"X", x}}).at("Y").to_vector<float>();
+  const std::vector<float> want = expected_y(x).to_vector<float>();
+  EXPECT_EQ(got, want);
+  expect_error([&] { onnx::load(set("missing.bin", "", ""), Device::cpu()); },
+               {"missing.bin", "doesn't exist"});
+  expect_error([&] { onnx::load(set("../weights.bin", "", ""), Device::cpu()); },
+               {"not a path inside the model's directory"});
+  expect_error([&] { onnx::load(set("/etc/passwd", "", ""), Device::cpu()); },
+               {"not a path inside"});
+  expect_error([&] { onnx::load(set("weights.bin", "16", "24"), Device::cpu()); },
+               {"holds 32 bytes, the tensor reads 24 from offset 16"});
+  expect_error([&] { onnx::load(set("weights.bin", "x", ""), Device::cpu()); },
+               {"offset 'x' is not a byte count"});
+  expect_error([&] { onnx::load(set("weights.bin", "0", ""), Device::cpu()); },
+               {"holds 32 bytes", "needs 24"});
+}
+
+TEST(OnnxModelTest, CorruptFilesAreErrorsNeverCrashes) {
+  test::TempDir dir("onnx");
+  std::string good;
+  small_model().SerializeToString(&good);
+  auto load_bytes = [&](const std::string& bytes) {
+    const std::string path = dir / "corrupt.onnx";
+    {
+      std::ofstream f(path, std::ios::binary);
+      f << bytes;
+    }
+    try {
+      const onnx::Model m = onnx::load(path, Device::cpu());
+      m.run({{"X", zeros({2, 3})}});  // what loads must run or throw an ember::Error
+      return 0;
+    } catch (const Error&) {
+      return 1;
+    }
+  };
+  EXPECT_EQ(load_bytes(""), 1);
+  EXPECT_EQ(load_bytes("not a model at all"), 1);
+  int errors = 0;
+  for (size_t n = 1; n < good.size(); n += 3) errors += load_bytes(good.substr(0, n));
+  EXPECT_GT(errors, 0);
+  uint64_t seed = 12345;
+  for (int i = 0; i < 300; ++i) {  // deterministic bit flips, one to three per file
+    std::string bad = good;
+    for (int k = 0; k < 1 + i % 3; ++k) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      bad[(seed >> 33) % bad.size()] ^= char(1 << ((seed >> 20) % 8));
+    }
+    load_bytes(bad);
+  }
+  expect_error([] { onnx::load("/nonexistent/model.onnx"); }, {"cannot open"});
+  expect_error([&] { onnx::load(dir.path()); }, {"[onnx]"});
+}
+
+}  // namespace
+}  // namespace ember

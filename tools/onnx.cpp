@@ -1,0 +1,254 @@
+// ember run MODEL.onnx --input NAME=FILE.npy ... | ember onnx info MODEL | ember onnx conformance:
+// ONNX models through ember::onnx (include/ember/onnx.h).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "ember/autograd.h"
+#include "ember/data/io.h"
+#include "ember/error.h"
+#include "ember/nn/functional/interpolate.h"
+#include "ember/onnx.h"
+#include "ember/record/npy.h"
+
+namespace ember::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string shape_text(const onnx::ValueInfo& v) {
+  if (!v.has_shape) return "(any shape)";
+  std::string s = "[";
+  for (size_t d = 0; d < v.shape.size(); ++d)
+    s += (d ? ", " : "") + (v.shape[d] >= 0           ? std::to_string(v.shape[d])
+                            : v.dim_params[d].empty() ? std::string("?")
+                                                      : v.dim_params[d]);
+  return s + "]";
+}
+
+void print_values(const char* what, const std::vector<onnx::ValueInfo>& vs) {
+  std::printf("%s:\n", what);
+  for (const onnx::ValueInfo& v : vs)
+    std::printf("  %-24s %-8s %s\n", v.name.c_str(), dtype_name(v.dtype), shape_text(v).c_str());
+}
+
+// The first values of `t` and, for a float output with one row, its largest entry.
+std::string preview(const Tensor& t) {
+  const Tensor flat = t.to(Device::cpu()).contiguous().reshape({t.numel()});
+  const int64_t n = std::min<int64_t>(flat.numel(), 8);
+  std::string s = "[";
+  const std::vector<double> v = flat.slice(0, 0, n).to(DType::f64).to_vector<double>();
+  for (int64_t i = 0; i < n; ++i) {
+    char b[32];
+    std::snprintf(b, sizeof b, is_floating(t.dtype()) ? "%.5g" : "%.0f", v[size_t(i)]);
+    s += (i ? ", " : "") + std::string(b);
+  }
+  s += flat.numel() > n ? ", ...]" : "]";
+  const bool row = t.dim() >= 1 && t.numel() == t.size(t.dim() - 1) && t.numel() > 1;
+  if (row && is_floating(t.dtype())) {
+    const std::vector<double> all = flat.to(DType::f64).to_vector<double>();
+    const auto best = std::max_element(all.begin(), all.end());
+    char b[64];
+    std::snprintf(b, sizeof b, "  argmax %td (%.5g)", best - all.begin(), *best);
+    s += b;
+  }
+  return s;
+}
+
+// A file name for an output: characters other than [A-Za-z0-9._-] become '_'.
+std::string file_name(const std::string& name) {
+  std::string out = name.empty() ? "output" : name;
+  for (char& c : out)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  if (out[0] == '.') out[0] = '_';
+  return out + ".npy";
+}
+
+// --image FILE as the model's one input: [1, C, H, W] f32 in 0..1, C from the model (1 or 3),
+// resized (bilinear; area when shrinking) to the model's H x W where it fixes them.
+Tensor image_tensor(const std::string& path, const onnx::ValueInfo& in) {
+  EMBER_CHECK(in.has_shape && in.shape.size() == 4 && is_floating(in.dtype), "run",
+              "--image needs a model input [N, C, H, W] of floats; input '", in.name, "' is ",
+              dtype_name(in.dtype), " ", shape_text(in));
+  const int64_t c = in.shape[1] > 0 ? in.shape[1] : 3;
+  EMBER_CHECK(c == 1 || c == 3, "run", "--image: input '", in.name, "' takes ", c,
+              " channels (an image has 1 or 3)");
+  Tensor x = data::load_image(path, int(c)).to(DType::f32).unsqueeze(0) * (1.0 / 255.0);
+  const int64_t h = in.shape[2] > 0 ? in.shape[2] : x.size(2);
+  const int64_t w = in.shape[3] > 0 ? in.shape[3] : x.size(3);
+  if (h != x.size(2) || w != x.size(3)) {
+    const bool shrink = x.size(2) >= h && x.size(3) >= w;
+    x = nn::functional::interpolate(x, {h, w}, {}, shrink ? "area" : "bilinear");
+  }
+  return x.to(in.dtype);
+}
+
+void add_run_command(CLI::App& app) {
+  struct Args {
+    std::string model, image, device, output_dir;
+    std::vector<std::string> inputs;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "run", "Run an ONNX model on NumPy .npy inputs (or one image) and print its outputs");
+  cmd->add_option("model", a->model, "The .onnx file")->required()->check(non_empty_path());
+  cmd->add_option("--input", a->inputs,
+                  "NAME=FILE.npy for each model input (FILE.npy alone when the model has one)");
+  cmd->add_option("--image", a->image,
+                  "A PNG or JPEG as the model's one [N, C, H, W] input: scaled to 0..1 and "
+                  "resized to the model's H x W, no mean/std normalisation")
+      ->check(non_empty_path());
+  cmd->add_option("--output-dir", a->output_dir, "Write each output to DIR/NAME.npy")
+      ->check(non_empty_path());
+  add_device_option(cmd, a->device);
+  add_max_image_pixels_option(cmd);
+  cmd->callback([a] {
+    const Device device = device_of(a->device);
+    const onnx::Model model = onnx::load(a->model, device);
+    std::map<std::string, Tensor> feed;
+    for (const std::string& spec : a->inputs) {
+      const size_t eq = spec.find('=');
+      std::string name, file = spec;
+      if (eq != std::string::npos) {
+        name = spec.substr(0, eq);
+        file = spec.substr(eq + 1);
+      } else {
+        EMBER_CHECK(model.inputs().size() == 1, "run", "--input ", spec, ": the model has ",
+                    model.inputs().size(), " inputs; name each one (--input NAME=FILE.npy)");
+        name = model.inputs()[0].name;
+      }
+      EMBER_CHECK(!feed.count(name), "run", "input '", name, "' given twice");
+      feed[name] = record::load_npy(file, device);
+    }
+    if (!a->image.empty()) {
+      EMBER_CHECK(model.inputs().size() == 1 && feed.empty(), "run",
+                  "--image is the model's one input; this model has ", model.inputs().size(),
+                  " inputs", feed.empty() ? "" : " and --input gave one");
+      feed[model.inputs()[0].name] = image_tensor(a->image, model.inputs()[0]).to(device);
+    }
+    InferenceMode inference;
+    const std::map<std::string, Tensor> out = model.run(feed);
+    if (!a->output_dir.empty()) fs::create_directories(a->output_dir);
+    std::printf("outputs of %s on %s:\n", a->model.c_str(), device.str().c_str());
+    for (const onnx::ValueInfo& v : model.outputs()) {
+      const Tensor& t = out.at(v.name);
+      std::printf("  %-20s %-8s %-16s %s\n", v.name.c_str(), dtype_name(t.dtype()),
+                  shape_str(t.shape()).c_str(), preview(t).c_str());
+      if (!a->output_dir.empty()) {
+        const std::string path = (fs::path(a->output_dir) / file_name(v.name)).string();
+        record::save_npy(path, t);
+        std::printf("  %-20s -> %s\n", "", path.c_str());
+      }
+    }
+  });
+}
+
+void add_info_command(CLI::App* onnx_cmd) {
+  auto model = std::make_shared<std::string>();
+  auto* cmd = onnx_cmd->add_subcommand(
+      "info",
+      "Print an ONNX model's inputs, outputs, opset and op counts, marking what Ember "
+      "cannot run");
+  cmd->add_option("model", *model, "The .onnx file")->required()->check(non_empty_path());
+  cmd->callback([model] {
+    const onnx::Info info = onnx::inspect(*model);
+    std::printf("%s\n  IR version %lld, opset %lld, producer %s\n", model->c_str(),
+                static_cast<long long>(info.ir_version), static_cast<long long>(info.opset),
+                info.producer.empty() ? "(none)" : info.producer.c_str());
+    std::printf("  %lld initializers, %lld parameters\n", static_cast<long long>(info.initializers),
+                static_cast<long long>(info.parameters));
+    print_values("inputs", info.inputs);
+    print_values("outputs", info.outputs);
+    std::map<std::string, std::string> why;  // op type -> first reason
+    for (const onnx::Unsupported& u : info.unsupported)
+      if (!u.op_type.empty()) why.emplace(u.op_type, u.reason);
+    std::printf("ops:\n");
+    for (const auto& [op, count] : info.op_counts) {
+      auto it = why.find(op);
+      std::printf("  %6lld  %-24s%s\n", static_cast<long long>(count), op.c_str(),
+                  it == why.end() ? "" : ("  CANNOT RUN: " + it->second).c_str());
+    }
+    if (info.unsupported.empty()) {
+      std::printf("Ember can run this model.\n");
+      return;
+    }
+    std::printf("Ember cannot run %zu part%s of this model:\n", info.unsupported.size(),
+                info.unsupported.size() == 1 ? "" : "s");
+    for (const onnx::Unsupported& u : info.unsupported)
+      std::printf("  %s%s: %s\n", u.node.c_str(),
+                  u.op_type.empty() ? "" : (" (" + u.op_type + ")").c_str(), u.reason.c_str());
+  });
+}
+
+void add_conformance_command(CLI::App* onnx_cmd) {
+  struct Args {
+    std::string data = "/usr/share/libonnx-testdata/data";
+    std::vector<std::string> suites{"node", "pytorch-converted", "pytorch-operator", "simple"};
+    std::vector<std::string> devices;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = onnx_cmd->add_subcommand(
+      "conformance",
+      "Run ONNX's backend test data (Debian libonnx-testdata) on each device and print passed / "
+      "failed / unsupported per suite and device (exit status 1 when any case fails)");
+  cmd->add_option("--data", a->data, "The test data folder")->capture_default_str();
+  cmd->add_option("--suite", a->suites, "Suites to run")
+      ->check(CLI::IsMember({"node", "pytorch-converted", "pytorch-operator", "simple"}))
+      ->capture_default_str();
+  cmd->add_option("--device", a->devices,
+                  "Devices to run on (default: ref, cpu and every GPU device found)");
+  cmd->callback([a] {
+    std::vector<Device> devices;
+    for (const std::string& d : a->devices) devices.push_back(device_of(d));
+    if (devices.empty())
+      for (const DeviceInfo& d : available_devices()) devices.push_back(d.device);
+    std::vector<std::string> failures;
+    std::printf("%-18s %-10s %6s %7s %7s %12s\n", "suite", "device", "cases", "passed", "failed",
+                "unsupported");
+    for (const std::string& suite : a->suites) {
+      const fs::path root = fs::path(a->data) / suite;
+      EMBER_CHECK(fs::is_directory(root), "onnx conformance", root.string(),
+                  " is not a folder (install Debian's libonnx-testdata or give --data)");
+      std::vector<fs::path> cases;
+      for (const auto& e : fs::directory_iterator(root))
+        if (e.is_directory() && fs::exists(e.path() / "model.onnx")) cases.push_back(e.path());
+      std::sort(cases.begin(), cases.end());
+      for (const Device& device : devices) {
+        int passed = 0, failed = 0, unsupported = 0;
+        for (const fs::path& dir : cases) {
+          const onnx::CaseResult r = onnx::run_test_case(dir.string(), device);
+          passed += r.status == onnx::CaseResult::Status::passed;
+          unsupported += r.status == onnx::CaseResult::Status::unsupported;
+          if (r.status == onnx::CaseResult::Status::failed) {
+            ++failed;
+            failures.push_back(suite + "/" + dir.filename().string() + " on " + device.str() +
+                               ": " + r.detail);
+          }
+        }
+        std::printf("%-18s %-10s %6zu %7d %7d %12d\n", suite.c_str(), device.str().c_str(),
+                    cases.size(), passed, failed, unsupported);
+        std::fflush(stdout);
+      }
+    }
+    for (const std::string& f : failures) std::printf("FAILED %s\n", f.c_str());
+    if (!failures.empty()) throw CLI::RuntimeError(kExitFailure);
+  });
+}
+
+}  // namespace
+
+void add_onnx_commands(CLI::App& app) {
+  add_run_command(app);
+  auto* onnx_cmd = app.add_subcommand("onnx", "ONNX models: info, conformance");
+  onnx_cmd->require_subcommand(1);
+  add_info_command(onnx_cmd);
+  add_conformance_command(onnx_cmd);
+}
+
+}  // namespace ember::tools
