@@ -61,6 +61,7 @@ std::map<std::string, OpImpl>& op_registry() {
     register_math_ops(m);
     register_shape_ops(m);
     register_nn_ops(m);
+    register_rnn_ops(m);
     return m;
   }();
   return r;

@@ -57,5 +57,6 @@ int64_t wrap(int64_t d, int64_t rank);
 void register_math_ops(std::map<std::string, OpImpl>& r);
 void register_shape_ops(std::map<std::string, OpImpl>& r);
 void register_nn_ops(std::map<std::string, OpImpl>& r);
+void register_rnn_ops(std::map<std::string, OpImpl>& r);
 
 }  // namespace ember::onnx::detail
