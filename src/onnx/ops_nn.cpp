@@ -81,6 +81,11 @@ Tensor conv_nd(const Tensor& x, const Tensor& w, const Tensor& b, const std::vec
     case 3:
       return F::conv1d(x, w, b, s, p, d, g);
     case 4:
+      // On the cpu, images go channels-last at the first convolution and stay so (convolutions,
+      // pooling and element-wise ops keep the layout): oneDNN's convolutions read NHWC as it is,
+      // where NCHW costs a reorder in and out of its blocked layout at every one.
+      if (x.device().type() == DeviceType::cpu)
+        return F::conv2d(x.contiguous(MemoryFormat::channels_last), w, b, s, p, d, g);
       return F::conv2d(x, w, b, s, p, d, g);
     default:
       return F::conv3d(x, w, b, s, p, d, g);
