@@ -11,8 +11,14 @@
 #include "ember/optim/lr_scheduler.h"
 #include "ember/optim/sgd.h"
 #include "ember/record/checkpoint.h"
+#include "ember/record/npy.h"
 #include "ember/record/safetensors.h"
 #include "fuzz/fuzz.h"
+#ifdef EMBER_HAVE_ONNX
+#include <map>
+
+#include "ember/onnx.h"
+#endif
 
 namespace ember::fuzz {
 
@@ -238,6 +244,46 @@ std::vector<std::string> seeds_csv(const std::string&) {
           "x,y,label\n1,2,0\n\n3,4,1\n"};
 }
 
+// ---- npy (deserialize_npy: the bytes of a NumPy array file) ----
+void run_npy(const std::string& bytes, const std::string&) {
+  (void)record::deserialize_npy(bytes, "fuzz.npy", Device::cpu());
+}
+std::vector<std::string> seeds_npy(const std::string&) {
+  const Tensor a = arange(Scalar(0), Scalar(12), Scalar(1), {DType::f32}).reshape({3, 4});
+  return {record::serialize_npy(a), record::serialize_npy(a.to(DType::i64).t()),
+          record::serialize_npy(scalar_tensor(Scalar(true), {DType::b8})),
+          record::serialize_npy(zeros({0, 2}, {DType::f16}))};
+}
+
+#ifdef EMBER_HAVE_ONNX
+// ---- onnx (ember::onnx::load, then one run on zeros of the declared shapes) ----
+void run_onnx(const std::string& bytes, const std::string& dir) {
+  const std::string path = dir + "/model.onnx";
+  write_file(path, bytes);
+  const onnx::Model m = onnx::load(path, Device::cpu());
+  std::map<std::string, Tensor> feed;
+  for (const onnx::ValueInfo& v : m.inputs()) {
+    Shape s;
+    for (int64_t d : v.shape) s.push_back(d < 0 ? 1 : std::min<int64_t>(d, 64));
+    feed[v.name] = zeros(s, {v.dtype});
+  }
+  (void)m.run(feed);
+}
+std::vector<std::string> seeds_onnx(const std::string&) {
+  std::vector<std::string> out;
+  // Small models of ONNX's backend test data (Debian libonnx-testdata), when installed.
+  for (const char* c :
+       {"pytorch-converted/test_Conv2d", "pytorch-converted/test_BatchNorm2d_eval",
+        "node/test_gemm_default_scalar_bias", "node/test_maxpool_2d_pads", "node/test_gru_defaults",
+        "node/test_softmax_axis_1", "pytorch-operator/test_operator_permute2"}) {
+    const std::string f = std::string(EMBER_ONNX_TESTDATA_DIR) + "/" + c + "/model.onnx";
+    if (std::ifstream(f).good()) out.push_back(read_file(f));
+  }
+  if (out.empty()) throw std::runtime_error("fuzz onnx: no seed (install libonnx-testdata)");
+  return out;
+}
+#endif
+
 }  // namespace
 
 const std::vector<Target>& targets() {
@@ -251,6 +297,10 @@ const std::vector<Target>& targets() {
       {"png", run_png, seeds_png, false},
       {"jpeg", run_jpeg, seeds_jpeg, false},
       {"csv", run_csv, seeds_csv, true},
+      {"npy", run_npy, seeds_npy, false},
+#ifdef EMBER_HAVE_ONNX
+      {"onnx", run_onnx, seeds_onnx, false},
+#endif
   };
   return t;
 }
