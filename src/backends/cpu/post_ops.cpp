@@ -6,10 +6,12 @@
 //
 // Every step keeps torch's NaN and infinity results (probed on oneDNN 2.6's jit and gemm/ref
 // post-ops): its jit relu (a max with 0) turned NaN into 0 and its reference relu (x * alpha
-// below 0) turned -inf into NaN, so relu runs as elu with alpha 0 plus 0 (x > 0 ? x : 0 *
-// expm1(x), then -0 + 0 = +0); its jit exp turned NaN into inf and its binary max/min returned
+// below 0) turned -inf into NaN, so relu runs as elu with alpha 0 then abs (x > 0 ? x : 0 *
+// expm1(x), then |-0| = +0); its jit exp turned NaN into inf and its binary max/min returned
 // the operand for a NaN result, so neither is a post-op; its reference logistic turned NaN into
-// 0 (exact_post_ops keeps it off those implementations).
+// 0 (exact_post_ops keeps it off those implementations). And its brgemm kernels gave every
+// eltwise post-op of one algorithm the first one's parameters ((y + 1) * 2 came out y + 2):
+// exact_post_ops refuses a chain with one algorithm at two parameter sets.
 #include "backends/cpu/post_ops.h"
 
 #include <algorithm>
@@ -110,7 +112,7 @@ bool eltwise_of(const ir::FusedGraph::Node& n, algorithm& alg, float& alpha, flo
   beta = 0;
   switch (n.unary) {
     case ir::UnaryOp::relu:
-      alg = algorithm::eltwise_elu;  // then + 0: plan_epilogue
+      alg = algorithm::eltwise_elu;  // then abs: plan_epilogue
       return true;
     case ir::UnaryOp::leaky_relu:  // x > 0 ? x : alpha * x (-inf * 0: NaN); alpha 0 takes a max
       alg = algorithm::eltwise_relu;
@@ -168,7 +170,7 @@ bool plan_epilogue(const ir::FusedGraph& g, int32_t anchor_input, const Dims& di
       float alpha, beta;
       if (n.a != chain || !eltwise_of(n, alg, alpha, beta)) return false;
       p.po.append_eltwise(1.f, alg, alpha, beta);
-      if (alg == algorithm::eltwise_elu) p.po.append_eltwise(1.f, algorithm::eltwise_linear, 1, 0);
+      if (alg == algorithm::eltwise_elu) p.po.append_eltwise(1.f, algorithm::eltwise_abs, 0, 0);
     } else if (n.kind == Kind::binary) {
       const bool left = n.a == chain;
       if (left == (n.b == chain)) return false;  // the chain on exactly one side
@@ -231,13 +233,23 @@ bool plan_epilogue(const ir::FusedGraph& g, int32_t anchor_input, const Dims& di
 }
 
 bool exact_post_ops(const char* impl, const dnnl::post_ops& po) {
-  if (!std::strstr(impl, "gemm") && !std::strstr(impl, "ref")) return true;
+  const bool reference = std::strstr(impl, "gemm") || std::strstr(impl, "ref");
+  struct Params {
+    algorithm alg;
+    float s, alpha, beta;
+  };
+  std::vector<Params> seen;
   for (int k = 0; k < po.len(); ++k) {
     if (po.kind(k) != dnnl::primitive::kind::eltwise) continue;
-    float s, alpha, beta;
-    algorithm alg;
-    po.get_params_eltwise(k, s, alg, alpha, beta);
-    if (alg == algorithm::eltwise_logistic) return false;
+    Params e{};
+    po.get_params_eltwise(k, e.s, e.alg, e.alpha, e.beta);
+    if (reference && e.alg == algorithm::eltwise_logistic) return false;
+    for (const Params& o : seen)  // bitwise: -0 and +0, NaN parameters differ too
+      if (o.alg == e.alg && (std::memcmp(&o.s, &e.s, sizeof(float)) != 0 ||
+                             std::memcmp(&o.alpha, &e.alpha, sizeof(float)) != 0 ||
+                             std::memcmp(&o.beta, &e.beta, sizeof(float)) != 0))
+        return false;
+    seen.push_back(e);
   }
   return true;
 }

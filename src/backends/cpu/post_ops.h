@@ -40,8 +40,9 @@ struct Plan {
 bool plan_epilogue(const ir::FusedGraph& g, int32_t anchor_input, const Dims& dims, bool any_order,
                    Plan& p);
 
-/// Whether the primitive implementation `impl` (impl_info_str) gives torch's NaN results for
-/// these post-ops: oneDNN 2.6's gemm and reference post-ops turn a NaN into 0 in logistic.
+/// Whether the primitive implementation `impl` (impl_info_str) computes these post-ops right:
+/// false when one eltwise algorithm comes with two parameter sets (oneDNN 2.6's brgemm kernels
+/// used the first set for both), or for logistic on its gemm / reference post-ops (NaN -> 0).
 bool exact_post_ops(const char* impl, const dnnl::post_ops& po);
 
 /// Folds the plan's leading per-channel affine steps (binary mul / add / sub with an operand
