@@ -861,3 +861,30 @@ TEST(MnistTest, LoadMnistChecksFiles) {
   expect_error([&] { load_mnist(dir.path.string(), false); },
                {"[load_mnist]", "t10k-images-idx3-ubyte", "missing"});
 }
+
+namespace ember {
+namespace {
+
+// A PNG's alpha channel is dropped, as PIL's convert("RGB") / convert("L") do: libpng asked for
+// a format without alpha composited onto the buffer's old contents (different every run).
+TEST(ImageIoTest, AlphaIsDroppedAsPilDoes) {
+  const std::string dir = std::string(EMBER_TEST_DATA_DIR) + "/png/";
+  const Tensor rgba = data::load_image(dir + "rgba_4x5.png");
+  ASSERT_EQ(rgba.shape(), (Shape{3, 4, 5}));
+  const std::vector<uint8_t> v = rgba.to_vector<uint8_t>();
+  for (int64_t i = 0; i < 20; ++i) {
+    EXPECT_EQ(v[size_t(i)], uint8_t(i * 10)) << i;  // red, whatever the pixel's alpha
+    EXPECT_EQ(v[size_t(20 + i)], 200) << i;
+    EXPECT_EQ(v[size_t(40 + i)], 7) << i;
+  }
+  EXPECT_EQ(data::load_image(dir + "rgba_4x5.png").to_vector<uint8_t>(), v);  // every run
+  const Tensor ga = data::load_image(dir + "gray_alpha_3x2.png");
+  ASSERT_EQ(ga.shape(), (Shape{1, 3, 2}));
+  EXPECT_EQ(ga.to_vector<uint8_t>(), (std::vector<uint8_t>{0, 50, 100, 150, 200, 250}));
+  const Tensor ga3 = data::load_image(dir + "gray_alpha_3x2.png", 3);  // gray to RGB
+  EXPECT_EQ(ga3.narrow(0, 1, 1).contiguous().to_vector<uint8_t>(),
+            (std::vector<uint8_t>{0, 50, 100, 150, 200, 250}));
+}
+
+}  // namespace
+}  // namespace ember

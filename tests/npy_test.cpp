@@ -58,6 +58,11 @@ TEST(NpyTest, ReadsWhatNumpyWrites) {
   EXPECT_EQ(t.shape(), (Shape{0, 4}));
   EXPECT_EQ(t.dtype(), DType::i32);
 
+  std::string native = bytes_of(data("f32_2x3.npy"));  // 'f4' without a byte order: native
+  native.replace(native.find("'<f4'"), 5, "'f4' ");
+  EXPECT_EQ(values<float>(record::deserialize_npy(native, "native")),
+            values<float>(record::load_npy(data("f32_2x3.npy"))));
+
   t = record::load_npy(data("f32_v2.npy"));  // format version 2.0
   EXPECT_EQ(values<float>(t), (std::vector<float>{1.5, 2.5}));
 }

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ember/ember.h"
@@ -205,6 +207,62 @@ TEST(OnnxModelTest, LoadNamesEveryNodeItCannotRun) {
   }
 }
 
+// A Gather index out of range: on a GPU the lazy stream reports it after later nodes were
+// recorded; the error still names the Gather node.
+TEST(OnnxModelTest, RunNamesTheFailingNodeOnEveryDevice) {
+  test::TempDir dir("onnx");
+  ::onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("gather");
+  add_value(g->add_input(), "idx", {"2"}, ::onnx::TensorProto::INT64);
+  add_value(g->add_output(), "y", {"2", "3"});
+  *g->add_initializer() = float_tensor("table", {4, 3}, std::vector<float>(12, 1.f));
+  add_node(g, "Gather", {"table", "idx"}, {"rows"}, "my_gather");
+  add_node(g, "Relu", {"rows"}, {"r"}, "after");
+  add_node(g, "Neg", {"r"}, {"y"}, "last");
+  const std::string path = write_model(dir, m);
+  for (const DeviceInfo& d : available_devices()) {
+    SCOPED_TRACE(d.device.str());
+    const onnx::Model model = onnx::load(path, d.device);
+    const Tensor ok = from_vector<int64_t>({0, 3}, {2});
+    EXPECT_EQ(model.run({{"idx", ok}}).at("y").shape(), (Shape{2, 3}));
+    expect_error(
+        [&] {
+          model.run({{"idx", from_vector<int64_t>({1, 7}, {2})}});
+        },
+        {"node 'my_gather' (Gather)", "7"});
+    EXPECT_EQ(model.run({{"idx", ok}}).at("y").shape(), (Shape{2, 3}));  // still runs
+  }
+}
+
+TEST(OnnxModelTest, CastsToAndFromBfloat16) {
+  test::TempDir dir("onnx");
+  ::onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("bf16");
+  add_value(g->add_input(), "x", {"3"});
+  add_value(g->add_output(), "y", {"3"});
+  for (const auto& [in, out, to] :
+       {std::tuple<const char*, const char*, int>{"x", "b", ::onnx::TensorProto::BFLOAT16},
+        {"b", "y", ::onnx::TensorProto::FLOAT}}) {
+    auto* a = add_node(g, "Cast", {in}, {out})->add_attribute();
+    a->set_name("to");
+    a->set_type(::onnx::AttributeProto::INT);
+    a->set_i(to);
+  }
+  const onnx::Model model = onnx::load(write_model(dir, m), Device::cpu());
+  const std::vector<float> y = model.run({{"x", from_vector<float>({1.0f, 3.14159f, -1e-3f}, {3})}})
+                                   .at("y")
+                                   .to_vector<float>();
+  EXPECT_EQ(y[0], 1.0f);
+  EXPECT_EQ(y[1], 3.140625f);  // bf16 keeps 8 bits of mantissa (round to nearest even)
+  EXPECT_NEAR(y[2], -1e-3, 1e-5);
+}
+
 TEST(OnnxModelTest, ReadsExternalDataAndRejectsBadReferences) {
   test::TempDir dir("onnx");
   ::onnx::ModelProto m = small_model();
@@ -240,6 +298,9 @@ TEST(OnnxModelTest, ReadsExternalDataAndRejectsBadReferences) {
                {"not a path inside the model's directory"});
   expect_error([&] { onnx::load(set("/etc/passwd", "", ""), Device::cpu()); },
                {"not a path inside"});
+  std::filesystem::create_symlink("/etc/hostname", dir / "link.bin");  // inside, leads out
+  expect_error([&] { onnx::load(set("link.bin", "", ""), Device::cpu()); },
+               {"leads outside the model's directory"});
   expect_error([&] { onnx::load(set("weights.bin", "16", "24"), Device::cpu()); },
                {"holds 32 bytes, the tensor reads 24 from offset 16"});
   expect_error([&] { onnx::load(set("weights.bin", "x", ""), Device::cpu()); },

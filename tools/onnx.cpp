@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -134,14 +135,23 @@ void add_run_command(CLI::App& app) {
     }
     InferenceMode inference;
     const std::map<std::string, Tensor> out = model.run(feed);
-    if (!a->output_dir.empty()) fs::create_directories(a->output_dir);
+    if (!a->output_dir.empty()) {
+      std::error_code ec;
+      fs::create_directories(a->output_dir, ec);
+      EMBER_CHECK(!ec && fs::is_directory(a->output_dir), "run", "--output-dir ", a->output_dir,
+                  ": cannot create the folder (", ec ? ec.message() : "a file is in the way", ")");
+    }
     std::printf("outputs of %s on %s:\n", a->model.c_str(), device.str().c_str());
+    std::set<std::string> written;  // "a/b" and "a_b" both map to a_b.npy: the second gets _2
     for (const onnx::ValueInfo& v : model.outputs()) {
       const Tensor& t = out.at(v.name);
       std::printf("  %-20s %-8s %-16s %s\n", v.name.c_str(), dtype_name(t.dtype()),
                   shape_str(t.shape()).c_str(), preview(t).c_str());
       if (!a->output_dir.empty()) {
-        const std::string path = (fs::path(a->output_dir) / file_name(v.name)).string();
+        std::string name = file_name(v.name);
+        for (int k = 2; !written.insert(name).second; ++k)
+          name = file_name(v.name).insert(file_name(v.name).size() - 4, "_" + std::to_string(k));
+        const std::string path = (fs::path(a->output_dir) / name).string();
         record::save_npy(path, t);
         std::printf("  %-20s -> %s\n", "", path.c_str());
       }

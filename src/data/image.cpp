@@ -89,10 +89,13 @@ Pixels decode_png(const std::vector<unsigned char>& bytes, const std::string& pa
   if (!png_image_begin_read_from_memory(&img, bytes.data(), bytes.size()))
     EMBER_FAIL("load_image", path, ": corrupt PNG (", img.message, ")");
   const bool color = (img.format & PNG_FORMAT_FLAG_COLOR) != 0;
+  const bool alpha = (img.format & PNG_FORMAT_FLAG_ALPHA) != 0;  // also a palette's tRNS
   const int c = channels == 0 ? (color ? 3 : 1) : channels;
-  // 8 bits per channel whatever the file stores (16-bit, palette, alpha): the buffer is exactly
-  // w * h * c bytes, and libpng converts row by row into it.
-  img.format = c == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
+  // 8 bits per channel whatever the file stores (16-bit, palette): libpng converts row by row.
+  // An alpha channel is read and dropped, as PIL's convert("RGB") does: asked for a format
+  // without alpha, libpng composites onto the buffer's previous contents (garbage here).
+  const int stored = c + (alpha ? 1 : 0);
+  img.format = (c == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY) | (alpha ? PNG_FORMAT_FLAG_ALPHA : 0);
   Pixels p;
   p.h = img.height, p.w = img.width, p.c = c;
   if (too_many_pixels(img.width, img.height)) {
@@ -100,14 +103,20 @@ Pixels decode_png(const std::vector<unsigned char>& bytes, const std::string& pa
     fail_too_many_pixels("load_image", path, "PNG", img.width, img.height);
   }
   // In 64 bits (PNG_IMAGE_SIZE multiplies in 32 and could wrap for a raised limit).
-  if (!try_alloc(&p.hwc, size_t(p.h) * size_t(p.w) * size_t(c))) {
+  const size_t pixels = size_t(p.h) * size_t(p.w);
+  if (!try_alloc(&p.hwc, pixels * size_t(stored))) {
     png_image_free(&img);
-    fail_no_memory("load_image", path, img.width, img.height, uint64_t(c));
+    fail_no_memory("load_image", path, img.width, img.height, uint64_t(stored));
   }
   if (!png_image_finish_read(&img, nullptr, p.hwc.data(), 0, nullptr)) {
     const std::string msg = img.message;
     png_image_free(&img);
     EMBER_FAIL("load_image", path, ": corrupt or truncated PNG (", msg, ")");
+  }
+  if (alpha) {  // in place: pixel i's c bytes move to i * c
+    unsigned char* d = p.hwc.data();
+    for (size_t i = 0; i < pixels; ++i)
+      for (int k = 0; k < c; ++k) d[i * size_t(c) + size_t(k)] = d[i * size_t(stored) + size_t(k)];
   }
   return p;
 }

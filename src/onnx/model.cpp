@@ -349,19 +349,33 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
     }
     values[size_t(m.input_slots[i])] = t.device() == m.device ? t : t.to(m.device);
   }
-  for (const Impl::Step& s : m.steps) {
-    Tensors ins;
-    for (int k : s.in) ins.push_back(k < 0 ? Tensor() : values[size_t(k)]);
-    Tensors outs;
-    try {
-      outs = s.op->run(s.node, ins);
-    } catch (const std::exception& e) {
-      EMBER_FAIL("onnx.run", "node '", node_label(*s.proto, s.index), "' (", s.proto->op_type(),
-                 ") failed: ", e.what());
+  // Runs the steps; with `each`, the device finishes each node's work before the next, so a
+  // failure that the lazy stream reports later (an index checked on a GPU) names its node.
+  auto steps = [&](std::vector<Tensor>& vals, bool each) {
+    for (const Impl::Step& s : m.steps) {
+      Tensors ins;
+      for (int k : s.in) ins.push_back(k < 0 ? Tensor() : vals[size_t(k)]);
+      Tensors outs;
+      try {
+        outs = s.op->run(s.node, ins);
+        if (each) sync(m.device);
+      } catch (const std::exception& e) {
+        EMBER_FAIL("onnx.run", "node '", node_label(*s.proto, s.index), "' (", s.proto->op_type(),
+                   ") failed: ", e.what());
+      }
+      for (size_t k = 0; k < s.out.size() && k < outs.size(); ++k)
+        if (s.out[k] >= 0) vals[size_t(s.out[k])] = outs[k];
+      for (int k : s.release) vals[size_t(k)] = Tensor();
     }
-    for (size_t k = 0; k < s.out.size() && k < outs.size(); ++k)
-      if (s.out[k] >= 0) values[size_t(s.out[k])] = outs[k];
-    for (int k : s.release) values[size_t(k)] = Tensor();
+  };
+  const std::vector<Tensor> fed = values;
+  try {
+    steps(values, false);
+    sync(m.device);  // errors surface here, not in the caller's first read
+  } catch (const std::exception& first) {
+    std::vector<Tensor> again = fed;  // once more, node by node, to name the failing one
+    steps(again, true);
+    EMBER_FAIL("onnx.run", "running the graph failed: ", first.what());
   }
   std::map<std::string, Tensor> out;
   for (size_t i = 0; i < m.outputs.size(); ++i) {

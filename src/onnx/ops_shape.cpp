@@ -41,11 +41,6 @@ std::string cast_check(const Node& n) {
   for (size_t k = 0; k < n.input_types.size(); ++k)
     if (n.input_types[k] && !dtype_from_onnx(n.input_types[k], d))
       return "input type " + onnx_type_name(n.input_types[k]);
-  // ONNX 1.12's bfloat16 cast tests store the bf16 values as UINT16 bit patterns (and truncate
-  // instead of rounding): they do not describe a bf16 tensor.
-  bool bf16 = n.i("to", 0) == ::onnx::TensorProto::BFLOAT16;
-  for (int32_t t : n.input_types) bf16 = bf16 || t == ::onnx::TensorProto::BFLOAT16;
-  if (bf16) return "bfloat16 test data stored as UINT16 bit patterns";
   return "";
 }
 

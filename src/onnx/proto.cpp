@@ -95,7 +95,14 @@ std::filesystem::path external_file(const ::onnx::TensorProto& t, const std::str
                   std::find(rel.begin(), rel.end(), fs::path("..")) == rel.end(),
               "onnx", "tensor '", t.name(), "': external data location '", location,
               "' is not a path inside the model's directory");
-  return fs::path(model_dir.empty() ? "." : model_dir) / rel;
+  const fs::path dir = model_dir.empty() ? "." : model_dir, file = dir / rel;
+  // A symbolic link inside the folder must not lead out of it either.
+  std::error_code ec;
+  const fs::path real = fs::weakly_canonical(file, ec), base = fs::weakly_canonical(dir, ec);
+  const fs::path inside = real.lexically_relative(base);
+  EMBER_CHECK(!ec && !inside.empty() && *inside.begin() != "..", "onnx", "tensor '", t.name(),
+              "': external data location '", location, "' leads outside the model's directory");
+  return file;
 }
 
 namespace {

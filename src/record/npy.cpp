@@ -55,7 +55,10 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& why) const {
-    EMBER_FAIL("load_npy", what_, ": ", why, " (header ", s_, ")");
+    std::string shown;  // without the padding, control characters as '?'
+    for (char c : s_.substr(0, s_.find_last_not_of(" \n") + 1))
+      shown += std::isprint(static_cast<unsigned char>(c)) ? c : '?';
+    EMBER_FAIL("load_npy", what_, ": ", why, " (header ", shown, ")");
   }
   void skip() {
     while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
@@ -113,7 +116,8 @@ class Parser {
 };
 
 // The Ember dtype of a numpy descr ("<f4", "|b1", ...), or false.
-bool dtype_of(const std::string& descr, DType& out) {
+bool dtype_of(std::string descr, DType& out) {
+  if (descr.size() == 2) descr = "=" + descr;  // no byte order: native (little-endian here)
   if (descr.size() < 3) return false;
   const char order = descr[0];
   const std::string code = descr.substr(1);
@@ -178,7 +182,9 @@ Tensor deserialize_npy(const std::string& bytes, const std::string& what, Device
   const std::string text = bytes.substr(at, len);
   const Header h = Parser(text, what).parse();
   DType dt = DType::f32;
-  EMBER_CHECK(dtype_of(h.descr, dt), "load_npy", what, ": dtype '", h.descr,
+  std::string descr;
+  for (char c : h.descr) descr += std::isprint(static_cast<unsigned char>(c)) ? c : '?';
+  EMBER_CHECK(dtype_of(h.descr, dt), "load_npy", what, ": dtype '", descr,
               "' is not one Ember reads (little-endian bool, int, uint or float)");
   int64_t n = 1;
   for (int64_t d : h.shape) {
