@@ -1,5 +1,7 @@
 #include "onnx/ops.h"
 
+#include <algorithm>
+
 namespace ember::onnx::detail {
 
 const ::onnx::AttributeProto* Node::attr(const std::string& name) const {
@@ -36,13 +38,23 @@ std::vector<double> Node::floats(const std::string& name, std::vector<double> de
 }
 
 std::string Node::only_attrs(std::initializer_list<const char*> known) const {
+  return only_attrs(std::vector<std::string>(known.begin(), known.end()));
+}
+
+std::string Node::only_attrs(const std::vector<std::string>& known) const {
   std::string extra;
-  for (const auto& a : proto.attribute()) {
-    bool ok = false;
-    for (const char* k : known) ok = ok || a.name() == k;
-    if (!ok) extra += (extra.empty() ? "" : ", ") + a.name();
-  }
+  for (const auto& a : proto.attribute())
+    if (std::find(known.begin(), known.end(), a.name()) == known.end())
+      extra += (extra.empty() ? "" : ", ") + a.name();
   return extra.empty() ? "" : "attribute " + extra + " not mapped";
+}
+
+std::string ok(const Node&) { return ""; }
+
+std::function<std::string(const Node&)> attrs(std::initializer_list<const char*> known) {
+  return [k = std::vector<std::string>(known.begin(), known.end())](const Node& n) {
+    return n.only_attrs(k);
+  };
 }
 
 std::vector<int64_t> to_ints(const Tensor& t) {

@@ -35,6 +35,7 @@ struct Node {
   int32_t input_type(size_t k) const { return k < input_types.size() ? input_types[k] : 0; }
   /// "" when every attribute the node carries is in `known`, else a reason naming the others.
   std::string only_attrs(std::initializer_list<const char*> known) const;
+  std::string only_attrs(const std::vector<std::string>& known) const;
 };
 
 using Tensors = std::vector<Tensor>;
@@ -42,6 +43,11 @@ struct OpImpl {
   std::function<std::string(const Node&)> check;  // "" = covered
   std::function<Tensors(const Node&, const Tensors&)> run;
 };
+
+/// Checks for the registry: a node covered whatever its attributes, or one whose attributes
+/// must all be in `known` (Node::only_attrs).
+std::string ok(const Node&);
+std::function<std::string(const Node&)> attrs(std::initializer_list<const char*> known);
 
 /// Every mapped op type (the default ONNX domain).
 std::map<std::string, OpImpl>& op_registry();

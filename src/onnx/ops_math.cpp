@@ -10,20 +10,6 @@ namespace {
 
 using Fn1 = Tensor (*)(const Tensor&);
 
-std::string ok(const Node&) { return ""; }
-std::function<std::string(const Node&)> attrs(std::initializer_list<const char*> known) {
-  std::vector<std::string> k(known.begin(), known.end());
-  return [k](const Node& n) {
-    std::string extra;
-    for (const auto& a : n.proto.attribute()) {
-      bool found = false;
-      for (const auto& s : k) found = found || a.name() == s;
-      if (!found) extra += (extra.empty() ? "" : ", ") + a.name();
-    }
-    return extra.empty() ? "" : "attribute " + extra + " not mapped";
-  };
-}
-
 OpImpl unary(Fn1 fn) {
   return {ok, [fn](const Node&, const Tensors& in) { return Tensors{fn(in[0])}; }};
 }

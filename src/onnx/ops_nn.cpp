@@ -8,19 +8,6 @@ namespace ember::onnx::detail {
 namespace F = ember::nn::functional;
 namespace {
 
-std::function<std::string(const Node&)> attrs(std::initializer_list<const char*> known) {
-  std::vector<std::string> k(known.begin(), known.end());
-  return [k](const Node& n) {
-    std::string extra;
-    for (const auto& a : n.proto.attribute()) {
-      bool found = false;
-      for (const auto& s : k) found = found || a.name() == s;
-      if (!found) extra += (extra.empty() ? "" : ", ") + a.name();
-    }
-    return extra.empty() ? "" : "attribute " + extra + " not mapped";
-  };
-}
-
 struct Window {
   std::vector<int64_t> k, s, d, begin, end;
 };

@@ -9,20 +9,6 @@
 namespace ember::onnx::detail {
 namespace {
 
-std::string ok(const Node&) { return ""; }
-std::function<std::string(const Node&)> attrs(std::initializer_list<const char*> known) {
-  std::vector<std::string> k(known.begin(), known.end());
-  return [k](const Node& n) {
-    std::string extra;
-    for (const auto& a : n.proto.attribute()) {
-      bool found = false;
-      for (const auto& s : k) found = found || a.name() == s;
-      if (!found) extra += (extra.empty() ? "" : ", ") + a.name();
-    }
-    return extra.empty() ? "" : "attribute " + extra + " not mapped";
-  };
-}
-
 Tensor i64_tensor(const std::vector<int64_t>& v, Shape shape, Device d) {
   return from_vector<int64_t>(v, std::move(shape), d);
 }
