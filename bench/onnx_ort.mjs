@@ -3,27 +3,11 @@
 //   "onnxruntime load+first L ms best B ms median M ms"
 //   node bench/onnx_ort.mjs DIR BATCH THREADS ITERS   (NODE_PATH: onnxruntime-node's folder)
 import { createRequire } from 'node:module';
-import { readFileSync } from 'node:fs';
+import { readNpy } from '../scripts/npy.mjs';
 
 const require = createRequire(import.meta.url);
 const ort = require('onnxruntime-node');
 const [dir, batch = '0', threads = '2', iters = '10'] = process.argv.slice(2);
-
-// A .npy file as {type, dims, data} (little-endian float32 / int64, C order).
-function readNpy(path) {
-  const b = readFileSync(path);
-  const major = b[6];
-  const len = major === 1 ? b.readUInt16LE(8) : b.readUInt32LE(8);
-  const start = major === 1 ? 10 : 12;
-  const header = b.toString('latin1', start, start + len);
-  const descr = /'descr': '([^']*)'/.exec(header)[1];
-  const dims = /'shape': \(([^)]*)\)/.exec(header)[1].split(',').filter((s) => s.trim()).map(Number);
-  const bytes = b.subarray(start + len);
-  const buf = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length);
-  if (descr === '<f4') return { type: 'float32', dims, data: new Float32Array(buf) };
-  if (descr === '<i8') return { type: 'int64', dims, data: new BigInt64Array(buf) };
-  throw new Error(`${path}: dtype ${descr}`);
-}
 
 function tile(t, rows) {
   if (!rows || t.dims[0] === rows) return t;

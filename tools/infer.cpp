@@ -22,17 +22,11 @@
 #include "ember/train/learner.h"
 #include "image_data.h"
 #include "models.h"
+#include "trained.h"
 
 namespace ember::tools {
 
 namespace {
-
-struct Trained {
-  std::shared_ptr<nn::UnaryModule> model;
-  std::string model_name, dataset;
-  ImageData images;       // dataset "images": the recorded image folder
-  std::string test_data;  // data_fingerprint of the test split it was trained with ("" unknown)
-};
 
 // The weight shapes make_model(name, shape) would create that depend on the shape, checked
 // against the file's before the model is built: a recorded image size of 2^20 would otherwise
@@ -71,10 +65,8 @@ void warn(const char* op, const std::string& what) {
   std::fprintf(stderr, "warning: [%s] %s\n", op, what.c_str());
 }
 
-// A Learner checkpoint (metadata format ember.checkpoint.v1, "model." tensors, the dataset and
-// model names in its user JSON) or a model file (safetensors with ember.dataset / ember.model
-// metadata). `dataset` overrides the recorded dataset ("" keeps it). `op`: the command, the tag of
-// its errors.
+}  // namespace
+
 Trained load_trained(const char* op, const std::string& path, const std::string& dataset,
                      const Device& device) {
   record::SafetensorsFile f = record::load_safetensors(path, Device::cpu());
@@ -130,6 +122,8 @@ Trained load_trained(const char* op, const std::string& path, const std::string&
                  " weights are NaN or infinite; its outputs will not be numbers");
   return t;
 }
+
+namespace {
 
 // What `ember eval --help` and `ember predict --help` say about their exit status.
 constexpr const char* kNotANumberFooter =

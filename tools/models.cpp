@@ -3,41 +3,39 @@
 #include <algorithm>
 
 #include "ember/error.h"
-#include "ember/nn/functional/activation.h"
-#include "ember/nn/functional/pool.h"
+#include "ember/nn/modules/activation.h"
+#include "ember/nn/modules/pooling.h"
 #include "ember/ops/elementwise.h"
 
 namespace ember::tools {
 
-namespace F = nn::functional;
-
-Cnn::Cnn(const ModelShape& s) : nn::UnaryModule("Cnn") {
+Cnn::Cnn(const ModelShape& s) : nn::Sequential("Cnn") {
   const int64_t pooled = (s.image_size - 4) / 2;  // 28 -> 26 -> 24 -> 12
-  conv1 = register_module("conv1", std::make_shared<nn::Conv2d>(s.channels, 32, 3));
-  conv2 = register_module("conv2", std::make_shared<nn::Conv2d>(32, 64, 3));
-  fc1 = register_module("fc1", std::make_shared<nn::Linear>(64 * pooled * pooled, 128));
-  fc2 = register_module("fc2", std::make_shared<nn::Linear>(128, s.classes));
+  conv1 = std::make_shared<nn::Conv2d>(s.channels, 32, 3);
+  conv2 = std::make_shared<nn::Conv2d>(32, 64, 3);
+  fc1 = std::make_shared<nn::Linear>(64 * pooled * pooled, 128);
+  fc2 = std::make_shared<nn::Linear>(128, s.classes);
+  push_back("conv1", conv1);                              // [N, 32, 26, 26]
+  push_back("relu1", std::make_shared<nn::ReLU>());       //
+  push_back("conv2", conv2);                              // [N, 64, 24, 24]
+  push_back("relu2", std::make_shared<nn::ReLU>());       //
+  push_back("pool", std::make_shared<nn::MaxPool2d>(2));  // [N, 64, 12, 12]
+  push_back("flatten", std::make_shared<nn::Flatten>());  // [N, 9216]
+  push_back("fc1", fc1);
+  push_back("relu3", std::make_shared<nn::ReLU>());
+  push_back("fc2", fc2);
 }
 
-Tensor Cnn::forward(const Tensor& x) {
-  Tensor h = F::relu(conv1->forward(x));  // [N, 32, 26, 26]
-  h = F::relu(conv2->forward(h));         // [N, 64, 24, 24]
-  h = F::max_pool2d(h, {2, 2});           // [N, 64, 12, 12]
-  h = F::relu(fc1->forward(h.flatten(1)));
-  return fc2->forward(h);
-}
-
-Mlp::Mlp(const ModelShape& s) : nn::UnaryModule("Mlp") {
-  fc1 = register_module(
-      "fc1", std::make_shared<nn::Linear>(s.channels * s.image_size * s.image_size, 256));
-  fc2 = register_module("fc2", std::make_shared<nn::Linear>(256, 128));
-  fc3 = register_module("fc3", std::make_shared<nn::Linear>(128, s.classes));
-}
-
-Tensor Mlp::forward(const Tensor& x) {
-  Tensor h = F::relu(fc1->forward(x.flatten(1)));
-  h = F::relu(fc2->forward(h));
-  return fc3->forward(h);
+Mlp::Mlp(const ModelShape& s) : nn::Sequential("Mlp") {
+  fc1 = std::make_shared<nn::Linear>(s.channels * s.image_size * s.image_size, 256);
+  fc2 = std::make_shared<nn::Linear>(256, 128);
+  fc3 = std::make_shared<nn::Linear>(128, s.classes);
+  push_back("flatten", std::make_shared<nn::Flatten>());
+  push_back("fc1", fc1);
+  push_back("relu1", std::make_shared<nn::ReLU>());
+  push_back("fc2", fc2);
+  push_back("relu2", std::make_shared<nn::ReLU>());
+  push_back("fc3", fc3);
 }
 
 std::shared_ptr<nn::UnaryModule> make_model(const std::string& name, const ModelShape& shape) {

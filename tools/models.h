@@ -12,6 +12,7 @@
 
 #include "ember/data/dataset.h"
 #include "ember/nn/module.h"
+#include "ember/nn/modules/container.h"
 #include "ember/nn/modules/conv.h"
 #include "ember/nn/modules/linear.h"
 #include "ember/tensor.h"
@@ -24,19 +25,19 @@ struct ModelShape {
   int64_t channels = 1, image_size = 28, classes = 10;
 };
 
-class Cnn : public nn::UnaryModule {
+// Both are Sequentials of named layers (their state_dict keys: conv1.weight, fc2.bias...), so
+// ember::onnx::save exports them as any Sequential.
+class Cnn : public nn::Sequential {
  public:
   explicit Cnn(const ModelShape& shape = {});
-  Tensor forward(const Tensor& x) override;
 
   std::shared_ptr<nn::Conv2d> conv1, conv2;
   std::shared_ptr<nn::Linear> fc1, fc2;
 };
 
-class Mlp : public nn::UnaryModule {
+class Mlp : public nn::Sequential {
  public:
   explicit Mlp(const ModelShape& shape = {});
-  Tensor forward(const Tensor& x) override;
 
   std::shared_ptr<nn::Linear> fc1, fc2, fc3;
 };

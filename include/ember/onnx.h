@@ -8,14 +8,21 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "ember/device.h"
 #include "ember/dtype.h"
+#include "ember/error.h"
 #include "ember/tensor.h"
+
+namespace ember::nn {
+class Module;
+}
 
 namespace ember::onnx {
 
@@ -102,8 +109,11 @@ Model load(const std::string& path, Device device = Device::default_device());
 /// run_test_case loads the model on `device`, runs every data set and compares each output with
 /// ONNX's tolerances: |got - want| <= 1e-7 + 1e-3 |want| for floats (NaN equals NaN), exact
 /// otherwise, and the same dtype and shape.
+/// A case is excluded (not counted against coverage) when it needs what Ember has no tensor
+/// type for: strings, sequences, optionals, maps, or ops outside the default domain (ONNX's
+/// training ops); unsupported otherwise when load() rejects it.
 struct CaseResult {
-  enum class Status { passed, failed, unsupported };
+  enum class Status { passed, failed, unsupported, excluded };
   Status status = Status::unsupported;
   std::string op_type;  // unsupported: the first op Ember cannot run ("" for the model itself)
   std::string detail;   // why it did not pass ("" when it did)
@@ -111,5 +121,95 @@ struct CaseResult {
 /// Never throws for a bad case: a model load() rejects, or a dtype the device lacks, is
 /// unsupported; a wrong value, an error while running or an unreadable .pb file is failed.
 CaseResult run_test_case(const std::string& dir, Device device);
+
+// ---- export: Ember nn modules -> ONNX (opset kExportOpset) ----
+
+/// The opset export() writes (LayerNormalization needs 17).
+inline constexpr int64_t kExportOpset = 17;
+
+/// How save() writes a model.
+struct ExportOptions {
+  std::string input_name = "input";    ///< the graph input's name
+  std::string output_name = "output";  ///< the graph output's name
+  /// Dim 0 of the input and output is the symbolic "batch" (any batch size runs); false keeps
+  /// the example's size.
+  bool dynamic_batch = true;
+  /// Loads the written file with ember::onnx::load on the example's device, runs it on the
+  /// example and compares with the module's own output: |got - want| <= atol + rtol |want|.
+  bool check = true;
+  double rtol = 1e-4, atol = 1e-5;
+  /// Written as the model's metadata_props (key, value): what a user of the file needs to know
+  /// (the input's normalization, the class names...).
+  std::map<std::string, std::string> metadata;
+};
+
+/// A node attribute: an int, a float, a string or a list of ints or floats.
+struct Attribute {
+  std::string name;
+  std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>> value;
+};
+
+/// The graph an exporter writes into (default domain, opset kExportOpset).
+class ExportGraph {
+ public:
+  /// Adds node `op_type`(inputs) with `attrs` (an input "" is an omitted optional input) and
+  /// returns the names of its `outputs` outputs.
+  virtual std::vector<std::string> add(const std::string& op_type,
+                                       const std::vector<std::string>& inputs,
+                                       const std::vector<Attribute>& attrs = {},
+                                       int outputs = 1) = 0;
+  /// add(...)[0], for the common one-output node.
+  std::string node(const std::string& op_type, const std::vector<std::string>& inputs,
+                   const std::vector<Attribute>& attrs = {}) {
+    return add(op_type, inputs, attrs, 1)[0];
+  }
+  /// `t` (any device, any dtype) as an initializer named `name` in the module's path
+  /// ("conv1.weight"), and its value name. One tensor (same storage, shape and strides) added
+  /// twice gives one initializer.
+  virtual std::string constant(const Tensor& t, const std::string& name) = 0;
+  /// Exports child `m` (registered under `child_name`) applied to value `input` and returns its
+  /// output value. Throws ember::Error naming the module's path when it has no exporter.
+  virtual std::string module(nn::Module& m, const std::string& child_name,
+                             const std::string& input) = 0;
+  /// The example tensor flowing through value `v` (known for the graph input and every module's
+  /// input and output): what an exporter reads shapes from. Dim 0 is the batch.
+  virtual const Tensor& example(const std::string& v) const = 0;
+
+ protected:
+  ~ExportGraph() = default;
+};
+
+/// Writes the ONNX nodes of module `m` applied to value `input` (m is in eval mode) and returns
+/// the output value's name.
+using Exporter =
+    std::function<std::string(nn::Module& m, ExportGraph& g, const std::string& input)>;
+
+/// Makes save() export modules whose type_name() is `type_name` with `fn` (replacing a built-in
+/// or earlier one). Built in: Sequential (and subclasses that keep its forward), Identity,
+/// Linear, Flatten, Unflatten, Conv1d/2d/3d (zeros, reflect and replicate padding, "same" and
+/// "valid"), ConvTranspose1d/2d/3d, BatchNorm1d/2d (running statistics), InstanceNorm2d,
+/// LayerNorm, GroupNorm, RMSNorm, MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d and
+/// AdaptiveMaxPool2d (global, or sizes dividing the input), Dropout*, Embedding, and the
+/// activations ReLU, ReLU6, LeakyReLU, PReLU, ELU, CELU, SELU, GELU, SiLU, Mish, Sigmoid, Tanh,
+/// Hardtanh, Hardsigmoid, Hardswish, Softplus, Softsign, LogSigmoid, Tanhshrink, Hardshrink,
+/// Softshrink, Threshold, GLU, Softmax, LogSoftmax, Softmin.
+void register_exporter(const std::string& type_name, Exporter fn);
+
+/// Exports `module` (a UnaryModule: one tensor in, one out) as an ONNX model at `path`, as
+/// torch.onnx.export: the module runs on `example_input` (any shape, dtype and device it takes)
+/// in eval mode (its train/eval mode is restored), its weights become initializers, and the
+/// graph has one input and one output (ExportOptions). The file is written atomically and,
+/// with options.check, only after ember::onnx ran it and matched the module (src: ONNX IR
+/// spec, https://onnx.ai/onnx/repo-docs/IR.html; operators of opset 17). Throws ember::Error
+/// naming the module's path and type for a module without an exporter or an option ONNX cannot
+/// express (a BatchNorm without running statistics, circular padding, return_indices...), when
+/// the check fails, or when the file cannot be written (nothing is then left at `path`).
+void save(nn::Module& module, const Tensor& example_input, const std::string& path,
+          const ExportOptions& options = {});
+inline void save(const std::shared_ptr<nn::Module>& module, const Tensor& example_input,
+                 const std::string& path, const ExportOptions& options = {}) {
+  EMBER_CHECK(module != nullptr, "onnx::save", "the module is null");
+  save(*module, example_input, path, options);
+}
 
 }  // namespace ember::onnx

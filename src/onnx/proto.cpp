@@ -64,6 +64,14 @@ bool dtype_from_onnx(int32_t t, DType& out) {
   }
 }
 
+int32_t dtype_to_onnx(DType t) {
+  for (int32_t o = 1; o <= 16; ++o) {
+    DType d;
+    if (dtype_from_onnx(o, d) && d == t) return o;
+  }
+  EMBER_FAIL("onnx", "dtype ", dtype_name(t), " has no ONNX type");
+}
+
 std::string onnx_type_name(int32_t t) {
   if (::onnx::TensorProto_DataType_IsValid(t))
     return ::onnx::TensorProto_DataType_Name(static_cast<::onnx::TensorProto_DataType>(t));

@@ -16,6 +16,8 @@ bool read_proto(const std::string& path, google::protobuf::Message& msg);
 /// The Ember dtype of an ONNX TensorProto data_type; false when Ember has none (string,
 /// complex, float8...).
 bool dtype_from_onnx(int32_t onnx_type, DType& out);
+/// The ONNX TensorProto data_type of an Ember dtype (every one has one).
+int32_t dtype_to_onnx(DType t);
 /// "FLOAT", "STRING"... for messages.
 std::string onnx_type_name(int32_t onnx_type);
 

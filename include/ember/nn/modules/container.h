@@ -78,6 +78,10 @@ class Sequential : public UnaryModule {
   [[noreturn]] void fail_cast(int64_t i) const;
   friend Tensor detail::forward_several(UnaryModule& m, const std::vector<std::any>& args);
   std::vector<AnyModule> modules_;
+
+ protected:
+  /// For a subclass that is a Sequential under its own type name (its str(), its errors).
+  explicit Sequential(std::string type_name) : UnaryModule(std::move(type_name)) {}
 };
 
 /// A shared Sequential of the given modules:
