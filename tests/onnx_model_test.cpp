@@ -36,6 +36,7 @@ void add_value(::onnx::ValueInfoProto* v, const std::string& name,
   v->set_name(name);
   auto* tt = v->mutable_type()->mutable_tensor_type();
   tt->set_elem_type(type);
+  tt->mutable_shape();  // a scalar (no dims) has a shape too
   for (const std::string& d : dims) {
     auto* dim = tt->mutable_shape()->add_dim();
     if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0])))
@@ -166,9 +167,9 @@ TEST(OnnxModelTest, RunNamesTheInputThatDoesNotFit) {
 
 TEST(OnnxModelTest, LoadNamesEveryNodeItCannotRun) {
   test::TempDir dir("onnx");
-  ::onnx::ModelProto m = small_model();
+  ::onnx::ModelProto m = small_model(15);  // Bernoulli: opset 15
   auto* g = m.mutable_graph();
-  add_node(g, "NonMaxSuppression", {"Y", "Y"}, {"nms"}, "boxes");
+  add_node(g, "Bernoulli", {"Y"}, {"draws"}, "coin");
   auto* relu = g->mutable_node(2);
   auto* bad = relu->add_attribute();  // Relu takes no attribute: the checker says so
   bad->set_name("alpha");
@@ -179,11 +180,11 @@ TEST(OnnxModelTest, LoadNamesEveryNodeItCannotRun) {
   relu->clear_attribute();
   const std::string path = write_model(dir, m);
   expect_error([&] { onnx::load(path, Device::cpu()); },
-               {"node 'boxes' (NonMaxSuppression): op not mapped"});
+               {"node 'coin' (Bernoulli): op not mapped"});
   const onnx::Info info = onnx::inspect(path);
   ASSERT_EQ(info.unsupported.size(), 1u);
-  EXPECT_EQ(info.unsupported[0].node, "boxes");
-  EXPECT_EQ(info.unsupported[0].op_type, "NonMaxSuppression");
+  EXPECT_EQ(info.unsupported[0].node, "coin");
+  EXPECT_EQ(info.unsupported[0].op_type, "Bernoulli");
 
   ::onnx::ModelProto elu = small_model();
   auto* n = elu.mutable_graph()->mutable_node(2);  // Relu -> Elu with its alpha
@@ -343,6 +344,136 @@ TEST(OnnxModelTest, CorruptFilesAreErrorsNeverCrashes) {
   }
   expect_error([] { onnx::load("/nonexistent/model.onnx"); }, {"cannot open"});
   expect_error([&] { onnx::load(dir.path()); }, {"[onnx]"});
+}
+
+// A subgraph attribute `name` of node n: an empty graph to fill.
+::onnx::GraphProto* add_graph(::onnx::NodeProto* n, const std::string& name) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::GRAPH);
+  a->mutable_g()->set_name(name);
+  return a->mutable_g();
+}
+
+// y = If(c, then: X + K, else: X * K): the branches read X and K of the main graph.
+::onnx::ModelProto if_model(bool cond_is_constant, bool cond_value) {
+  ::onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("if");
+  add_value(g->add_input(), "X", {"2"});
+  if (cond_is_constant) {
+    ::onnx::TensorProto c;
+    c.set_name("c");
+    c.set_data_type(::onnx::TensorProto::BOOL);
+    c.add_int32_data(cond_value);
+    *g->add_initializer() = c;
+  } else {
+    add_value(g->add_input(), "c", {}, ::onnx::TensorProto::BOOL);
+  }
+  *g->add_initializer() = float_tensor("K", {2}, {10, 100});
+  add_value(g->add_output(), "y", {"2"});
+  auto* n = add_node(g, "If", {"c"}, {"y"}, "choose");
+  auto* t = add_graph(n, "then_branch");
+  add_node(t, "Add", {"X", "K"}, {"sum"});
+  add_value(t->add_output(), "sum", {"2"});
+  auto* e = add_graph(n, "else_branch");
+  add_node(e, "Mul", {"X", "K"}, {"prod"});
+  add_value(e->add_output(), "prod", {"2"});
+  return m;
+}
+
+TEST(OnnxModelTest, IfRunsTheBranchItsConditionChooses) {
+  test::TempDir dir("onnx");
+  const Tensor x = from_vector<float>({1, 2}, {2});
+  for (const DeviceInfo& d : available_devices()) {
+    SCOPED_TRACE(d.device.str());
+    const onnx::Model m = onnx::load(write_model(dir, if_model(false, false)), d.device);
+    const Tensor yes = scalar_tensor(true, TensorOptions(DType::b8)),
+                 no = scalar_tensor(false, TensorOptions(DType::b8));
+    EXPECT_EQ(m.run({{"X", x}, {"c", yes}}).at("y").to(Device::ref()).to_vector<float>(),
+              (std::vector<float>{11, 102}));
+    EXPECT_EQ(m.run({{"X", x}, {"c", no}}).at("y").to(Device::ref()).to_vector<float>(),
+              (std::vector<float>{10, 200}));
+  }
+  // A constant condition: only the chosen branch's result, for any X.
+  for (bool c : {true, false}) {
+    const onnx::Model m = onnx::load(write_model(dir, if_model(true, c)), Device::cpu());
+    EXPECT_EQ(m.run({{"X", x}}).at("y").to(Device::ref()).to_vector<float>(),
+              c ? (std::vector<float>{11, 102}) : (std::vector<float>{10, 200}));
+  }
+}
+
+TEST(OnnxModelTest, IfOfConstantsIsFoldedAtLoad) {
+  test::TempDir dir("onnx");
+  ::onnx::ModelProto m = if_model(true, true);
+  auto* g = m.mutable_graph();
+  // Branches over constants only: the If is computed once, at load time.
+  g->mutable_node(0)->mutable_attribute(0)->mutable_g()->mutable_node(0)->set_input(0, "K");
+  g->mutable_node(0)->mutable_attribute(1)->mutable_g()->mutable_node(0)->set_input(0, "K");
+  add_node(g, "Add", {"y", "X"}, {"z"}, "plus_x");
+  add_value(g->add_output(), "z", {"2"});
+  const onnx::Model model = onnx::load(write_model(dir, m), Device::cpu());
+  EXPECT_EQ(model.folded_nodes(), 1);
+  EXPECT_EQ(model.nodes(), 1);
+  const auto out = model.run({{"X", from_vector<float>({1, 2}, {2})}});
+  EXPECT_EQ(out.at("y").to(Device::ref()).to_vector<float>(), (std::vector<float>{20, 200}));
+  EXPECT_EQ(out.at("z").to(Device::ref()).to_vector<float>(), (std::vector<float>{21, 202}));
+}
+
+TEST(OnnxModelTest, LoopCarriesValuesAndStacksScanOutputs) {
+  test::TempDir dir("onnx");
+  ::onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("loop");
+  add_value(g->add_input(), "M", {}, ::onnx::TensorProto::INT64);
+  add_value(g->add_input(), "x0", {"1"});
+  add_value(g->add_output(), "acc", {"1"});
+  add_value(g->add_output(), "history", {"n", "1"});
+  *g->add_initializer() = float_tensor("step", {1}, {0.5f});
+  // body(i, cond, acc) -> (cond, acc + step * float(i), acc)
+  auto* n = add_node(g, "Loop", {"M", "", "x0"}, {"acc", "history"}, "sum_loop");
+  auto* b = add_graph(n, "body");
+  add_value(b->add_input(), "i", {}, ::onnx::TensorProto::INT64);
+  add_value(b->add_input(), "cond_in", {}, ::onnx::TensorProto::BOOL);
+  add_value(b->add_input(), "acc_in", {"1"});
+  auto* cast = add_node(b, "Cast", {"i"}, {"fi"});
+  auto* to = cast->add_attribute();
+  to->set_name("to");
+  to->set_type(::onnx::AttributeProto::INT);
+  to->set_i(::onnx::TensorProto::FLOAT);
+  add_node(b, "Mul", {"fi", "step"}, {"inc"});
+  add_node(b, "Add", {"acc_in", "inc"}, {"acc_out"});
+  add_node(b, "Identity", {"cond_in"}, {"cond_out"});
+  add_node(b, "Identity", {"acc_in"}, {"seen"});
+  add_value(b->add_output(), "cond_out", {}, ::onnx::TensorProto::BOOL);
+  add_value(b->add_output(), "acc_out", {"1"});
+  add_value(b->add_output(), "seen", {"1"});
+  const std::string path = write_model(dir, m);
+  for (const DeviceInfo& d : available_devices()) {
+    SCOPED_TRACE(d.device.str());
+    const onnx::Model model = onnx::load(path, d.device);
+    const auto out = model.run({{"M", scalar_tensor(int64_t(4), TensorOptions(DType::i64))},
+                                {"x0", from_vector<float>({1}, {1})}});
+    EXPECT_EQ(out.at("acc").to(Device::ref()).to_vector<float>(),
+              (std::vector<float>{4}));  // 1 + 0.5 (0 + 1 + 2 + 3)
+    EXPECT_EQ(out.at("history").shape(), (Shape{4, 1}));
+    EXPECT_EQ(out.at("history").to(Device::ref()).to_vector<float>(),
+              (std::vector<float>{1, 1, 1.5, 2.5}));
+  }
+}
+
+TEST(OnnxModelTest, UnsupportedNodesInsideABranchAreNamed) {
+  test::TempDir dir("onnx");
+  ::onnx::ModelProto m = if_model(false, false);
+  m.mutable_opset_import(0)->set_version(15);  // Bernoulli
+  auto* t = m.mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_g();
+  add_node(t, "Bernoulli", {"sum"}, {"draws"});
+  expect_error([&] { onnx::load(write_model(dir, m), Device::cpu()); },
+               {"node 'choose/then_branch/#1' (Bernoulli): op not mapped"});
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "ember/onnx.h"
 #include "onnx/ops.h"
+#include "onnx/program.h"
 #include "onnx/proto.h"
 #include "record/file_io.h"
 
@@ -36,6 +37,19 @@ int64_t default_opset(const ::onnx::ModelProto& m) {
   for (const auto& o : m.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
   return 0;
+}
+
+// The element types of the values of `g` and its subgraphs, where known.
+void collect_types(const ::onnx::GraphProto& g, std::map<std::string, int32_t>& types) {
+  for (const auto* list : {&g.value_info(), &g.input(), &g.output()})
+    for (const auto& v : *list)
+      if (v.type().has_tensor_type()) types[v.name()] = v.type().tensor_type().elem_type();
+  for (const auto& t : g.initializer()) types[t.name()] = t.data_type();
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) collect_types(a.g(), types);
+      for (const auto& sub : a.graphs()) collect_types(sub, types);
+    }
 }
 
 // Reads, parses and checks `path`; types every value ONNX's shape inference can.
@@ -80,13 +94,7 @@ std::unique_ptr<Parsed> parse(const std::string& path) {
   } catch (const std::exception&) {
     // Types stay unknown where inference stops; the op mapping then decides from the values.
   }
-  const auto& g = typed.graph();
-  for (const auto& v : g.value_info())
-    if (v.type().has_tensor_type()) p->types[v.name()] = v.type().tensor_type().elem_type();
-  for (const auto* list : {&g.input(), &g.output()})
-    for (const auto& v : *list)
-      if (v.type().has_tensor_type()) p->types[v.name()] = v.type().tensor_type().elem_type();
-  for (const auto& t : g.initializer()) p->types[t.name()] = t.data_type();
+  collect_types(typed.graph(), p->types);
   return p;
 }
 
@@ -136,12 +144,40 @@ Node make_node(const Parsed& p, const ::onnx::NodeProto& n, Device device = Devi
 // What keeps node `n` from running, or "" (the graph-level checks of the node tests' runner).
 std::string node_problem(const Parsed& p, const ::onnx::NodeProto& n) {
   if (!n.domain().empty() && n.domain() != "ai.onnx") return "domain " + n.domain();
+  if (detail::is_control(n.op_type())) return detail::control_problem(n, p.opset);
   auto& reg = detail::op_registry();
   auto it = reg.find(n.op_type());
   if (it == reg.end()) return "op not mapped";
   for (const auto& a : n.attribute())
     if (a.has_g() || a.graphs_size()) return "subgraph attribute " + a.name();
   return it->second.check(make_node(p, n));
+}
+
+// The nodes of `g` (and of its subgraphs, labelled "node/attr/#k") Ember cannot run.
+void node_problems(const Parsed& p, const ::onnx::GraphProto& g, const std::string& prefix,
+                   Info& info, bool count) {
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    if (count) ++info.op_counts[n.op_type()];
+    std::string why;
+    try {
+      why = node_problem(p, n);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    const std::string label = prefix + node_label(n, i);
+    if (!why.empty()) info.unsupported.push_back({label, n.op_type(), why});
+    for (const auto& a : n.attribute())
+      if (a.has_g()) {
+        for (const auto* list : {&a.g().input(), &a.g().output()})
+          for (const auto& v : *list) {
+            const std::string t = v.has_type() ? value_type_problem(v) : "";  // may be untyped
+            if (!t.empty())
+              info.unsupported.push_back({label + "/" + a.name() + " value " + v.name(), "", t});
+          }
+        node_problems(p, a.g(), label + "/" + a.name() + "/", info, false);
+      }
+  }
 }
 
 Info describe(const Parsed& p) {
@@ -174,24 +210,8 @@ Info describe(const Parsed& p) {
           {"initializer " + t.name(), "", "tensor type " + detail::onnx_type_name(t.data_type())});
   }
   if (g.sparse_initializer_size()) info.unsupported.push_back({"graph", "", "sparse initializers"});
-  for (int i = 0; i < g.node_size(); ++i) {
-    const auto& n = g.node(i);
-    ++info.op_counts[n.op_type()];
-    std::string why;
-    try {
-      why = node_problem(p, n);
-    } catch (const std::exception& e) {
-      why = e.what();
-    }
-    if (!why.empty()) info.unsupported.push_back({node_label(n, i), n.op_type(), why});
-  }
+  node_problems(p, g, "", info, true);
   return info;
-}
-
-// Ops whose result differs from run to run: never folded.
-bool foldable(const ::onnx::NodeProto& n) {
-  return n.op_type().rfind("Random", 0) != 0 && n.op_type() != "Multinomial" &&
-         n.op_type() != "Bernoulli";
 }
 
 }  // namespace
@@ -200,18 +220,7 @@ struct Model::Impl {
   std::unique_ptr<Parsed> parsed;
   Device device = Device::cpu();
   std::vector<ValueInfo> inputs, outputs;
-  std::vector<int> input_slots, output_slots;
-  std::vector<Tensor> constants;  // by slot; undefined for values computed by run()
-  struct Step {
-    const ::onnx::NodeProto* proto;
-    const OpImpl* op;
-    Node node;  // with its inputs' types
-    int index;
-    std::vector<int> in, out;  // slots; -1 for an omitted optional value
-    std::vector<int> release;  // slots no later step reads
-  };
-  std::vector<Step> steps;
-  int64_t folded = 0;
+  std::shared_ptr<const detail::Program> program;  // the main graph
 };
 
 Info inspect(const std::string& path) { return describe(*parse(path)); }
@@ -238,64 +247,15 @@ Model load(const std::string& path, Device device) {
   impl->inputs = info.inputs;
   impl->outputs = info.outputs;
 
-  const auto& g = p.model.graph();
-  std::unordered_map<std::string, int> slot;
-  auto slot_of = [&](const std::string& name) {
-    auto [it, fresh] = slot.try_emplace(name, int(slot.size()));
-    if (fresh) impl->constants.emplace_back();
-    return it->second;
-  };
-  for (const auto& t : g.initializer())
-    impl->constants[size_t(slot_of(t.name()))] = detail::tensor_from_proto(t, device, p.dir);
-  for (const ValueInfo& v : impl->inputs) impl->input_slots.push_back(slot_of(v.name));
-
-  auto& reg = detail::op_registry();
-  for (int i = 0; i < g.node_size(); ++i) {
-    const auto& n = g.node(i);
-    Model::Impl::Step s{&n, &reg.at(n.op_type()), make_node(p, n, device), i, {}, {}, {}};
-    bool constant = foldable(n);
-    for (const auto& name : n.input()) {
-      if (name.empty()) {
-        s.in.push_back(-1);
-        continue;
-      }
-      EMBER_CHECK(slot.count(name), "onnx", "'", path, "': node '", node_label(n, i), "' (",
-                  n.op_type(), ") reads '", name, "', which no earlier node or input defines");
-      s.in.push_back(slot.at(name));
-      constant = constant && impl->constants[size_t(s.in.back())].defined();
-    }
-    for (const auto& name : n.output()) s.out.push_back(name.empty() ? -1 : slot_of(name));
-    if (constant) {  // computed now, once
-      Tensors ins;
-      for (int k : s.in) ins.push_back(k < 0 ? Tensor() : impl->constants[size_t(k)]);
-      Tensors outs;
-      try {
-        outs = s.op->run(s.node, ins);
-      } catch (const std::exception& e) {
-        EMBER_FAIL("onnx", "'", path, "': node '", node_label(n, i), "' (", n.op_type(),
-                   ") failed on its constant inputs: ", e.what());
-      }
-      for (size_t k = 0; k < s.out.size() && k < outs.size(); ++k)
-        if (s.out[k] >= 0) impl->constants[size_t(s.out[k])] = outs[k];
-      ++impl->folded;
-      continue;
-    }
-    impl->steps.push_back(std::move(s));
-  }
-  for (const ValueInfo& v : impl->outputs) {
-    EMBER_CHECK(slot.count(v.name), "onnx", "'", path, "': graph output '", v.name,
-                "' is computed by no node");
-    impl->output_slots.push_back(slot.at(v.name));
-  }
-  // Release each computed value after its last reader (graph outputs are kept).
-  std::vector<int> last(impl->constants.size(), -1);
-  for (size_t i = 0; i < impl->steps.size(); ++i)
-    for (int k : impl->steps[i].in)
-      if (k >= 0) last[size_t(k)] = int(i);
-  for (int k : impl->output_slots) last[size_t(k)] = -2;
-  for (size_t k = 0; k < last.size(); ++k)
-    if (last[k] >= 0 && !impl->constants[k].defined())
-      impl->steps[size_t(last[k])].release.push_back(int(k));
+  detail::CompileContext ctx;
+  ctx.opset = p.opset;
+  ctx.types = &p.types;
+  ctx.dir = p.dir;
+  ctx.path = path;
+  ctx.device = device;
+  std::vector<std::string> names;
+  for (const ValueInfo& v : impl->inputs) names.push_back(v.name);
+  impl->program = detail::compile(p.model.graph(), names, ctx, nullptr);
   Model m;
   m.impl_ = std::move(impl);
   return m;
@@ -310,12 +270,12 @@ const std::vector<ValueInfo>& Model::inputs() const { return impl().inputs; }
 const std::vector<ValueInfo>& Model::outputs() const { return impl().outputs; }
 int64_t Model::opset() const { return impl().parsed->opset; }
 Device Model::device() const { return impl().device; }
-int64_t Model::folded_nodes() const { return impl().folded; }
-int64_t Model::nodes() const { return int64_t(impl().steps.size()); }
+int64_t Model::folded_nodes() const { return impl().program->folded; }
+int64_t Model::nodes() const { return int64_t(impl().program->steps.size()); }
 
 std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& inputs) const {
   const Impl& m = impl();
-  std::vector<Tensor> values = m.constants;
+  Tensors feed(m.inputs.size());
   auto expected = [&] {
     std::string names;
     for (const ValueInfo& v : m.inputs) names += (names.empty() ? "" : ", ") + v.name;
@@ -347,39 +307,20 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
       EMBER_FAIL("onnx.run", "input '", v.name, "' has shape ", shape_str(t.shape()),
                  ", the model takes ", want, "]");
     }
-    values[size_t(m.input_slots[i])] = t.device() == m.device ? t : t.to(m.device);
+    feed[i] = t.device() == m.device ? t : t.to(m.device);
   }
-  // Runs the steps; with `each`, the device finishes each node's work before the next, so a
-  // failure that the lazy stream reports later (an index checked on a GPU) names its node.
-  auto steps = [&](std::vector<Tensor>& vals, bool each) {
-    for (const Impl::Step& s : m.steps) {
-      Tensors ins;
-      for (int k : s.in) ins.push_back(k < 0 ? Tensor() : vals[size_t(k)]);
-      Tensors outs;
-      try {
-        outs = s.op->run(s.node, ins);
-        if (each) sync(m.device);
-      } catch (const std::exception& e) {
-        EMBER_FAIL("onnx.run", "node '", node_label(*s.proto, s.index), "' (", s.proto->op_type(),
-                   ") failed: ", e.what());
-      }
-      for (size_t k = 0; k < s.out.size() && k < outs.size(); ++k)
-        if (s.out[k] >= 0) vals[size_t(s.out[k])] = outs[k];
-      for (int k : s.release) vals[size_t(k)] = Tensor();
-    }
-  };
-  const std::vector<Tensor> fed = values;
+  Tensors values;
   try {
-    steps(values, false);
+    values = detail::execute(*m.program, feed, {}, m.device, false);
     sync(m.device);  // errors surface here, not in the caller's first read
   } catch (const std::exception& first) {
-    std::vector<Tensor> again = fed;  // once more, node by node, to name the failing one
-    steps(again, true);
+    // Once more, the device finishing each node before the next, to name the failing one.
+    detail::execute(*m.program, feed, {}, m.device, true);
     EMBER_FAIL("onnx.run", "running the graph failed: ", first.what());
   }
   std::map<std::string, Tensor> out;
   for (size_t i = 0; i < m.outputs.size(); ++i) {
-    const Tensor& t = values[size_t(m.output_slots[i])];
+    const Tensor& t = values[i];
     EMBER_CHECK(t.defined(), "onnx.run", "output '", m.outputs[i].name, "' was not computed");
     out[m.outputs[i].name] = t;
   }

@@ -1,0 +1,322 @@
+// Compiling and running graphs and subgraphs (program.h), and the control-flow ops If, Loop and
+// Scan (ONNX operators spec, opsets 1-17: https://onnx.ai/onnx/operators/).
+#include "onnx/program.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <unordered_map>
+
+#include "onnx/proto.h"
+
+namespace ember::onnx::detail {
+
+namespace {
+
+// Ops whose result differs from run to run: never folded.
+bool foldable(const ::onnx::NodeProto& n) {
+  return n.op_type().rfind("Random", 0) != 0 && n.op_type() != "Multinomial" &&
+         n.op_type() != "Bernoulli";
+}
+
+const ::onnx::GraphProto* graph_attr(const ::onnx::NodeProto& n, const char* name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name && a.has_g()) return &a.g();
+  return nullptr;
+}
+
+std::vector<std::string> input_names(const ::onnx::GraphProto& g) {
+  std::vector<std::string> v;
+  for (const auto& i : g.input()) v.push_back(i.name());
+  return v;
+}
+
+Tensors run_control(const Step& s, const Tensors& ins, Device device, bool each);
+
+Tensors run_step(const Step& s, const Tensors& ins, Device device, bool each) {
+  return s.op ? s.op->run(s.node, ins) : run_control(s, ins, device, each);
+}
+
+// The captures of body b of step s, from the step's inputs.
+Tensors captures_of(const Step& s, size_t b, const Tensors& ins) {
+  Tensors c;
+  for (size_t k : s.body_captures[b]) c.push_back(ins[k]);
+  return c;
+}
+
+bool truth(const Tensor& t, const char* what) {
+  EMBER_CHECK(t.defined() && t.numel() == 1, "onnx", what, " must hold one value, got ",
+              t.defined() ? shape_str(t.shape()) : std::string("none"));
+  return t.to(Device::ref()).to(DType::b8).reshape({}).item<bool>();
+}
+
+// Stacks per-iteration values along a new axis (an empty list: a [0] tensor).
+Tensor stack_along(const Tensors& parts, int64_t axis, Device device) {
+  if (parts.empty()) return empty({0}, TensorOptions(DType::f32, device));
+  std::vector<Tensor> u;
+  for (const Tensor& t : parts) u.push_back(t.unsqueeze(wrap(axis, t.dim() + 1)));
+  return cat(u, wrap(axis, parts[0].dim() + 1));
+}
+
+Tensors run_if(const Step& s, const Tensors& ins, Device device, bool each) {
+  const size_t b = truth(ins[0], "If's cond") ? 0 : 1;
+  return execute(*s.bodies[b], {}, captures_of(s, b, ins), device, each);
+}
+
+// Loop(M, cond, v...): body(i, cond, v...) -> (cond, v..., scan outputs...) while i < M and cond.
+Tensors run_loop(const Step& s, const Tensors& ins, Device device, bool each) {
+  const int64_t max_trips =
+      ins.size() > 0 && ins[0].defined()
+          ? ins[0].to(Device::ref()).to(DType::i64).reshape({}).item<int64_t>()
+          : std::numeric_limits<int64_t>::max();
+  bool cond = ins.size() > 1 && ins[1].defined() ? truth(ins[1], "Loop's cond") : true;
+  const size_t n_carried = s.explicit_inputs - 2;
+  Tensors carried(ins.begin() + 2, ins.begin() + 2 + int64_t(n_carried));
+  const Program& body = *s.bodies[0];
+  const size_t n_scan = body.output_slots.size() - 1 - n_carried;
+  std::vector<Tensors> scans(n_scan);
+  const Tensors caps = captures_of(s, 0, ins);
+  for (int64_t i = 0; i < max_trips && cond; ++i) {
+    Tensors bin = {scalar_tensor(i, TensorOptions(DType::i64, device)),
+                   scalar_tensor(cond, TensorOptions(DType::b8, device))};
+    bin.insert(bin.end(), carried.begin(), carried.end());
+    const Tensors out = execute(body, bin, caps, device, each);
+    cond = truth(out[0], "Loop body's cond");
+    for (size_t k = 0; k < n_carried; ++k) carried[k] = out[1 + k];
+    for (size_t k = 0; k < n_scan; ++k) scans[k].push_back(out[1 + n_carried + k]);
+  }
+  Tensors outs = carried;
+  for (const Tensors& sc : scans) outs.push_back(stack_along(sc, 0, device));
+  return outs;
+}
+
+// Scan (opset 9+): states and scan inputs; body(states..., slices...) -> (states..., outs...).
+Tensors scan9(const Step& s, const Tensors& states0, const Tensors& xs, Device device, bool each,
+              const Tensors& caps) {
+  const ::onnx::NodeProto& n = *s.proto;
+  const Node& node = s.node;
+  const size_t m = xs.size();
+  const auto in_axes = node.ints("scan_input_axes", std::vector<int64_t>(m, 0));
+  const auto in_dirs = node.ints("scan_input_directions", std::vector<int64_t>(m, 0));
+  const Program& body = *s.bodies[0];
+  const size_t n_states = states0.size();
+  const size_t k_out = body.output_slots.size() - n_states;
+  const auto out_axes = node.ints("scan_output_axes", std::vector<int64_t>(k_out, 0));
+  const auto out_dirs = node.ints("scan_output_directions", std::vector<int64_t>(k_out, 0));
+  EMBER_CHECK(m > 0, "onnx", "Scan ", n.name(), " has no scan input");
+  const int64_t len = xs[0].size(wrap(in_axes[0], xs[0].dim()));
+  Tensors states = states0;
+  std::vector<Tensors> outs(k_out);
+  for (int64_t t = 0; t < len; ++t) {
+    Tensors bin = states;
+    for (size_t j = 0; j < m; ++j) {
+      const int64_t ax = wrap(in_axes[j], xs[j].dim());
+      EMBER_CHECK(xs[j].size(ax) == len, "onnx", "Scan's inputs differ in length");
+      bin.push_back(xs[j].select(ax, in_dirs[j] ? len - 1 - t : t));
+    }
+    const Tensors r = execute(body, bin, caps, device, each);
+    for (size_t k = 0; k < n_states; ++k) states[k] = r[k];
+    for (size_t k = 0; k < k_out; ++k) outs[k].push_back(r[n_states + k]);
+  }
+  Tensors res = states;
+  for (size_t k = 0; k < k_out; ++k) {
+    if (out_dirs[k]) std::reverse(outs[k].begin(), outs[k].end());
+    res.push_back(stack_along(outs[k], out_axes[k], device));
+  }
+  return res;
+}
+
+Tensors run_scan(const Step& s, const Tensors& ins, Device device, bool each) {
+  const Node& node = s.node;
+  const size_t m = size_t(node.i("num_scan_inputs", 0));
+  const Tensors caps = captures_of(s, 0, ins);
+  if (node.opset >= 9) {
+    const size_t n_states = s.explicit_inputs - m;
+    return scan9(s, Tensors(ins.begin(), ins.begin() + int64_t(n_states)),
+                 Tensors(ins.begin() + int64_t(n_states), ins.begin() + int64_t(s.explicit_inputs)),
+                 device, each, caps);
+  }
+  // Opset 8: a batch axis 0 first, then the sequence axis; sequence_lens (input 0) must be
+  // absent or full (checked by control_problem / here).
+  const size_t n_states = s.explicit_inputs - 1 - m;
+  Tensors states(ins.begin() + 1, ins.begin() + 1 + int64_t(n_states));
+  Tensors xs(ins.begin() + 1 + int64_t(n_states), ins.begin() + int64_t(s.explicit_inputs));
+  EMBER_CHECK(!xs.empty(), "onnx", "Scan has no scan input");
+  const int64_t batch = xs[0].size(0);
+  if (ins[0].defined())
+    for (int64_t l : to_ints(ins[0]))
+      EMBER_CHECK(l == xs[0].size(1), "onnx", "Scan (opset 8) with sequence_lens shorter than the ",
+                  "sequence (", l, " of ", xs[0].size(1), ") is not supported");
+  std::vector<Tensors> per(n_states + s.bodies[0]->output_slots.size() - n_states);
+  for (int64_t b = 0; b < batch; ++b) {
+    Tensors st, x;
+    for (const Tensor& t : states) st.push_back(t.select(0, b));
+    for (const Tensor& t : xs) x.push_back(t.select(0, b));
+    const Tensors r = scan9(s, st, x, device, each, caps);
+    for (size_t k = 0; k < r.size(); ++k) per[k].push_back(r[k]);
+  }
+  Tensors res;
+  for (const Tensors& p : per) res.push_back(stack_along(p, 0, device));
+  return res;
+}
+
+Tensors run_control(const Step& s, const Tensors& ins, Device device, bool each) {
+  const std::string& op = s.proto->op_type();
+  if (op == "If") return run_if(s, ins, device, each);
+  if (op == "Loop") return run_loop(s, ins, device, each);
+  return run_scan(s, ins, device, each);
+}
+
+}  // namespace
+
+bool is_control(const std::string& op_type) {
+  return op_type == "If" || op_type == "Loop" || op_type == "Scan";
+}
+
+std::string control_problem(const ::onnx::NodeProto& n, int64_t opset) {
+  const std::string& op = n.op_type();
+  if (op == "If") {
+    if (!graph_attr(n, "then_branch") || !graph_attr(n, "else_branch")) return "missing a branch";
+  } else if (!graph_attr(n, "body")) {
+    return "missing its body";
+  }
+  for (const auto& a : n.attribute()) {
+    static const std::set<std::string> known = {
+        "then_branch",     "else_branch",      "body",
+        "num_scan_inputs", "scan_input_axes",  "scan_input_directions",
+        "directions",      "scan_output_axes", "scan_output_directions"};
+    if (!known.count(a.name())) return "attribute " + a.name() + " not mapped";
+  }
+  if (op == "Scan" && opset < 9)
+    for (const auto& a : n.attribute())
+      if (a.name() == "directions")
+        for (int64_t d : a.ints())
+          if (d != 0) return "reverse directions in opset 8";
+  return "";
+}
+
+std::shared_ptr<Program> compile(const ::onnx::GraphProto& g,
+                                 const std::vector<std::string>& inputs, const CompileContext& ctx,
+                                 const std::function<bool(const std::string&)>& outer,
+                                 const std::string& prefix) {
+  auto prog = std::make_shared<Program>();
+  std::unordered_map<std::string, int> slot;
+  auto new_slot = [&](const std::string& name) {
+    auto [it, fresh] = slot.try_emplace(name, int(prog->constants.size()));
+    if (fresh) prog->constants.emplace_back();
+    return it->second;
+  };
+  // A value of this graph, or of an enclosing one (a capture).
+  auto read = [&](const std::string& name, const std::string& who) {
+    auto it = slot.find(name);
+    if (it != slot.end()) return it->second;
+    EMBER_CHECK(outer && outer(name), "onnx", "'", ctx.path, "': ", who, " reads '", name,
+                "', which no earlier node or input defines");
+    const int k = new_slot(name);
+    prog->captures.push_back(name);
+    prog->capture_slots.push_back(k);
+    return k;
+  };
+  for (const auto& t : g.initializer())
+    prog->constants[size_t(new_slot(t.name()))] = tensor_from_proto(t, ctx.device, ctx.dir);
+  for (const auto& name : inputs) prog->input_slots.push_back(new_slot(name));
+
+  auto& reg = op_registry();
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    const std::string label = prefix + (n.name().empty() ? "#" + std::to_string(i) : n.name());
+    const std::string who = "node '" + label + "' (" + n.op_type() + ")";
+    Node node{n, ctx.opset, {}, ctx.device};
+    for (const auto& in : n.input()) {
+      auto it = ctx.types->find(in);
+      node.input_types.push_back(it == ctx.types->end() ? 0 : it->second);
+    }
+    const bool control = is_control(n.op_type());
+    Step s{&n, control ? nullptr : &reg.at(n.op_type()), node, label, {}, {}, {}, 0, {}, {}};
+    for (const auto& name : n.input()) s.in.push_back(name.empty() ? -1 : read(name, who));
+    s.explicit_inputs = s.in.size();
+    if (control) {
+      // A body sees this graph's values defined so far and those of the enclosing graphs.
+      auto visible = [&](const std::string& name) {
+        return slot.count(name) > 0 || (outer && outer(name));
+      };
+      for (const char* attr : {"then_branch", "else_branch", "body"}) {
+        const ::onnx::GraphProto* body = graph_attr(n, attr);
+        if (!body) continue;
+        auto p = compile(*body, input_names(*body), ctx, visible, label + "/" + attr + "/");
+        std::vector<size_t> idx;
+        for (const std::string& c : p->captures) {
+          const int k = read(c, who);
+          size_t at = s.explicit_inputs;
+          while (at < s.in.size() && s.in[at] != k) ++at;
+          if (at == s.in.size()) s.in.push_back(k);
+          idx.push_back(at);
+        }
+        s.bodies.push_back(std::move(p));
+        s.body_captures.push_back(std::move(idx));
+      }
+    }
+    bool constant = foldable(n);
+    for (int k : s.in) constant = constant && (k < 0 || prog->constants[size_t(k)].defined());
+    for (const auto& name : n.output()) s.out.push_back(name.empty() ? -1 : new_slot(name));
+    if (constant) {  // computed now, once
+      Tensors ins;
+      for (int k : s.in) ins.push_back(k < 0 ? Tensor() : prog->constants[size_t(k)]);
+      Tensors outs;
+      try {
+        outs = run_step(s, ins, ctx.device, false);
+      } catch (const std::exception& e) {
+        EMBER_FAIL("onnx", "'", ctx.path, "': ", who, " failed on its constant inputs: ", e.what());
+      }
+      for (size_t k = 0; k < s.out.size() && k < outs.size(); ++k)
+        if (s.out[k] >= 0) prog->constants[size_t(s.out[k])] = outs[k];
+      ++prog->folded;
+      continue;
+    }
+    prog->steps.push_back(std::move(s));
+  }
+  for (const auto& o : g.output())
+    prog->output_slots.push_back(read(o.name(), "graph output '" + o.name() + "'"));
+  // Release each computed value after its last reader (outputs are kept).
+  std::vector<int> last(prog->constants.size(), -1);
+  for (size_t i = 0; i < prog->steps.size(); ++i)
+    for (int k : prog->steps[i].in)
+      if (k >= 0) last[size_t(k)] = int(i);
+  for (int k : prog->output_slots) last[size_t(k)] = -2;
+  for (size_t k = 0; k < last.size(); ++k)
+    if (last[k] >= 0 && !prog->constants[k].defined())
+      prog->steps[size_t(last[k])].release.push_back(int(k));
+  return prog;
+}
+
+Tensors execute(const Program& p, const Tensors& inputs, const Tensors& captures, Device device,
+                bool each) {
+  std::vector<Tensor> vals = p.constants;
+  EMBER_CHECK(inputs.size() == p.input_slots.size(), "onnx", "a subgraph takes ",
+              p.input_slots.size(), " inputs, got ", inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) vals[size_t(p.input_slots[i])] = inputs[i];
+  for (size_t i = 0; i < captures.size(); ++i) vals[size_t(p.capture_slots[i])] = captures[i];
+  for (const Step& s : p.steps) {
+    Tensors ins;
+    for (int k : s.in) ins.push_back(k < 0 ? Tensor() : vals[size_t(k)]);
+    Tensors outs;
+    try {
+      outs = run_step(s, ins, device, each);
+      if (each) sync(device);
+    } catch (const Error& e) {
+      // A node inside a subgraph names itself already.
+      if (!s.op && std::string(e.what()).find("node '") != std::string::npos) throw;
+      EMBER_FAIL("onnx.run", "node '", s.label, "' (", s.proto->op_type(), ") failed: ", e.what());
+    } catch (const std::exception& e) {
+      EMBER_FAIL("onnx.run", "node '", s.label, "' (", s.proto->op_type(), ") failed: ", e.what());
+    }
+    for (size_t k = 0; k < s.out.size() && k < outs.size(); ++k)
+      if (s.out[k] >= 0) vals[size_t(s.out[k])] = outs[k];
+    for (int k : s.release) vals[size_t(k)] = Tensor();
+  }
+  Tensors out;
+  for (int k : p.output_slots) out.push_back(vals[size_t(k)]);
+  return out;
+}
+
+}  // namespace ember::onnx::detail
