@@ -886,5 +886,18 @@ TEST(ImageIoTest, AlphaIsDroppedAsPilDoes) {
             (std::vector<uint8_t>{0, 50, 100, 150, 200, 250}));
 }
 
+// 16-bit PNGs (tests/data/png/make.py) keep each value's high byte, as torchvision's read_image
+// and PIL's RGB decoder; libpng's 8-bit conversion gamma-encoded them (32768 read as 188).
+TEST(ImageIoTest, SixteenBitPngsKeepTheHighByte) {
+  const std::string dir = std::string(EMBER_TEST_DATA_DIR) + "/png/";
+  const Tensor rgb = data::load_image(dir + "rgb16_2x3.png");
+  ASSERT_EQ(rgb.shape(), (Shape{3, 2, 3}));
+  EXPECT_EQ(rgb.to(DType::i32).to_vector<int32_t>(),
+            (std::vector<int32_t>{0, 43, 86, 129, 171, 214, 15, 57, 100, 143, 185, 228, 29, 72, 114,
+                                  157, 200, 242}));  // PIL's Image.open(...) values
+  const Tensor gray = data::load_image(dir + "gray16_2x2.png");
+  EXPECT_EQ(gray.to(DType::i32).to_vector<int32_t>(), (std::vector<int32_t>{0, 1, 128, 255}));
+}
+
 }  // namespace
 }  // namespace ember

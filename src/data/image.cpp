@@ -95,7 +95,12 @@ Pixels decode_png(const std::vector<unsigned char>& bytes, const std::string& pa
   // An alpha channel is read and dropped, as PIL's convert("RGB") does: asked for a format
   // without alpha, libpng composites onto the buffer's previous contents (garbage here).
   const int stored = c + (alpha ? 1 : 0);
-  img.format = (c == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY) | (alpha ? PNG_FORMAT_FLAG_ALPHA : 0);
+  // A 16-bit file is read as its 16-bit values and keeps their high byte (as torchvision's
+  // read_image and PIL's RGB decoder): asked for 8 bits, libpng would take the values as linear
+  // light and gamma-encode them to sRGB (32768 became 188, not 128).
+  const bool wide = (img.format & PNG_FORMAT_FLAG_LINEAR) != 0;
+  img.format = (c == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY) | (alpha ? PNG_FORMAT_FLAG_ALPHA : 0) |
+               (wide ? PNG_FORMAT_FLAG_LINEAR : 0);
   Pixels p;
   p.h = img.height, p.w = img.width, p.c = c;
   if (too_many_pixels(img.width, img.height)) {
@@ -104,15 +109,23 @@ Pixels decode_png(const std::vector<unsigned char>& bytes, const std::string& pa
   }
   // In 64 bits (PNG_IMAGE_SIZE multiplies in 32 and could wrap for a raised limit).
   const size_t pixels = size_t(p.h) * size_t(p.w);
-  if (!try_alloc(&p.hwc, pixels * size_t(stored))) {
+  const size_t n = pixels * size_t(stored);
+  PixelBuffer words;  // the 16-bit values of a wide file
+  if (!try_alloc(&p.hwc, n) || (wide && !try_alloc(&words, 2 * n))) {
     png_image_free(&img);
-    fail_no_memory("load_image", path, img.width, img.height, uint64_t(stored));
+    fail_no_memory("load_image", path, img.width, img.height, uint64_t(stored) * (wide ? 3 : 1));
   }
-  if (!png_image_finish_read(&img, nullptr, p.hwc.data(), 0, nullptr)) {
+  if (!png_image_finish_read(&img, nullptr, wide ? words.data() : p.hwc.data(), 0, nullptr)) {
     const std::string msg = img.message;
     png_image_free(&img);
     EMBER_FAIL("load_image", path, ": corrupt or truncated PNG (", msg, ")");
   }
+  if (wide)
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t w;  // native order, as libpng writes it
+      std::memcpy(&w, words.data() + 2 * i, 2);
+      p.hwc[i] = static_cast<unsigned char>(w >> 8);
+    }
   if (alpha) {  // in place: pixel i's c bytes move to i * c
     unsigned char* d = p.hwc.data();
     for (size_t i = 0; i < pixels; ++i)
