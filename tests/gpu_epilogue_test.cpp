@@ -371,5 +371,24 @@ TEST(GpuEpilogueTest, AThrowingOpDoesNotPoisonAPendingAnchor) {
   });
 }
 
+// Ops independent of the product run first as a side group; a value of it the epilogue reads
+// is written even when its reader was recorded before the side group's last op (it was dropped
+// and the epilogue read an unwritten buffer: -2 -1 0 1 instead of -4 -3 -2 -1).
+TEST(GpuEpilogueTest, SideValuesTheEpilogueReadsEarlyAreWritten) {
+  on_each_gpu([&](const Device& d) {
+    if (!supports_dtype(d, DType::f64)) GTEST_SKIP() << "no float64 on " << d.str();
+    expect_close(d, "side values", [&](const Device& e) {
+      const Tensor x = matmul(arange(4, TensorOptions(DType::f64, e)).reshape({2, 2}),
+                              eye(2, 2, TensorOptions(DType::f64, e)));
+      const Tensor s = full({}, 2.0, TensorOptions(DType::f32, e));
+      const Tensor a = neg(s), b = neg(s);  // the side group
+      Tensor y = x + a.to(DType::f64);      // the epilogue reads a's cast, a side value...
+      y = y + b.to(DType::f64);             // ...before the side group's last op, b's cast
+      EXPECT_EQ(values(y), (std::vector<double>{-4, -3, -2, -1}));
+      return std::vector<Tensor>{y};
+    });
+  });
+}
+
 }  // namespace
 }  // namespace ember

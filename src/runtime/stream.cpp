@@ -661,7 +661,10 @@ void Backend::run_stream_ops(const std::vector<StreamOp>& ops) {
     for (size_t k : side_fills) run_eager(k);
     return true;
   };
-  auto run_group = [&](Group& grp) {
+  // `consumer`: the anchored group a side group runs before; what it loads is needed too, even
+  // when its reader comes before the side group's last op (the planner's last-read test alone
+  // dropped such a value and the epilogue read an unwritten buffer).
+  auto run_group = [&](Group& grp, const Group* consumer = nullptr) {
     if (grp.anchor >= 0) {
       try {
         if (run_anchored(grp)) return;
@@ -673,7 +676,13 @@ void Backend::run_stream_ops(const std::vector<StreamOp>& ops) {
     }
     if (grp.op_index.empty()) return;
     const size_t last = grp.op_index.back();
-    auto needed = [&](const Group::Written& w) { return planner.may_be_output(w.storage, last); };
+    auto needed = [&](const Group::Written& w) {
+      if (planner.may_be_output(w.storage, last)) return true;
+      if (consumer)
+        for (const Tensor& v : consumer->loads_view)
+          if (v.impl()->storage.get() == w.storage) return true;
+      return false;
+    };
     try {
       if (grp.compute_ops < 0) {  // an op that is no graph node
         run_eager(grp.op_index[0]);
@@ -796,7 +805,7 @@ void Backend::run_stream_ops(const std::vector<StreamOp>& ops) {
   };
   auto run_side = [&] {
     if (side.op_index.empty()) return;
-    run_group(side);
+    run_group(side, &grp);
     side = Group();
   };
   // Runs the open group (with the reduction's group, when one waits, as its epilogue).
