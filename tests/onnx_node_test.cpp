@@ -45,6 +45,7 @@ TEST_P(OnnxConformance, SupportedCasesMatchOnnx) {
     if (e.is_directory() && fs::exists(e.path() / "model.onnx")) cases.push_back(e.path());
   std::sort(cases.begin(), cases.end());
   int passed = 0, failed = 0, unsupported = 0, excluded = 0;
+  int lacks_dtype = 0;  // unsupported because the device has no such dtype (OpenCL: float16)
   std::map<std::string, std::map<std::string, std::vector<std::string>>> reasons;
   for (const fs::path& dir : cases) {
     const onnx::CaseResult r = onnx::run_test_case(dir.string(), device);
@@ -59,6 +60,8 @@ TEST_P(OnnxConformance, SupportedCasesMatchOnnx) {
         break;
       case onnx::CaseResult::Status::unsupported:
         ++unsupported;
+        if (r.detail.rfind("dtype ", 0) == 0 && r.detail.find(" not on ") != std::string::npos)
+          ++lacks_dtype;
         reasons[r.op_type.empty() ? "<model>" : r.op_type][r.detail].push_back(name);
         break;
       case onnx::CaseResult::Status::excluded:
@@ -76,7 +79,14 @@ TEST_P(OnnxConformance, SupportedCasesMatchOnnx) {
       "sequences, optionals, training ops)\n",
       suite.c_str(), device.str().c_str(), cases.size(), passed, failed, unsupported, excluded);
   EXPECT_FALSE(cases.empty());
-  EXPECT_GT(passed, 0);
+  // Issue 17's targets, as floors: >= 95% of the node tests whose types Ember and the device
+  // have (97% today: what is left is random ops, TfIdfVectorizer and bfloat16 test data
+  // stored as UINT16), and every such case of the other three suites.
+  const int in_scope = int(cases.size()) - excluded - lacks_dtype;
+  if (suite == "node")
+    EXPECT_GE(passed, 0.95 * in_scope) << passed << " of " << in_scope;
+  else
+    EXPECT_EQ(passed, in_scope);
 }
 
 std::string param_name(const ::testing::TestParamInfo<OnnxConformance::ParamType>& p) {

@@ -74,6 +74,10 @@ std::map<std::string, OpImpl>& op_registry() {
     register_shape_ops(m);
     register_nn_ops(m);
     register_rnn_ops(m);
+    register_resize_ops(m);  // after register_nn_ops: replaces its Resize
+    register_quant_ops(m);
+    register_signal_ops(m);
+    register_detect_ops(m);
     return m;
   }();
   return r;

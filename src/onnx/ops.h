@@ -64,5 +64,9 @@ void register_math_ops(std::map<std::string, OpImpl>& r);
 void register_shape_ops(std::map<std::string, OpImpl>& r);
 void register_nn_ops(std::map<std::string, OpImpl>& r);
 void register_rnn_ops(std::map<std::string, OpImpl>& r);
+void register_resize_ops(std::map<std::string, OpImpl>& r);  // Resize, GridSample, RoiAlign
+void register_quant_ops(std::map<std::string, OpImpl>& r);   // quantization, Einsum, Det
+void register_signal_ops(std::map<std::string, OpImpl>& r);  // windows, DFT, STFT, LRN, Unique
+void register_detect_ops(std::map<std::string, OpImpl>& r);  // NonMaxSuppression, MaxUnpool
 
 }  // namespace ember::onnx::detail

@@ -1,4 +1,4 @@
-// ONNX neural-network ops (convolution, pooling, normalization, resize, dropout, losses) mapped
+// ONNX neural-network ops (convolution, pooling, normalization, dropout, losses) mapped
 // onto ember/nn/functional/*.h.
 #include <cmath>
 
@@ -161,6 +161,10 @@ Tensors max_pool(const Node& n, const Tensors& in) {
   }
   auto [y, idx] = r;
   if (n.proto.output_size() < 2) return {y};
+  // storage_order 1: ONNX counts a 2-d plane column-major, (h, w) -> w * H + h.
+  if (n.i("storage_order", 0) && x.dim() == 4)
+    idx = add(mul(remainder(idx, Scalar(x.size(3))), Scalar(x.size(2))),
+              div(idx, Scalar(x.size(3)), "floor"));
   // torch's indices are flat within each (n, c) plane; ONNX's over the whole tensor.
   int64_t plane = 1;
   for (int64_t dd = 2; dd < x.dim(); ++dd) plane *= x.size(dd);
@@ -197,67 +201,24 @@ Tensors avg_pool(const Node& n, const Tensors& in) {
   return {div(sum_avg, count)};
 }
 
+// BatchNormalization-14/15 with training_mode: Y from the batch statistics (population
+// variance), running_mean/var = input_mean/var * momentum + batch mean/var * (1 - momentum).
+Tensors bn_training(const Node& n, const Tensors& in) {
+  const Tensor& x = in[0];
+  std::vector<int64_t> dims{0};
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  const double m = n.f("momentum", 0.9);
+  auto running = [&](const Tensor& given, const Tensor& batch) {
+    return add(mul(given, Scalar(m)), mul(batch, Scalar(1 - m))).to(given.dtype());
+  };
+  return {F::batch_norm(x, Tensor(), Tensor(), in[1], in[2], true, 0.1, n.f("epsilon", 1e-5)),
+          running(in[3], mean(x, dims)), running(in[4], var(x, dims, 0))};
+}
+
 std::vector<int64_t> spatial_dims(const Tensor& x) {
   std::vector<int64_t> d;
   for (int64_t i = 2; i < x.dim(); ++i) d.push_back(i);
   return d;
-}
-
-std::string resize_check(const Node& n) {
-  const std::string mode = n.s("mode", "nearest");
-  const std::string ctm = n.s("coordinate_transformation_mode", "half_pixel");
-  const std::string nm = n.s("nearest_mode", "round_prefer_floor");
-  if (n.proto.op_type() == "Upsample" || n.opset < 11) {
-    if (mode != "nearest") return "mode " + mode + " with asymmetric coordinates";
-    return n.only_attrs({"mode", "scales"});
-  }
-  if (n.i("exclude_outside", 0)) return "exclude_outside";
-  if (mode == "nearest") {
-    if (!((ctm == "asymmetric" && nm == "floor") ||
-          (ctm == "half_pixel" && nm == "round_prefer_ceil")))
-      return "nearest with " + ctm + "/" + nm;
-  } else if (mode == "linear" || mode == "cubic") {
-    if (ctm == "pytorch_half_pixel")
-      return mode + " with pytorch_half_pixel (differs from torch 1.13 for length 1)";
-    if (ctm != "half_pixel" && ctm != "align_corners") return mode + " with " + ctm;
-    // ONNX maps align_corners with scales through the unfloored length in * scale.
-    if (ctm == "align_corners" && n.has_input(2) && !n.has_input(3))
-      return mode + " align_corners with scales (ONNX uses the unfloored length)";
-    if (mode == "cubic" && n.f("cubic_coeff_a", -0.75) != -0.75) return "cubic_coeff_a != -0.75";
-  } else {
-    return "mode " + mode;
-  }
-  return n.only_attrs({"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a",
-                       "exclude_outside", "extrapolation_value"});
-}
-
-Tensors resize(const Node& n, const Tensors& in) {
-  const Tensor& x = in[0];
-  std::vector<double> scales;
-  std::vector<int64_t> sizes;
-  if (n.proto.op_type() == "Upsample" || n.opset < 11) {
-    scales = n.opset < 9 ? n.floats("scales") : to_doubles(in[1]);
-  } else {
-    if (in.size() > 2 && in[2].defined() && in[2].numel() > 0) scales = to_doubles(in[2]);
-    if (in.size() > 3 && in[3].defined() && in[3].numel() > 0) sizes = to_ints(in[3]);
-  }
-  std::vector<double> sf;
-  std::vector<int64_t> sz;
-  if (!scales.empty()) sf.assign(scales.begin() + 2, scales.end());
-  if (!sizes.empty()) sz.assign(sizes.begin() + 2, sizes.end());
-  const std::string mode = n.s("mode", "nearest");
-  const std::string ctm = n.s("coordinate_transformation_mode", "half_pixel");
-  std::optional<bool> ac;
-  std::string tm;
-  if (mode == "nearest") {
-    tm = n.s("nearest_mode", "round_prefer_floor") == "floor" || n.opset < 11 ? "nearest"
-                                                                              : "nearest-exact";
-  } else {
-    const char* lin[] = {"linear", "bilinear", "trilinear"};
-    tm = mode == "cubic" ? "bicubic" : lin[x.dim() - 3];
-    ac = ctm == "align_corners";
-  }
-  return {F::interpolate(x, sz, sf, tm, ac)};
 }
 
 }  // namespace
@@ -265,7 +226,7 @@ Tensors resize(const Node& n, const Tensors& in) {
 void register_nn_ops(std::map<std::string, OpImpl>& r) {
   r["Dropout"] = {[](const Node& n) -> std::string {
                     if (n.proto.input_size() > 2 && !n.proto.input(2).empty())
-                      return "training_mode input (random mask)";
+                      return "training_mode input (random mask; ratio known at run time)";
                     if (n.opset < 7 && n.i("is_test", 0) == 0) return "training (random mask)";
                     return n.only_attrs({"ratio", "seed", "is_test"});
                   },
@@ -281,7 +242,9 @@ void register_nn_ops(std::map<std::string, OpImpl>& r) {
   r["Conv"] = {conv_check, conv};
   r["ConvTranspose"] = {conv_check, conv_transpose};
   r["MaxPool"] = {[](const Node& n) -> std::string {
-                    if (n.i("storage_order", 0)) return "storage_order=1 (column-major indices)";
+                    if (n.i("storage_order", 0) && n.proto.output_size() > 1 &&
+                        n.ints("kernel_shape").size() > 2)
+                      return "storage_order=1 (column-major indices) in 3-d";
                     if (n.proto.output_size() > 1 && n.s("auto_pad", "NOTSET") != "NOTSET")
                       return "indices with auto_pad (explicit asymmetric padding moves them)";
                     return auto_pad_check(n) +
@@ -304,13 +267,10 @@ void register_nn_ops(std::map<std::string, OpImpl>& r) {
                         [](const Node&, const Tensors& in) {
                           return Tensors{amax(in[0], spatial_dims(in[0]), true)};
                         }};
-  r["Resize"] = {resize_check, resize};
-  r["Upsample"] = {resize_check, resize};
 
   r["BatchNormalization"] = {[](const Node& n) -> std::string {
-                               if (n.i("training_mode", 0))
-                                 return "training_mode (ONNX running stats differ from torch)";
-                               if (n.proto.output_size() > 1) return "running statistics outputs";
+                               if (n.proto.output_size() > 1 && !n.i("training_mode", 0))
+                                 return "running statistics outputs";
                                // Opsets 1-6: is_test (default 0, training); before 9: spatial
                                // (0: statistics per activation, not per channel).
                                if (n.opset < 7 && n.i("is_test", 0) == 0)
@@ -320,6 +280,7 @@ void register_nn_ops(std::map<std::string, OpImpl>& r) {
                                                     "is_test", "spatial", "consumed_inputs"});
                              },
                              [](const Node& n, const Tensors& in) {
+                               if (n.i("training_mode", 0)) return bn_training(n, in);
                                return Tensors{F::batch_norm(in[0], in[3], in[4], in[1], in[2],
                                                             false, 0.1, n.f("epsilon", 1e-5))};
                              }};

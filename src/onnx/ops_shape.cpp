@@ -47,6 +47,30 @@ Tensor slice_axis(const Tensor& x, int64_t axis, int64_t start, int64_t end, int
   return x.flip({axis}).slice(axis, s, std::max(s, e), -step);
 }
 
+// ScatterND with reduction mul/max/min: the m indexed dims flattened into one, each index tuple
+// turned into its row there, and scatter_reduce along it (duplicates combine, as the spec says).
+Tensors scatter_nd_reduce(const Tensors& in, const std::string& red) {
+  const Tensor& x = in[0];
+  const int64_t m = in[1].size(-1);
+  Shape rest(x.shape().begin() + m, x.shape().end());
+  int64_t lead = 1;
+  Tensor row;
+  for (int64_t k = m; k-- > 0;) {
+    Tensor term = mul(wrap_indices(in[1].select(-1, k), x.size(k)), Scalar(lead));
+    row = row.defined() ? add(row, term) : term;
+    lead *= x.size(k);
+  }
+  row = row.reshape({-1});
+  Shape us = rest, is(rest.size() + 1, 1), xs = rest;
+  us.insert(us.begin(), row.numel());
+  is[0] = row.numel();
+  xs.insert(xs.begin(), lead);
+  Tensor index = row.reshape(is).expand(us).contiguous();
+  const char* torch_red = red == "mul" ? "prod" : red == "max" ? "amax" : "amin";
+  Tensor y = scatter_reduce(x.reshape(xs), 0, index, in[2].reshape(us), torch_red, true);
+  return {y.reshape(x.shape())};
+}
+
 Tensor depth_to_space(const Tensor& x, int64_t b, bool crd) {
   const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
   Tensor y = crd ? x.reshape({N, C / (b * b), b, b, H, W}).permute({0, 1, 4, 2, 5, 3})
@@ -296,26 +320,48 @@ void register_shape_ops(std::map<std::string, OpImpl>& r) {
   };
   r["ScatterElements"] = {scatter_check, scatter_run};
   r["Scatter"] = {scatter_check, scatter_run};
-  r["GatherND"] = {[](const Node& n) -> std::string {
-                     if (n.i("batch_dims", 0) != 0) return "batch_dims != 0";
-                     return n.only_attrs({"batch_dims"});
-                   },
-                   [](const Node&, const Tensors& in) {
-                     const Tensor& x = in[0];
-                     const int64_t m = in[1].size(-1);
-                     std::vector<Tensor> idx;
-                     for (int64_t k = 0; k < m; ++k)
-                       idx.push_back(wrap_indices(in[1].select(-1, k), x.size(k)));
-                     return Tensors{index(x, idx)};
-                   }};
+  r["GatherND"] = {
+      attrs({"batch_dims"}), [](const Node& n, const Tensors& in) {
+        Tensor x = in[0], ind = in[1];
+        // batch_dims b: the first b dims of data and indices pair up; flatten them into one and
+        // index it by position (an arange) ahead of the index tuples.
+        const int64_t b = n.i("batch_dims", 0);
+        const Shape batch(x.shape().begin(), x.shape().begin() + b);
+        std::vector<Tensor> idx;
+        if (b > 0) {
+          int64_t nb = 1;
+          for (int64_t d : batch) nb *= d;
+          Shape xs(x.shape().begin() + b, x.shape().end()),
+              is(ind.shape().begin() + b, ind.shape().end());
+          xs.insert(xs.begin(), nb);
+          is.insert(is.begin(), nb);
+          x = x.reshape(xs);
+          ind = ind.reshape(is);
+          Shape as(size_t(ind.dim() - 1), 1);
+          as[0] = nb;
+          idx.push_back(
+              arange(Scalar(0), Scalar(nb), Scalar(1), {DType::i64, x.device()}).reshape(as));
+        }
+        const int64_t m = ind.size(-1), first = b > 0 ? 1 : 0;
+        for (int64_t k = 0; k < m; ++k)
+          idx.push_back(wrap_indices(ind.select(-1, k), x.size(first + k)));
+        Tensor y = index(x, idx);
+        if (b == 0) return Tensors{y};
+        Shape ys = batch;
+        ys.insert(ys.end(), y.shape().begin() + 1, y.shape().end());
+        return Tensors{y.reshape(ys)};
+      }};
   r["ScatterND"] = {
       [](const Node& n) -> std::string {
         std::string red = n.s("reduction", "none");
-        if (red != "none" && red != "add") return "reduction " + red;
+        if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
+          return "reduction " + red;
         return n.only_attrs({"reduction"});
       },
       [](const Node& n, const Tensors& in) {
         const int64_t m = in[1].size(-1);
+        const std::string red = n.s("reduction", "none");
+        if (red == "mul" || red == "max" || red == "min") return scatter_nd_reduce(in, red);
         std::vector<Tensor> idx;
         for (int64_t k = 0; k < m; ++k)
           idx.push_back(wrap_indices(in[1].select(-1, k), in[0].size(k)));
