@@ -89,6 +89,20 @@ TEST_F(CliTestOnnx, RunSaysWhatIsWrongWithItsInputs) {
     EXPECT_NE(r.output.find("error: ["), std::string::npos) << r.output;
     EXPECT_NE(r.output.find(needle), std::string::npos) << args << "\n" << r.output;
   }
+  // Usage errors (exit status 2): an input given twice, --image beside --input.
+  record::save_npy((tmp.path / "ok.npy").string(), zeros({2, 3, 7, 5}));
+  data::save_png((tmp.path / "img.png").string(), zeros({1, 7, 5}, DType::u8));
+  const std::string ok = (tmp.path / "ok.npy").string();
+  const std::vector<std::pair<std::string, std::string>> usage = {
+      {"run " + model.string() + " --input 0=" + ok + " --input 0=" + ok, "given twice"},
+      {"run " + model.string() + " --input " + ok + " --image " + (tmp.path / "img.png").string(),
+       "give one of them"},
+  };
+  for (const auto& [args, needle] : usage) {
+    const Result r = run_ember(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(needle), std::string::npos) << args << "\n" << r.output;
+  }
 }
 
 TEST_F(CliTestOnnx, RunTakesAnImageScaledTo0To1AndResized) {

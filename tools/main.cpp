@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   ember::tools::add_predict_command(app);
 #ifdef EMBER_HAVE_ONNX
   ember::tools::add_onnx_commands(app);
-  const char* commands = "devices, train, eval, predict, run or onnx";
+  const char* commands = "devices, train, eval, predict, run, export or onnx";
 #else
   const char* commands = "devices, train, eval or predict";
 #endif

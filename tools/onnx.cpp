@@ -128,13 +128,17 @@ void add_run_command(CLI::App& app) {
                     model.inputs().size(), " inputs; name each one (--input NAME=FILE.npy)");
         name = model.inputs()[0].name;
       }
-      EMBER_CHECK(!feed.count(name), "run", "input '", name, "' given twice");
+      if (feed.count(name))  // a usage error (exit status 2), as any option given twice
+        throw CLI::ValidationError("--input", "input '" + name + "' given twice");
       feed[name] = record::load_npy(file, device);
     }
     if (!a->image.empty()) {
-      EMBER_CHECK(model.inputs().size() == 1 && feed.empty(), "run",
-                  "--image is the model's one input; this model has ", model.inputs().size(),
-                  " inputs", feed.empty() ? "" : " and --input gave one");
+      if (!feed.empty())
+        throw CLI::ValidationError("--image",
+                                   "--image is the model's one input; --input gave one "
+                                   "too (give one of them)");
+      EMBER_CHECK(model.inputs().size() == 1, "run", "--image is the model's one input; this ",
+                  "model has ", model.inputs().size(), " inputs");
       feed[model.inputs()[0].name] = image_tensor(a->image, model.inputs()[0]).to(device);
     }
     InferenceMode inference;
