@@ -180,6 +180,20 @@ void register_math_ops(std::map<std::string, OpImpl>& r) {
                  Tensor hi = in.size() > 2 ? in[2] : Tensor();
                  // No bounds: the identity (torch.clamp would throw).
                  if (!lo.defined() && !hi.defined()) return Tensors{x};
+                 // One-value bounds in host memory (the constants of ReLU6 and friends): a
+                 // scalar clamp, one element-wise op that fuses into a convolution's epilogue,
+                 // instead of a maximum and a minimum with broadcast tensors.
+                 auto host_scalar = [](const Tensor& b) {
+                   return !b.defined() || (b.numel() == 1 && b.device().is_host());
+                 };
+                 if (host_scalar(lo) && host_scalar(hi) && is_floating(x.dtype())) {
+                   auto value = [](const Tensor& b, double none) {
+                     return b.defined() ? b.to(DType::f64).reshape({}).item<double>() : none;
+                   };
+                   const double l = value(lo, -INFINITY), h = value(hi, INFINITY);
+                   if (!std::isnan(l) && !std::isnan(h))
+                     return Tensors{clamp(x, Scalar(l), Scalar(h))};
+                 }
                  return Tensors{clamp(x, lo, hi)};
                }};
 
