@@ -258,14 +258,7 @@ struct Skip : Sequential {
   Tensor forward(const Tensor& x) override { return Sequential::forward(x) + x; }
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 TEST(OnnxExport, RefusesWhatOnnxCannotSayAndLeavesNoFile) {
   test::TempDir dir("onnx-export");

@@ -2,6 +2,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,16 @@ std::vector<std::string> list_dir(const std::string& dir);
 std::string read_bytes(const std::string& path);
 /// Writes bytes to a file, replacing it.
 void write_bytes(const std::string& path, const std::string& bytes);
+
+/// The message of the ember::Error that f() throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 /// The non-host devices this machine has (Vulkan, OpenCL...), in available_devices() order.
 inline std::vector<Device> gpu_devices() {
