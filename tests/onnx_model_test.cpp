@@ -476,5 +476,57 @@ TEST(OnnxModelTest, UnsupportedNodesInsideABranchAreNamed) {
                {"node 'choose/then_branch/#1' (Bernoulli): op not mapped"});
 }
 
+// TfIdfVectorizer's IDF and TFIDF modes with weights (ONNX's test data covers TF only).
+TEST(OnnxModelTest, TfIdfVectorizerWeighsItsCounts) {
+  test::TempDir dir("onnx");
+  for (const char* mode : {"TF", "IDF", "TFIDF"}) {
+    SCOPED_TRACE(mode);
+    ::onnx::ModelProto m;
+    m.set_ir_version(7);
+    m.add_opset_import()->set_version(13);
+    auto* g = m.mutable_graph();
+    g->set_name("tfidf");
+    add_value(g->add_input(), "X", {"2", "5"}, ::onnx::TensorProto::INT64);
+    add_value(g->add_output(), "Y", {"2", "3"});
+    auto* n = add_node(g, "TfIdfVectorizer", {"X"}, {"Y"});
+    auto ints = [&](const char* name, std::vector<int64_t> v) {
+      auto* a = n->add_attribute();
+      a->set_name(name);
+      a->set_type(::onnx::AttributeProto::INTS);
+      for (int64_t x : v) a->add_ints(x);
+    };
+    auto one = [&](const char* name, int64_t v) {
+      auto* a = n->add_attribute();
+      a->set_name(name);
+      a->set_type(::onnx::AttributeProto::INT);
+      a->set_i(v);
+    };
+    one("min_gram_length", 1);
+    one("max_gram_length", 2);
+    one("max_skip_count", 1);
+    ints("ngram_counts", {0, 2});
+    ints("pool_int64s", {2, 3, 2, 3});  // unigrams 2 and 3, the bigram (2, 3)
+    ints("ngram_indexes", {2, 0, 1});
+    auto* w = n->add_attribute();
+    w->set_name("weights");
+    w->set_type(::onnx::AttributeProto::FLOATS);
+    for (float x : {0.5f, 2.f, 10.f}) w->add_floats(x);
+    auto* md = n->add_attribute();
+    md->set_name("mode");
+    md->set_type(::onnx::AttributeProto::STRING);
+    md->set_s(mode);
+    const onnx::Model model = onnx::load(write_model(dir, m), Device::cpu());
+    // Row 0: 2 twice, 3 twice, (2, 3) twice (skip 0; skip 1 pairs 1-3, 2-2, 3-3 are not in the
+    // pool). Row 1: no 2, one 3, no bigram.
+    const Tensor x = from_vector<int64_t>({1, 2, 3, 2, 3, 7, 7, 3, 9, 9}, {2, 5});
+    const std::vector<float> y = model.run({{"X", x}}).at("Y").to(Device::ref()).to_vector<float>();
+    const std::string md_s = mode;
+    const std::vector<float> want = md_s == "TF"    ? std::vector<float>{2, 2, 2, 1, 0, 0}
+                                    : md_s == "IDF" ? std::vector<float>{2, 10, 0.5, 2, 0, 0}
+                                                    : std::vector<float>{4, 20, 1, 2, 0, 0};
+    EXPECT_EQ(y, want);
+  }
+}
+
 }  // namespace
 }  // namespace ember

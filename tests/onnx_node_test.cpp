@@ -80,8 +80,8 @@ TEST_P(OnnxConformance, SupportedCasesMatchOnnx) {
       suite.c_str(), device.str().c_str(), cases.size(), passed, failed, unsupported, excluded);
   EXPECT_FALSE(cases.empty());
   // Issue 17's targets, as floors: >= 95% of the node tests whose types Ember and the device
-  // have (97% today: what is left is random ops, TfIdfVectorizer and bfloat16 test data
-  // stored as UINT16), and every such case of the other three suites.
+  // have (98% today: what is left is random ops and bfloat16 test data stored as UINT16), and
+  // every such case of the other three suites.
   const int in_scope = int(cases.size()) - excluded - lacks_dtype;
   if (suite == "node")
     EXPECT_GE(passed, 0.95 * in_scope) << passed << " of " << in_scope;

@@ -78,6 +78,7 @@ std::map<std::string, OpImpl>& op_registry() {
     register_quant_ops(m);
     register_signal_ops(m);
     register_detect_ops(m);
+    register_text_ops(m);
     return m;
   }();
   return r;

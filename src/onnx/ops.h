@@ -68,5 +68,6 @@ void register_resize_ops(std::map<std::string, OpImpl>& r);  // Resize, GridSamp
 void register_quant_ops(std::map<std::string, OpImpl>& r);   // quantization, Einsum, Det
 void register_signal_ops(std::map<std::string, OpImpl>& r);  // windows, DFT, STFT, LRN, Unique
 void register_detect_ops(std::map<std::string, OpImpl>& r);  // NonMaxSuppression, MaxUnpool
+void register_text_ops(std::map<std::string, OpImpl>& r);    // TfIdfVectorizer
 
 }  // namespace ember::onnx::detail
