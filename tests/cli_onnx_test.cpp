@@ -198,6 +198,8 @@ TEST(CliTestOnnxExport, ExportsATrainedCnnThatEmberRunRuns) {
            (tmp.path / "no" / "a.onnx").string(),
        1, "[onnx::save]"},
       {"export --checkpoint " + run + "/model.safetensors", 2, "--onnx is required"},
+      {"export --checkpoint " + run + "/model.safetensors --onnx " + run + "/model.safetensors", 1,
+       "is the checkpoint itself"},
   };
   for (const auto& [args, status, needle] : bad) {
     r = run_ember(args);

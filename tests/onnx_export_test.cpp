@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include "ember/ember.h"
 #include "ember/onnx.h"
 #include "ember/record/npy.h"
@@ -291,6 +293,17 @@ TEST(OnnxExport, RefusesWhatOnnxCannotSayAndLeavesNoFile) {
 
   e = error_of([&] { onnx::save(std::make_shared<Linear>(3, 3), Tensor(), path); });
   EXPECT_NE(e.find("undefined"), std::string::npos) << e;
+
+  // A folder or a FIFO at the path is refused before any work (a rename would replace it).
+  std::filesystem::create_directory(dir / "folder.onnx");
+  e = error_of([&] { onnx::save(std::make_shared<Linear>(3, 3), x, dir / "folder.onnx"); });
+  EXPECT_NE(e.find("is a folder"), std::string::npos) << e;
+  ASSERT_EQ(::mkfifo((dir / "fifo.onnx").c_str(), 0600), 0);
+  e = error_of([&] { onnx::save(std::make_shared<Linear>(3, 3), x, dir / "fifo.onnx"); });
+  EXPECT_NE(e.find("not a regular file"), std::string::npos) << e;
+  EXPECT_TRUE(std::filesystem::is_fifo(dir / "fifo.onnx"));
+  std::filesystem::remove(dir / "fifo.onnx");
+  std::filesystem::remove(dir / "folder.onnx");
 
   // Nothing was left behind: no file at the path, no temporary file beside it.
   EXPECT_TRUE(test::list_dir(dir).empty());

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -526,6 +527,75 @@ TEST(OnnxModelTest, TfIdfVectorizerWeighsItsCounts) {
                                                     : std::vector<float>{4, 20, 1, 2, 0, 0};
     EXPECT_EQ(y, want);
   }
+}
+
+// Window attributes ONNX's shape inference divides by are checked first (strides 0 raised
+// SIGFPE inside libonnx; blocksize 0 in Ember's SpaceToDepth).
+TEST(OnnxModelTest, ZeroStridesAndBlockSizesAreErrorsNotCrashes) {
+  test::TempDir dir("onnx");
+  for (const auto& [op, attr] :
+       std::vector<std::pair<std::string, std::string>>{{"MaxPool", "strides"},
+                                                        {"AveragePool", "kernel_shape"},
+                                                        {"SpaceToDepth", "blocksize"}}) {
+    ::onnx::ModelProto m;
+    m.set_ir_version(7);
+    m.add_opset_import()->set_version(13);
+    auto* g = m.mutable_graph();
+    g->set_name("zero");
+    add_value(g->add_input(), "X", {"1", "4", "4", "4"});
+    add_value(g->add_output(), "Y", {"n", "c", "h", "w"});
+    auto* n = add_node(g, op, {"X"}, {"Y"}, "zero");
+    auto* a = n->add_attribute();
+    a->set_name(attr);
+    if (attr == "blocksize") {
+      a->set_type(::onnx::AttributeProto::INT);
+      a->set_i(0);
+    } else {
+      a->set_type(::onnx::AttributeProto::INTS);
+      a->add_ints(0);
+      a->add_ints(0);
+      if (attr == "strides") {
+        auto* k = n->add_attribute();
+        k->set_name("kernel_shape");
+        k->set_type(::onnx::AttributeProto::INTS);
+        k->add_ints(2);
+        k->add_ints(2);
+      }
+    }
+    expect_error([&] { onnx::inspect(write_model(dir, m)); },
+                 {"node 'zero' (" + op + "): attribute " + attr + " holds 0 (must be >= 1)"});
+  }
+}
+
+// Resize scales that give a huge or non-finite output are errors before any allocation.
+TEST(OnnxModelTest, ResizeToAHugeSizeIsAnError) {
+  test::TempDir dir("onnx");
+  ::onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("resize");
+  add_value(g->add_input(), "X", {"1", "1", "2", "2"});
+  add_value(g->add_input(), "scales", {"4"});
+  add_value(g->add_output(), "Y", {"a", "b", "c", "d"});
+  add_node(g, "Resize", {"X", "", "scales"}, {"Y"}, "up");
+  const onnx::Model model = onnx::load(write_model(dir, m), Device::cpu());
+  const Tensor x = ones({1, 1, 2, 2});
+  EXPECT_EQ(
+      model.run({{"X", x}, {"scales", from_vector<float>({1, 1, 2, 2}, {4})}}).at("Y").shape(),
+      (Shape{1, 1, 4, 4}));
+  expect_error(
+      [&] {
+        model.run({{"X", x}, {"scales", from_vector<float>({1, 1, 1e9f, 1e9f}, {4})}});
+      },
+      {"Resize", "more than 2^36"});
+  expect_error(
+      [&] {
+        model.run({{"X", x},
+                   {"scales",
+                    from_vector<float>({1, 1, std::numeric_limits<float>::infinity(), 1}, {4})}});
+      },
+      {"Resize", "no finite size"});
 }
 
 }  // namespace

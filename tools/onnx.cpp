@@ -296,6 +296,9 @@ void add_export_command(CLI::App& app) {
       "metadata (ember.input, ember.classes). Before the file is written, ember::onnx runs\n"
       "it and compares its output with the model's.");
   cmd->callback([a] {
+    std::error_code same_ec;
+    EMBER_CHECK(!fs::equivalent(a->checkpoint, a->onnx, same_ec), "export", "--onnx ", a->onnx,
+                " is the checkpoint itself; give another file (the weights would be replaced)");
     Trained t = load_trained("export", a->checkpoint, a->dataset, Device::cpu());
     const ModelShape s = t.dataset == "images" ? t.images.model_shape() : ModelShape{};
     std::string normalize;

@@ -114,9 +114,6 @@ class Builder final : public ExportGraph {
                      const std::string& input) override {
     path_.push_back(child_name);
     const std::string where = path_str();
-    auto* unary = dynamic_cast<nn::UnaryModule*>(&m);
-    EMBER_CHECK(unary != nullptr, "onnx::save", "module '", where, "' (", m.type_name(),
-                ") does not take one tensor; only one-input modules export");
     Exporter fn;
     {
       std::lock_guard<std::mutex> lock(registry_mutex());
@@ -126,6 +123,9 @@ class Builder final : public ExportGraph {
     if (!fn && dynamic_cast<nn::Sequential*>(&m)) fn = detail::export_sequential;
     EMBER_CHECK(fn, "onnx::save", "module '", where, "' of type ", m.type_name(),
                 " has no ONNX exporter (register one with ember::onnx::register_exporter)");
+    auto* unary = dynamic_cast<nn::UnaryModule*>(&m);
+    EMBER_CHECK(unary != nullptr, "onnx::save", "module '", where, "' (", m.type_name(),
+                ") does not take one tensor; only one-input modules export");
     std::string out;
     try {
       out = fn(m, *this, input);
@@ -213,6 +213,21 @@ void save(nn::Module& module, const Tensor& example_input, const std::string& pa
   EMBER_CHECK(!options.dynamic_batch || example_input.dim() >= 1, "onnx::save",
               "a dynamic batch needs an input of rank >= 1, got ",
               shape_str(example_input.shape()));
+  {
+    // Checked before any work: the file is replaced by a rename, which would put a regular
+    // file in place of a device (/dev/null) or fail on a folder only after the export ran.
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path target(path);
+    const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+    EMBER_CHECK(fs::is_directory(dir, ec), "onnx::save", path, ": the folder ", dir.string(),
+                " does not exist");
+    const fs::file_status st = fs::status(target, ec);
+    EMBER_CHECK(
+        !fs::exists(st) || fs::is_regular_file(st), "onnx::save", path,
+        fs::is_directory(st) ? " is a folder" : " is not a regular file (a device, FIFO or socket)",
+        "; give the path of a .onnx file");
+  }
   ::onnx::ModelProto model;
   model.set_ir_version(8);  // ONNX 1.12, opset 17
   model.set_producer_name("ember");

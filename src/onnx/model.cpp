@@ -57,6 +57,32 @@ void collect_types(const ::onnx::GraphProto& g, std::map<std::string, int32_t>& 
     }
 }
 
+std::string node_label(const ::onnx::NodeProto& n, int index);
+
+// Window attributes that ONNX's shape inference divides by (strides [0, 0] on a Conv or pool,
+// blocksize 0 on SpaceToDepth: SIGFPE inside libonnx) must be >= 1; checked in every graph.
+void check_positive_attrs(const ::onnx::GraphProto& g, const std::string& path) {
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    for (const auto& a : n.attribute()) {
+      const std::string& name = a.name();
+      const bool window = name == "strides" || name == "dilations" || name == "kernel_shape" ||
+                          name == "blocksize" || (name == "group" && n.op_type() != "GroupNorm");
+      if (window) {
+        auto bad = [&](int64_t v) {
+          EMBER_FAIL("onnx", "'", path, "': node '", node_label(n, i), "' (", n.op_type(),
+                     "): attribute ", name, " holds ", v, " (must be >= 1)");
+        };
+        if (a.type() == ::onnx::AttributeProto::INT && a.i() < 1) bad(a.i());
+        for (int64_t v : a.ints())
+          if (v < 1) bad(v);
+      }
+      if (a.has_g()) check_positive_attrs(a.g(), path);
+      for (const auto& sub : a.graphs()) check_positive_attrs(sub, path);
+    }
+  }
+}
+
 // Reads, parses and checks `path`; types every value ONNX's shape inference can.
 std::unique_ptr<Parsed> parse(const std::string& path) {
   // Parsed straight from the file (a ResNet-50 is 100 MB: read into a string first, its bytes
@@ -102,6 +128,7 @@ std::unique_ptr<Parsed> parse(const std::string& path) {
   } catch (const std::exception& e) {
     EMBER_FAIL("onnx", "'", path, "' is not a valid ONNX model: ", e.what());
   }
+  check_positive_attrs(p->model.graph(), path);
   // In place (a copy of the model copied every weight): inference only adds value_info.
   try {
     ::onnx::shape_inference::InferShapes(p->model);

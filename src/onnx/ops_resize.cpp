@@ -233,6 +233,19 @@ Tensors resize(const Node& n, const Tensors& in) {
   const bool crop = m.ctm == "tf_crop_and_resize";
   EMBER_CHECK(!crop || int64_t(roi.size()) == 2 * rank, tag, "tf_crop_and_resize needs a roi of ",
               2 * rank, " values, got ", roi.size());
+  // The output's size, checked before any work: huge or non-finite scales (1e9, inf) would
+  // overflow the lengths or exhaust memory instead of failing.
+  double total = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    const double o = sizes.empty() ? std::floor(scales[size_t(d)] * double(x.size(d)))
+                                   : double(sizes[size_t(d)]);
+    EMBER_CHECK(std::isfinite(o), tag, "scale ", scales[size_t(d)], " of axis ", d,
+                " gives no finite size");
+    total *= std::max(o, 0.0);
+  }
+  constexpr double kMaxElements = double(int64_t(1) << 36);
+  EMBER_CHECK(total <= kMaxElements, tag, "the output of ", shape_str(x.shape()), " would hold ",
+              total, " elements (more than 2^36): check the scales or sizes");
   const bool weighted = m.mode != "nearest";
   Tensor y = weighted ? x.to(compute_dtype(x.dtype())) : x;
   for (int64_t d = 0; d < rank; ++d) {
