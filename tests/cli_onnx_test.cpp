@@ -186,6 +186,30 @@ TEST(CliTestOnnxExport, ExportsATrainedCnnThatEmberRunRuns) {
   r = run_ember("run " + out + " --input " + (tmp.path / "x.npy").string());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("float32  [3, 10]"), std::string::npos) << r.output;
+  EXPECT_EQ(meta["ember.mean"], "0.286");
+  EXPECT_EQ(meta["ember.std"], "0.353");
+  // --image applies the recorded normalization: a black image is the input (0 - mean) / std.
+  data::save_png((tmp.path / "black.png").string(), zeros({1, 28, 28}, DType::u8));
+  record::save_npy((tmp.path / "black.npy").string(), full({1, 1, 28, 28}, (0.0 - 0.286) / 0.353));
+  r = run_ember("run " + out + " --image " + (tmp.path / "black.png").string() + " --output-dir " +
+                (tmp.path / "img").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("normalized with the model's recorded mean [0.286] and std [0.353]"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("class: "), std::string::npos) << r.output;
+  r = run_ember("run " + out + " --input " + (tmp.path / "black.npy").string() + " --output-dir " +
+                (tmp.path / "npy").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::vector<float> by_image =
+      record::load_npy((tmp.path / "img" / "output.npy").string()).to_vector<float>();
+  const std::vector<float> by_npy =
+      record::load_npy((tmp.path / "npy" / "output.npy").string()).to_vector<float>();
+  ASSERT_EQ(by_image.size(), by_npy.size());
+  for (size_t i = 0; i < by_npy.size(); ++i)
+    EXPECT_NEAR(by_image[i], by_npy[i], 1e-4 * (1 + std::fabs(by_npy[i])));
+  r = run_ember("onnx info " + out);
+  EXPECT_NE(r.output.find("ember.classes"), std::string::npos) << r.output;
 
   const std::vector<std::tuple<std::string, int, std::string>> bad = {
       {"export --checkpoint " + (tmp.path / "none.safetensors").string() + " --onnx " +

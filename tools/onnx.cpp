@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.h"
 #include "ember/autograd.h"
 #include "ember/data/io.h"
@@ -94,6 +96,41 @@ Tensor image_tensor(const std::string& path, const onnx::ValueInfo& in) {
   return x.to(in.dtype);
 }
 
+// `x` ([1, C, H, W], scaled to 0..1) as (x - mean) / std per channel, from the comma-separated
+// lists `ember export` records (one value, or one per channel).
+Tensor normalized(const Tensor& x, const std::string& mean_s, const std::string& std_s) {
+  auto parse = [&](const std::string& s, const char* key) {
+    std::vector<double> v;
+    std::stringstream ss(s);
+    for (std::string item; std::getline(ss, item, ',');) {
+      char* end = nullptr;
+      const double d = std::strtod(item.c_str(), &end);
+      EMBER_CHECK(end != item.c_str() && std::isfinite(d), "run", "the model's ", key, " '", s,
+                  "' is not a list of numbers");
+      v.push_back(d);
+    }
+    EMBER_CHECK(v.size() == 1 || int64_t(v.size()) == x.size(1), "run", "the model's ", key,
+                " has ", v.size(), " values for ", x.size(1), " channels");
+    for (double d : v)
+      EMBER_CHECK(d != 0 || std::string(key) != "ember.std", "run",
+                  "the model's ember.std holds 0");
+    return from_vector(v, {1, int64_t(v.size()), 1, 1}, x.device()).to(x.dtype());
+  };
+  return (x - parse(mean_s, "ember.mean")) / parse(std_s, "ember.std");
+}
+
+// "Sneaker (index 7)" for an output [1, K] when the model records K class names (ember.classes,
+// a JSON list), else "".
+std::string class_of(const Tensor& t, const std::map<std::string, std::string>& md) {
+  auto it = md.find("ember.classes");
+  if (it == md.end() || t.dim() != 2 || t.size(0) != 1 || !is_floating(t.dtype())) return "";
+  const nlohmann::json j = nlohmann::json::parse(it->second, nullptr, false);
+  if (!j.is_array() || int64_t(j.size()) != t.size(1)) return "";
+  const int64_t k = t.reshape({-1}).argmax(0).to(Device::cpu()).item<int64_t>();
+  if (!j[size_t(k)].is_string()) return "";
+  return j[size_t(k)].get<std::string>() + " (index " + std::to_string(k) + ")";
+}
+
 void add_run_command(CLI::App& app) {
   struct Args {
     std::string model, image, device, output_dir;
@@ -106,8 +143,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--input", a->inputs,
                   "NAME=FILE.npy for each model input (FILE.npy alone when the model has one)");
   cmd->add_option("--image", a->image,
-                  "A PNG or JPEG as the model's one [N, C, H, W] input: scaled to 0..1 and "
-                  "resized to the model's H x W, no mean/std normalisation")
+                  "A PNG or JPEG as the model's one [N, C, H, W] input: scaled to 0..1, "
+                  "resized to the model's H x W, and normalized with the mean and std the "
+                  "model records (ember.mean, ember.std: `ember export` writes them; else none)")
       ->check(non_empty_path());
   cmd->add_option("--output-dir", a->output_dir, "Write each output to DIR/NAME.npy")
       ->check(non_empty_path());
@@ -139,7 +177,14 @@ void add_run_command(CLI::App& app) {
                                    "too (give one of them)");
       EMBER_CHECK(model.inputs().size() == 1, "run", "--image is the model's one input; this ",
                   "model has ", model.inputs().size(), " inputs");
-      feed[model.inputs()[0].name] = image_tensor(a->image, model.inputs()[0]).to(device);
+      Tensor img = image_tensor(a->image, model.inputs()[0]);
+      const auto& md = model.metadata();
+      if (md.count("ember.mean") && md.count("ember.std")) {
+        img = normalized(img, md.at("ember.mean"), md.at("ember.std"));
+        std::printf("--image normalized with the model's recorded mean [%s] and std [%s]\n",
+                    md.at("ember.mean").c_str(), md.at("ember.std").c_str());
+      }
+      feed[model.inputs()[0].name] = img.to(device);
     }
     InferenceMode inference;
     const std::map<std::string, Tensor> out = model.run(feed);
@@ -155,6 +200,8 @@ void add_run_command(CLI::App& app) {
       const Tensor& t = out.at(v.name);
       std::printf("  %-20s %-8s %-16s %s\n", v.name.c_str(), dtype_name(t.dtype()),
                   shape_str(t.shape()).c_str(), preview(t).c_str());
+      const std::string cls = class_of(t, model.metadata());
+      if (!cls.empty()) std::printf("  %-20s class: %s\n", "", cls.c_str());
       if (!a->output_dir.empty()) {
         std::string name = file_name(v.name);
         for (int k = 2; !written.insert(name).second; ++k)
@@ -183,6 +230,10 @@ void add_info_command(CLI::App* onnx_cmd) {
                 static_cast<long long>(info.parameters));
     print_values("inputs", info.inputs);
     print_values("outputs", info.outputs);
+    if (!info.metadata.empty()) {
+      std::printf("metadata:\n");
+      for (const auto& [k, v] : info.metadata) std::printf("  %-20s %s\n", k.c_str(), v.c_str());
+    }
     std::map<std::string, std::string> why;  // op type -> first reason
     for (const onnx::Unsupported& u : info.unsupported)
       if (!u.op_type.empty()) why.emplace(u.op_type, u.reason);
@@ -293,7 +344,8 @@ void add_export_command(CLI::App& app) {
   cmd->footer(
       "The file takes float32 [batch, C, S, S] images normalized as in training and returns\n"
       "float32 [batch, classes] logits; both are printed, and recorded in the file's\n"
-      "metadata (ember.input, ember.classes). Before the file is written, ember::onnx runs\n"
+      "metadata (ember.input, ember.mean, ember.std, ember.classes: `ember run --image`\n"
+      "applies and names them). Before the file is written, ember::onnx runs\n"
       "it and compares its output with the model's.");
   cmd->callback([a] {
     std::error_code same_ec;
@@ -322,10 +374,19 @@ void add_export_command(CLI::App& app) {
     const Tensor example = randn({2, s.channels, s.image_size, s.image_size});
     onnx::ExportOptions o;
     auto quoted = [](const std::string& c) { return "\"" + c + "\""; };
-    o.metadata = {{"ember.model", t.model_name},
-                  {"ember.dataset", t.dataset},
-                  {"ember.input", normalize},
-                  {"ember.classes", "[" + joined(classes, quoted) + "]"}};
+    auto g = [](double v) {  // every digit, for `ember run --image`
+      char b[32];
+      std::snprintf(b, sizeof b, "%.9g", v);
+      return std::string(b);
+    };
+    const std::vector<double> mean =
+        t.dataset == "images" ? t.images.mean : std::vector<double>{dataset_spec(t.dataset).mean};
+    const std::vector<double> std_ =
+        t.dataset == "images" ? t.images.std : std::vector<double>{dataset_spec(t.dataset).std};
+    o.metadata = {
+        {"ember.model", t.model_name},  {"ember.dataset", t.dataset},
+        {"ember.input", normalize},     {"ember.mean", joined(mean, g)},
+        {"ember.std", joined(std_, g)}, {"ember.classes", "[" + joined(classes, quoted) + "]"}};
     onnx::save(*t.model, example, a->onnx, o);
     int64_t weights = 0;
     for (const Tensor& p : t.model->parameters()) weights += p.numel();

@@ -56,6 +56,7 @@ struct Info {
   int64_t initializers = 0;                  // weight tensors
   int64_t parameters = 0;                    // their elements
   std::vector<Unsupported> unsupported;      // empty: load() accepts the model
+  std::map<std::string, std::string> metadata;  // the model's metadata_props (key -> value)
 };
 
 /// The opsets of the default domain Ember runs: every one Debian's ONNX 1.12 knows. Old
@@ -76,6 +77,8 @@ class Model {
   const std::vector<ValueInfo>& inputs() const;
   const std::vector<ValueInfo>& outputs() const;
   int64_t opset() const;
+  /// The model's metadata_props (`ember export` records ember.mean, ember.std, ember.classes).
+  const std::map<std::string, std::string>& metadata() const;
   Device device() const;
   /// Nodes computed once at load time because all their inputs are constant (Constant,
   /// shape arithmetic on initializers, ...), and nodes left to run.

@@ -226,6 +226,7 @@ Info describe(const Parsed& p) {
   Info info;
   info.ir_version = p.model.ir_version();
   info.opset = p.opset;
+  for (const auto& prop : p.model.metadata_props()) info.metadata[prop.key()] = prop.value();
   info.producer = p.model.producer_name() +
                   (p.model.producer_version().empty() ? "" : " " + p.model.producer_version());
   const std::set<std::string> inits = initializer_names(g);
@@ -261,6 +262,7 @@ struct Model::Impl {
   std::unique_ptr<Parsed> parsed;
   Device device = Device::cpu();
   std::vector<ValueInfo> inputs, outputs;
+  std::map<std::string, std::string> metadata;
   std::shared_ptr<const detail::Program> program;  // the main graph
 };
 
@@ -287,6 +289,7 @@ Model load(const std::string& path, Device device) {
   }
   impl->inputs = info.inputs;
   impl->outputs = info.outputs;
+  impl->metadata = info.metadata;
 
   detail::CompileContext ctx;
   ctx.opset = p.opset;
@@ -310,6 +313,7 @@ const Model::Impl& Model::impl() const {
 const std::vector<ValueInfo>& Model::inputs() const { return impl().inputs; }
 const std::vector<ValueInfo>& Model::outputs() const { return impl().outputs; }
 int64_t Model::opset() const { return impl().parsed->opset; }
+const std::map<std::string, std::string>& Model::metadata() const { return impl().metadata; }
 Device Model::device() const { return impl().device; }
 int64_t Model::folded_nodes() const { return impl().program->folded; }
 int64_t Model::nodes() const { return int64_t(impl().program->steps.size()); }
