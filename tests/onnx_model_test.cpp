@@ -61,6 +61,15 @@ void add_value(::onnx::ValueInfoProto* v, const std::string& name,
 const std::vector<float> kW = {0.5f, -1, 2, 0.25f, -0.75f, 1.5f};  // [3, 2]
 const std::vector<float> kB = {0.1f, -0.2f};
 
+// An empty model of the default domain's `opset` with a graph called `name`.
+::onnx::ModelProto empty_model(const std::string& name, int64_t opset = 13) {
+  ::onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(opset);
+  m.mutable_graph()->set_name(name);
+  return m;
+}
+
 // Y = relu(X @ W + B) reshaped to [-1] by a shape that a Constant gives: X [batch, 3] -> Y.
 ::onnx::ModelProto small_model(int64_t opset = 13) {
   ::onnx::ModelProto m;
@@ -213,11 +222,8 @@ TEST(OnnxModelTest, LoadNamesEveryNodeItCannotRun) {
 // recorded; the error still names the Gather node.
 TEST(OnnxModelTest, RunNamesTheFailingNodeOnEveryDevice) {
   test::TempDir dir("onnx");
-  ::onnx::ModelProto m;
-  m.set_ir_version(7);
-  m.add_opset_import()->set_version(13);
+  ::onnx::ModelProto m = empty_model("gather");
   auto* g = m.mutable_graph();
-  g->set_name("gather");
   add_value(g->add_input(), "idx", {"2"}, ::onnx::TensorProto::INT64);
   add_value(g->add_output(), "y", {"2", "3"});
   *g->add_initializer() = float_tensor("table", {4, 3}, std::vector<float>(12, 1.f));
@@ -241,11 +247,8 @@ TEST(OnnxModelTest, RunNamesTheFailingNodeOnEveryDevice) {
 
 TEST(OnnxModelTest, CastsToAndFromBfloat16) {
   test::TempDir dir("onnx");
-  ::onnx::ModelProto m;
-  m.set_ir_version(7);
-  m.add_opset_import()->set_version(13);
+  ::onnx::ModelProto m = empty_model("bf16");
   auto* g = m.mutable_graph();
-  g->set_name("bf16");
   add_value(g->add_input(), "x", {"3"});
   add_value(g->add_output(), "y", {"3"});
   for (const auto& [in, out, to] :
@@ -358,11 +361,8 @@ TEST(OnnxModelTest, CorruptFilesAreErrorsNeverCrashes) {
 
 // y = If(c, then: X + K, else: X * K): the branches read X and K of the main graph.
 ::onnx::ModelProto if_model(bool cond_is_constant, bool cond_value) {
-  ::onnx::ModelProto m;
-  m.set_ir_version(7);
-  m.add_opset_import()->set_version(13);
+  ::onnx::ModelProto m = empty_model("if");
   auto* g = m.mutable_graph();
-  g->set_name("if");
   add_value(g->add_input(), "X", {"2"});
   if (cond_is_constant) {
     ::onnx::TensorProto c;
@@ -425,11 +425,8 @@ TEST(OnnxModelTest, IfOfConstantsIsFoldedAtLoad) {
 
 TEST(OnnxModelTest, LoopCarriesValuesAndStacksScanOutputs) {
   test::TempDir dir("onnx");
-  ::onnx::ModelProto m;
-  m.set_ir_version(7);
-  m.add_opset_import()->set_version(13);
+  ::onnx::ModelProto m = empty_model("loop");
   auto* g = m.mutable_graph();
-  g->set_name("loop");
   add_value(g->add_input(), "M", {}, ::onnx::TensorProto::INT64);
   add_value(g->add_input(), "x0", {"1"});
   add_value(g->add_output(), "acc", {"1"});
@@ -482,11 +479,8 @@ TEST(OnnxModelTest, TfIdfVectorizerWeighsItsCounts) {
   test::TempDir dir("onnx");
   for (const char* mode : {"TF", "IDF", "TFIDF"}) {
     SCOPED_TRACE(mode);
-    ::onnx::ModelProto m;
-    m.set_ir_version(7);
-    m.add_opset_import()->set_version(13);
+    ::onnx::ModelProto m = empty_model("tfidf");
     auto* g = m.mutable_graph();
-    g->set_name("tfidf");
     add_value(g->add_input(), "X", {"2", "5"}, ::onnx::TensorProto::INT64);
     add_value(g->add_output(), "Y", {"2", "3"});
     auto* n = add_node(g, "TfIdfVectorizer", {"X"}, {"Y"});
@@ -537,11 +531,8 @@ TEST(OnnxModelTest, ZeroStridesAndBlockSizesAreErrorsNotCrashes) {
        std::vector<std::pair<std::string, std::string>>{{"MaxPool", "strides"},
                                                         {"AveragePool", "kernel_shape"},
                                                         {"SpaceToDepth", "blocksize"}}) {
-    ::onnx::ModelProto m;
-    m.set_ir_version(7);
-    m.add_opset_import()->set_version(13);
+    ::onnx::ModelProto m = empty_model("zero");
     auto* g = m.mutable_graph();
-    g->set_name("zero");
     add_value(g->add_input(), "X", {"1", "4", "4", "4"});
     add_value(g->add_output(), "Y", {"n", "c", "h", "w"});
     auto* n = add_node(g, op, {"X"}, {"Y"}, "zero");
@@ -570,11 +561,8 @@ TEST(OnnxModelTest, ZeroStridesAndBlockSizesAreErrorsNotCrashes) {
 // Resize scales that give a huge or non-finite output are errors before any allocation.
 TEST(OnnxModelTest, ResizeToAHugeSizeIsAnError) {
   test::TempDir dir("onnx");
-  ::onnx::ModelProto m;
-  m.set_ir_version(7);
-  m.add_opset_import()->set_version(13);
+  ::onnx::ModelProto m = empty_model("resize");
   auto* g = m.mutable_graph();
-  g->set_name("resize");
   add_value(g->add_input(), "X", {"1", "1", "2", "2"});
   add_value(g->add_input(), "scales", {"4"});
   add_value(g->add_output(), "Y", {"a", "b", "c", "d"});

@@ -52,10 +52,10 @@ struct Info {
   std::string producer;
   std::vector<ValueInfo> inputs;  // the inputs run() takes (initializers left out)
   std::vector<ValueInfo> outputs;
-  std::map<std::string, int64_t> op_counts;  // op type -> nodes
-  int64_t initializers = 0;                  // weight tensors
-  int64_t parameters = 0;                    // their elements
-  std::vector<Unsupported> unsupported;      // empty: load() accepts the model
+  std::map<std::string, int64_t> op_counts;     // op type -> nodes
+  int64_t initializers = 0;                     // weight tensors
+  int64_t parameters = 0;                       // their elements
+  std::vector<Unsupported> unsupported;         // empty: load() accepts the model
   std::map<std::string, std::string> metadata;  // the model's metadata_props (key -> value)
 };
 

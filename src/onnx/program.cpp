@@ -147,7 +147,7 @@ Tensors run_scan(const Step& s, const Tensors& ins, Device device, bool each) {
     for (int64_t l : to_ints(ins[0]))
       EMBER_CHECK(l == xs[0].size(1), "onnx", "Scan (opset 8) with sequence_lens shorter than the ",
                   "sequence (", l, " of ", xs[0].size(1), ") is not supported");
-  std::vector<Tensors> per(n_states + s.bodies[0]->output_slots.size() - n_states);
+  std::vector<Tensors> per(s.bodies[0]->output_slots.size());  // states, then scan outputs
   for (int64_t b = 0; b < batch; ++b) {
     Tensors st, x;
     for (const Tensor& t : states) st.push_back(t.select(0, b));
