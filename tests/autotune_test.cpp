@@ -637,5 +637,41 @@ TEST(AutotuneGpu, ReductionVariantsEqualTheDefault) {
   if (devices == 0) GTEST_SKIP() << "no Vulkan or OpenCL device";
 }
 
+// Tuning syncs the device while the stream runs. The index checks gather defers (amin/amax
+// of the index, read at the next sync) must wait until the stream has written those values:
+// they were read mid-stream, unwritten, and a right index was "out of range" (a max-pool's
+// argmax taps through a fresh cache, with conv and relu before it in the same stream).
+TEST(AutotuneGpu, DeferredIndexChecksWaitForTheStream) {
+  int devices = 0;
+  for (const DeviceInfo& info : available_devices()) {
+    const Device dev = info.device;
+    if (dev.type() != DeviceType::vulkan && dev.type() != DeviceType::opencl) continue;
+    ++devices;
+    SCOPED_TRACE(dev.str());
+    Autotuner& t = autotune::for_device(dev);
+    const Options saved = t.options();
+    for (const Effort e : {Effort::minimal, Effort::balanced}) {
+      TempDir d;
+      t.set_options(opts(d.path, e));
+      const Tensor x = rnd({64, 64, 4, 144}, 12);
+      auto f = [](const Tensor& a) {
+        // Recorded element-wise ops make the index; its amin/amax are recorded reductions of
+        // 2^19 elements (tuned) in the same stream.
+        const Tensor i = clamp(floor(a * 2.0) + 2.0, Scalar(0), Scalar(3)).to(DType::i64);
+        const Tensor taps = i.narrow(2, 1, 1);
+        return gather(a, 2, taps) * 2.0;
+      };
+      const Tensor want = f(x.to(Device::ref()));
+      const int64_t tuned = t.stats().tuned;
+      Tensor got;
+      ASSERT_NO_THROW(got = f(x.to(dev)).to(Device::ref()));
+      EXPECT_GT(t.stats().tuned, tuned) << "the index's reductions were tuned";
+      EXPECT_EQ(testing::compare(want, got, 1), "");
+    }
+    t.set_options(saved);
+  }
+  if (devices == 0) GTEST_SKIP() << "no Vulkan or OpenCL device";
+}
+
 }  // namespace
 }  // namespace ember

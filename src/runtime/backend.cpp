@@ -51,6 +51,7 @@ void Backend::defer_check(std::function<void()> check) {
 }
 
 void Backend::run_deferred_checks() {
+  if (running_ops_.load() > 0) return;
   std::vector<std::function<void()>> checks;
   {
     std::lock_guard<std::mutex> lock(checks_mutex_);

@@ -86,6 +86,8 @@ class Backend {
   /// (the frontend checks eagerly there: detail::check_device_data).
   void defer_check(std::function<void()> check);
   /// Runs and clears the deferred checks; the first that fails throws (the others are dropped).
+  /// Inside the execution of ops (an autotuner's sync while the stream runs) it does nothing:
+  /// a check may read a tensor whose op has not run yet; the next sync after them runs it.
   void run_deferred_checks();
   void set_random_state(uint64_t s, uint64_t offset) {
     seed_ = s;
@@ -186,6 +188,8 @@ class Backend {
   uint64_t offset_ = 0;
   std::mutex checks_mutex_;
   std::vector<std::function<void()>> checks_;
+  std::atomic<int> running_ops_{0};  // > 0 while flush_stream or execute runs ops
+  friend struct RunningOps;
 };
 
 /// Seeds every backend created so far and every one created later (torch.manual_seed).

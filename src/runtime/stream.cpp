@@ -20,6 +20,15 @@ namespace ember {
 
 bool stream_check_mode();  // stream_check.cpp
 
+// Marks a backend as running ops for a scope (Backend::run_deferred_checks waits for the end).
+struct RunningOps {
+  explicit RunningOps(Backend& b) : b(b) { ++b.running_ops_; }
+  ~RunningOps() { --b.running_ops_; }
+  RunningOps(const RunningOps&) = delete;
+  RunningOps& operator=(const RunningOps&) = delete;
+  Backend& b;
+};
+
 namespace {
 
 bool fusion_log() {
@@ -513,6 +522,7 @@ void Backend::sync() {
 void Backend::execute(const ir::Op& op) {
   flush_stream();
   ++n_eager_;
+  RunningOps running(*this);
   run_op(op);
 }
 
@@ -611,6 +621,7 @@ void Backend::flush_stream() {
       count = 0;
     }
   } release{ops, pending_count_};
+  RunningOps running(*this);
   run_stream_ops(ops);
 }
 
