@@ -117,6 +117,30 @@ std::vector<std::pair<std::string, Tensor>> views(const Tensor& x) {
 const DType kCastTypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16,
                             DType::i32, DType::i64, DType::u8,  DType::b8};
 
+// x ** 2 of floats is x * x (as torch computes it) on every device: bit for bit the correctly
+// rounded square, NaN, infinities and -0 included, for f32, f64 and f16; the gradient 2 x g.
+TEST(CpuElementwiseTest, PowTwoIsTheSquareOnEveryDevice) {
+  const std::vector<double> v = {-3.5,  -0.0,      0.0,      1e-30, 1.0000001, 3e19,
+                                 1e200, -INFINITY, INFINITY, NAN,   65504,     0.1};
+  for (const DeviceInfo& info : available_devices())
+    for (DType t : {DType::f32, DType::f64, DType::f16}) {
+      if (!supports_dtype(info.device, t)) continue;
+      SCOPED_TRACE(info.device.str() + " " + dtype_name(t));
+      const Tensor x = from_vector(v, {int64_t(v.size())}, Device::ref()).to(t);
+      const std::vector<double> got =
+          pow(x.to(info.device), 2).to(Device::ref()).to(DType::f64).to_vector<double>();
+      const Tensor sq = x.to(DType::f64) * x.to(DType::f64);  // exact, then rounded once
+      const std::vector<double> want = sq.to(t).to(DType::f64).to_vector<double>();
+      for (size_t i = 0; i < v.size(); ++i)
+        EXPECT_TRUE(std::memcmp(&got[i], &want[i], sizeof(double)) == 0 ||
+                    (std::isnan(got[i]) && std::isnan(want[i])))
+            << v[i] << ": " << got[i] << " vs " << want[i];
+    }
+  Tensor x = from_vector<float>({-1.5f, 0.25f, 3}, {3}).requires_grad_(true);
+  pow(x, 2).sum().backward();
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{-3, 0.5f, 6}));
+}
+
 TEST(CpuElementwiseTest, CastsMatchReferenceBitForBit) {
   // [7, 13] stays below the cast grain, [301, 409] runs threaded.
   for (const Shape& shape : {Shape{7, 13}, Shape{301, 409}}) {

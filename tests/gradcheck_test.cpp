@@ -248,6 +248,7 @@ TEST(GradcheckTest, BinaryOpsWithBroadcasting) {
   for (uint64_t seed : kSeeds) {
     const Shape s = random_shape(seed, 0, 3);
     check("pow_scalar_exponent", f1([](const Tensor& x) { return pow(x, 3); }), {in(s, seed)});
+    check("pow_square", f1([](const Tensor& x) { return pow(x, 2); }), {in(s, seed)});
     check("pow_scalar_exponent", f1([](const Tensor& x) { return pow(x, 2.5); }),
           {in(s, seed, 0.3, 2)});
     check("pow_scalar_base", f1([](const Tensor& x) { return pow(2.5, x); }), {in(s, seed)});

@@ -226,6 +226,9 @@ Tensor pow(const Tensor& a, const Scalar& b) {
   if (is_integral(a.dtype()) && !b.is_float() && b.to_int() < 0)
     EMBER_FAIL("pow", "integers to negative integer powers are not allowed (", describe(a), " ** ",
                b, ")");
+  // x ** 2 of a float is x * x, as torch computes it: the same correctly rounded value, one
+  // vectorised multiply instead of a libm call per element (layer norms written as composites).
+  if (is_floating(a.dtype()) && !b.is_bool() && b.to_double() == 2.0) return mul(a, a);
   return binary(BinaryOp::pow, a, b);
 }
 Tensor pow(const Scalar& a, const Tensor& b) { return binary(BinaryOp::pow, a, b); }
