@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -242,6 +244,104 @@ TEST(OnnxModelTest, RunNamesTheFailingNodeOnEveryDevice) {
         },
         {"node 'my_gather' (Gather)", "7"});
     EXPECT_EQ(model.run({{"idx", ok}}).at("y").shape(), (Shape{2, 3}));  // still runs
+  }
+}
+
+::onnx::TensorProto int64_tensor(const std::string& name, const std::vector<int64_t>& dims,
+                                 const std::vector<int64_t>& v) {
+  ::onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(::onnx::TensorProto::INT64);
+  for (int64_t d : dims) t.add_dims(d);
+  for (int64_t x : v) t.add_int64_data(x);
+  return t;
+}
+
+// One-element constant operands run as scalars (ops.cpp: Node::scalar_input): the values and
+// shapes stay the broadcasting ones, a constant of more dims than the tensor included.
+TEST(OnnxModelTest, OneElementConstantOperandsKeepBroadcastingAndValues) {
+  test::TempDir dir("onnx");
+  ::onnx::ModelProto m = empty_model("scalars");
+  auto* g = m.mutable_graph();
+  add_value(g->add_input(), "X", {"n"});
+  *g->add_initializer() = float_tensor("two", {}, {2});
+  *g->add_initializer() = float_tensor("three", {1, 1}, {3});
+  *g->add_initializer() = int64_tensor("e", {}, {2});
+  *g->add_initializer() = float_tensor("lo", {}, {-0.5f});
+  *g->add_initializer() = float_tensor("hi", {1}, {0.75f});
+  add_node(g, "Add", {"X", "two"}, {"a"});
+  add_node(g, "Mul", {"three", "a"}, {"b"});  // [1, n]: the constant has more dims
+  add_node(g, "Pow", {"X", "e"}, {"p"});      // an int64 exponent
+  add_node(g, "Div", {"X", "two"}, {"q"});
+  add_node(g, "Sub", {"two", "X"}, {"s"});
+  add_node(g, "Clip", {"X", "lo", "hi"}, {"c"});
+  for (const char* o : {"b", "p", "q", "s", "c"}) add_value(g->add_output(), o, {});
+  const std::string path = write_model(dir, m);
+  const std::vector<float> xv = {-1.5f, -0.25f, 0, 0.5f, 3, std::nanf(""), 1e30f};
+  const Tensor x = from_vector(xv, {int64_t(xv.size())}, Device::ref());
+  const std::map<std::string, Tensor> want = {{"b", (x + 2.0f).unsqueeze(0) * 3.0f},
+                                              {"p", x * x},
+                                              {"q", x / 2.0f},
+                                              {"s", 2.0f - x},
+                                              {"c", clamp(x, Scalar(-0.5), Scalar(0.75))}};
+  for (const DeviceInfo& d : available_devices()) {
+    SCOPED_TRACE(d.device.str());
+    const auto out = onnx::load(path, d.device).run({{"X", x.to(d.device)}});
+    for (const auto& [name, w] : want) {
+      SCOPED_TRACE(name);
+      const Tensor got = out.at(name).to(Device::ref());
+      EXPECT_EQ(got.shape(), w.shape());
+      const std::vector<float> gv = got.to_vector<float>(), wv = w.to_vector<float>();
+      ASSERT_EQ(gv.size(), wv.size());
+      for (size_t i = 0; i < gv.size(); ++i)
+        EXPECT_TRUE(gv[i] == wv[i] || (std::isnan(gv[i]) && std::isnan(wv[i])))
+            << i << ": " << gv[i] << " vs " << wv[i];
+    }
+  }
+}
+
+// Values computed from shapes alone (Shape, Gather, Concat, ConstantOfShape) are kept per input
+// shapes (program.cpp): each batch size gets its own, and the shape of a tensor whose size
+// depends on data (NonZero) is never kept.
+TEST(OnnxModelTest, ShapeValuesFollowTheInputShapesAndNeverTheData) {
+  test::TempDir dir("onnx");
+  ::onnx::ModelProto m = empty_model("shapes");
+  auto* g = m.mutable_graph();
+  add_value(g->add_input(), "X", {"batch", "3"});
+  *g->add_initializer() = int64_tensor("zero", {}, {0});
+  *g->add_initializer() = int64_tensor("axes", {1}, {0});
+  *g->add_initializer() = int64_tensor("two", {1}, {2});
+  add_node(g, "Shape", {"X"}, {"shape"});
+  add_node(g, "Gather", {"shape", "zero"}, {"batch"});
+  add_node(g, "Unsqueeze", {"batch", "axes"}, {"batch1"});
+  add_node(g, "Concat", {"batch1", "two"}, {"dims"})->add_attribute()->CopyFrom([] {
+    ::onnx::AttributeProto a;
+    a.set_name("axis");
+    a.set_type(::onnx::AttributeProto::INT);
+    a.set_i(0);
+    return a;
+  }());
+  add_node(g, "ConstantOfShape", {"dims"}, {"zeros"});
+  add_node(g, "NonZero", {"X"}, {"nz"});
+  add_node(g, "Shape", {"nz"}, {"nz_shape"});
+  for (const char* o : {"dims", "zeros", "nz_shape"}) add_value(g->add_output(), o, {});
+  const std::string path = write_model(dir, m);
+  for (const DeviceInfo& d : available_devices()) {
+    SCOPED_TRACE(d.device.str());
+    const onnx::Model model = onnx::load(path, d.device);
+    for (int64_t batch : {2, 5, 2}) {
+      for (float fill : {0.0f, 1.0f}) {  // the same shape, other data: no nonzero, then all
+        std::vector<float> xv(size_t(batch * 3), fill);
+        xv[0] = 1;
+        const auto out = model.run({{"X", from_vector(xv, {batch, 3}, d.device)}});
+        EXPECT_EQ(out.at("dims").to(Device::ref()).to_vector<int64_t>(),
+                  (std::vector<int64_t>{batch, 2}));
+        EXPECT_EQ(out.at("zeros").shape(), (Shape{batch, 2}));
+        const int64_t nonzero = fill == 0 ? 1 : batch * 3;
+        EXPECT_EQ(out.at("nz_shape").to(Device::ref()).to_vector<int64_t>(),
+                  (std::vector<int64_t>{2, nonzero}));
+      }
+    }
   }
 }
 

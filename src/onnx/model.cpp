@@ -172,7 +172,7 @@ std::set<std::string> initializer_names(const ::onnx::GraphProto& g) {
 }
 
 Node make_node(const Parsed& p, const ::onnx::NodeProto& n, Device device = Device::ref()) {
-  Node node{n, p.opset, {}, device};
+  Node node{n, p.opset, {}, device, {}};
   for (const auto& in : n.input()) {
     auto it = p.types.find(in);
     node.input_types.push_back(it == p.types.end() ? 0 : it->second);

@@ -58,14 +58,29 @@ std::function<std::string(const Node&)> attrs(std::initializer_list<const char*>
 }
 
 std::vector<int64_t> to_ints(const Tensor& t) {
+  if (t.device().is_host() && is_integral(t.dtype())) return t.to_vector<int64_t>();
   return t.to(Device::ref()).to(DType::i64).to_vector<int64_t>();
 }
 
 std::vector<double> to_doubles(const Tensor& t) {
+  if (t.device().is_host()) return t.to_vector<double>();
   return t.to(Device::ref()).to(DType::f64).to_vector<double>();
 }
 
 int64_t wrap(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
+
+bool wants_constant_scalars(const std::string& op_type) {
+  return op_type == "Add" || op_type == "Sub" || op_type == "Mul" || op_type == "Div" ||
+         op_type == "Pow" || op_type == "Clip";
+}
+
+std::optional<Scalar> Node::scalar_input(size_t k, const Tensor& x, bool any_dtype) const {
+  if (k >= const_scalars.size() || !const_scalars[k] || !x.defined()) return std::nullopt;
+  const ConstScalar& c = *const_scalars[k];
+  if (!is_floating(x.dtype()) || c.dim > x.dim() || (!any_dtype && c.dtype != x.dtype()))
+    return std::nullopt;
+  return Scalar(c.value);
+}
 
 std::map<std::string, OpImpl>& op_registry() {
   static std::map<std::string, OpImpl> r = [] {

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,18 @@ struct Node {
     return int(k) < proto.input_size() && !proto.input(int(k)).empty();
   }
   int32_t input_type(size_t k) const { return k < input_types.size() ? input_types[k] : 0; }
+  /// A one-element input that is a constant of the graph (an initializer or a folded value),
+  /// read once at load: its value, rank and dtype. Filled for the ops that use it
+  /// (wants_constant_scalars).
+  struct ConstScalar {
+    double value;
+    int64_t dim;
+    DType dtype;
+  };
+  std::vector<std::optional<ConstScalar>> const_scalars;
+  /// Input k as a Scalar when it is such a constant of x's float dtype (any dtype when
+  /// `any_dtype`) and of no more dims than x, so that `x op scalar` has x's shape and dtype.
+  std::optional<Scalar> scalar_input(size_t k, const Tensor& x, bool any_dtype = false) const;
   /// "" when every attribute the node carries is in `known`, else a reason naming the others.
   std::string only_attrs(std::initializer_list<const char*> known) const;
   std::string only_attrs(const std::vector<std::string>& known) const;
@@ -56,6 +69,8 @@ std::map<std::string, OpImpl>& op_registry();
 /// Values of an integer tensor (any integer dtype) as int64.
 std::vector<int64_t> to_ints(const Tensor& t);
 std::vector<double> to_doubles(const Tensor& t);
+/// Whether compile() fills Node::const_scalars for this op type.
+bool wants_constant_scalars(const std::string& op_type);
 /// ONNX dims may be negative: wrap against rank.
 int64_t wrap(int64_t d, int64_t rank);
 

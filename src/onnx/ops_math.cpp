@@ -124,15 +124,31 @@ void register_math_ops(std::map<std::string, OpImpl>& r) {
                 }};
 
   // ---- binary (ONNX: both operands of one type, multidirectional broadcasting) ----
-  r["Add"] = {ok, [](const Node&, const Tensors& in) { return Tensors{add(in[0], in[1])}; }};
-  r["Sub"] = {ok, [](const Node&, const Tensors& in) { return Tensors{sub(in[0], in[1])}; }};
-  r["Mul"] = {ok, [](const Node&, const Tensors& in) { return Tensors{mul(in[0], in[1])}; }};
-  r["Div"] = {ok, [](const Node&, const Tensors& in) {
+  // A one-element constant operand (a layer norm's epsilon, a scale) is a Scalar: a constant
+  // node in a fused graph, not a broadcast load, and pow(x, 2) becomes x * x.
+  r["Add"] = {ok, [](const Node& n, const Tensors& in) {
+                if (auto c = n.scalar_input(1, in[0])) return Tensors{add(in[0], *c)};
+                if (auto c = n.scalar_input(0, in[1])) return Tensors{add(in[1], *c)};
+                return Tensors{add(in[0], in[1])};
+              }};
+  r["Sub"] = {ok, [](const Node& n, const Tensors& in) {
+                if (auto c = n.scalar_input(1, in[0])) return Tensors{sub(in[0], *c)};
+                return Tensors{sub(in[0], in[1])};
+              }};
+  r["Mul"] = {ok, [](const Node& n, const Tensors& in) {
+                if (auto c = n.scalar_input(1, in[0])) return Tensors{mul(in[0], *c)};
+                if (auto c = n.scalar_input(0, in[1])) return Tensors{mul(in[1], *c)};
+                return Tensors{mul(in[0], in[1])};
+              }};
+  r["Div"] = {ok, [](const Node& n, const Tensors& in) {
                 // Integer Div truncates (C semantics, as the ONNX reference for uint8/int32).
                 bool integral = !is_floating(in[0].dtype());
-                return Tensors{integral ? div(in[0], in[1], "trunc") : div(in[0], in[1])};
+                if (integral) return Tensors{div(in[0], in[1], "trunc")};
+                if (auto c = n.scalar_input(1, in[0])) return Tensors{div(in[0], *c)};
+                return Tensors{div(in[0], in[1])};
               }};
-  r["Pow"] = {ok, [](const Node&, const Tensors& in) {
+  r["Pow"] = {ok, [](const Node& n, const Tensors& in) {
+                if (auto c = n.scalar_input(1, in[0], true)) return Tensors{pow(in[0], *c)};
                 // The result has the base's type (ONNX), whatever the exponent's.
                 return Tensors{like(pow(in[0], in[1]), in[0].dtype())};
               }};
@@ -170,32 +186,26 @@ void register_math_ops(std::map<std::string, OpImpl>& r) {
       }};
   r["Where"] = {ok,
                 [](const Node&, const Tensors& in) { return Tensors{where(in[0], in[1], in[2])}; }};
-  r["Clip"] = {attrs({"min", "max"}), [](const Node& n, const Tensors& in) {
-                 const Tensor& x = in[0];
-                 if (n.opset < 11) {  // bounds are attributes
-                   double lo = n.f("min", -INFINITY), hi = n.f("max", INFINITY);
-                   return Tensors{clamp(x, Scalar(lo), Scalar(hi))};
-                 }
-                 Tensor lo = in.size() > 1 ? in[1] : Tensor();
-                 Tensor hi = in.size() > 2 ? in[2] : Tensor();
-                 // No bounds: the identity (torch.clamp would throw).
-                 if (!lo.defined() && !hi.defined()) return Tensors{x};
-                 // One-value bounds in host memory (the constants of ReLU6 and friends): a
-                 // scalar clamp, one element-wise op that fuses into a convolution's epilogue,
-                 // instead of a maximum and a minimum with broadcast tensors.
-                 auto host_scalar = [](const Tensor& b) {
-                   return !b.defined() || (b.numel() == 1 && b.device().is_host());
-                 };
-                 if (host_scalar(lo) && host_scalar(hi) && is_floating(x.dtype())) {
-                   auto value = [](const Tensor& b, double none) {
-                     return b.defined() ? b.to(DType::f64).reshape({}).item<double>() : none;
-                   };
-                   const double l = value(lo, -INFINITY), h = value(hi, INFINITY);
-                   if (!std::isnan(l) && !std::isnan(h))
-                     return Tensors{clamp(x, Scalar(l), Scalar(h))};
-                 }
-                 return Tensors{clamp(x, lo, hi)};
-               }};
+  r["Clip"] = {
+      attrs({"min", "max"}), [](const Node& n, const Tensors& in) {
+        const Tensor& x = in[0];
+        if (n.opset < 11) {  // bounds are attributes
+          double lo = n.f("min", -INFINITY), hi = n.f("max", INFINITY);
+          return Tensors{clamp(x, Scalar(lo), Scalar(hi))};
+        }
+        Tensor lo = in.size() > 1 ? in[1] : Tensor();
+        Tensor hi = in.size() > 2 ? in[2] : Tensor();
+        // No bounds: the identity (torch.clamp would throw).
+        if (!lo.defined() && !hi.defined()) return Tensors{x};
+        // One-value constant bounds (ReLU6 and friends): a scalar clamp, one
+        // element-wise op that fuses into a convolution's epilogue, instead of a
+        // maximum and a minimum with broadcast tensors.
+        const std::optional<Scalar> l = lo.defined() ? n.scalar_input(1, x) : Scalar(-INFINITY);
+        const std::optional<Scalar> h = hi.defined() ? n.scalar_input(2, x) : Scalar(INFINITY);
+        if (l && h && !std::isnan(l->to_double()) && !std::isnan(h->to_double()))
+          return Tensors{clamp(x, *l, *h)};
+        return Tensors{clamp(x, lo, hi)};
+      }};
 
   // ---- activations ----
   r["Relu"] = unary(F::relu);

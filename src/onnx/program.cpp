@@ -167,6 +167,157 @@ Tensors run_control(const Step& s, const Tensors& ins, Device device, bool each)
   return run_scan(s, ins, device, each);
 }
 
+// Ops whose outputs' shapes follow from their inputs' shapes and attributes alone.
+const std::set<std::string>& shape_only_ops() {
+  static const std::set<std::string> ops = {"Abs",
+                                            "Acos",
+                                            "Acosh",
+                                            "Add",
+                                            "And",
+                                            "ArgMax",
+                                            "ArgMin",
+                                            "Asin",
+                                            "Asinh",
+                                            "Atan",
+                                            "Atanh",
+                                            "AveragePool",
+                                            "BatchNormalization",
+                                            "Cast",
+                                            "CastLike",
+                                            "Ceil",
+                                            "Celu",
+                                            "Clip",
+                                            "Concat",
+                                            "Conv",
+                                            "ConvTranspose",
+                                            "Cos",
+                                            "Cosh",
+                                            "Div",
+                                            "Dropout",
+                                            "Elu",
+                                            "Equal",
+                                            "Erf",
+                                            "Exp",
+                                            "Flatten",
+                                            "Floor",
+                                            "Gather",
+                                            "Gelu",
+                                            "Gemm",
+                                            "GlobalAveragePool",
+                                            "GlobalMaxPool",
+                                            "Greater",
+                                            "GreaterOrEqual",
+                                            "HardSigmoid",
+                                            "HardSwish",
+                                            "Identity",
+                                            "InstanceNormalization",
+                                            "IsInf",
+                                            "IsNaN",
+                                            "LayerNormalization",
+                                            "LeakyRelu",
+                                            "Less",
+                                            "LessOrEqual",
+                                            "Log",
+                                            "LogSoftmax",
+                                            "MatMul",
+                                            "Max",
+                                            "MaxPool",
+                                            "Mean",
+                                            "Min",
+                                            "Mish",
+                                            "Mod",
+                                            "Mul",
+                                            "Neg",
+                                            "Not",
+                                            "Or",
+                                            "Pow",
+                                            "PRelu",
+                                            "Reciprocal",
+                                            "Relu",
+                                            "Round",
+                                            "Selu",
+                                            "Sigmoid",
+                                            "Sign",
+                                            "Sin",
+                                            "Sinh",
+                                            "Softmax",
+                                            "Softplus",
+                                            "Softsign",
+                                            "Sqrt",
+                                            "Sub",
+                                            "Sum",
+                                            "Tan",
+                                            "Tanh",
+                                            "ThresholdedRelu",
+                                            "Transpose",
+                                            "Where",
+                                            "Xor"};
+  return ops;
+}
+
+// Ops whose outputs' shapes follow from input 0's shape, the attributes and the other inputs'
+// values.
+const std::set<std::string>& shape_by_values_ops() {
+  static const std::set<std::string> ops = {
+      "CumSum",    "Expand",          "OneHot",       "Pad",
+      "ReduceL1",  "ReduceL2",        "ReduceLogSum", "ReduceLogSumExp",
+      "ReduceMax", "ReduceMean",      "ReduceMin",    "ReduceProd",
+      "ReduceSum", "ReduceSumSquare", "Reshape",      "Resize",
+      "Slice",     "Split",           "Squeeze",      "Tile",
+      "TopK",      "Trilu",           "Unsqueeze",    "Upsample"};
+  return ops;
+}
+
+// Marks the shape steps: a value is fixed by the input shapes when it is a constant, the Shape
+// or Size of a tensor whose shape is, or a deterministic op's result on such values alone; a
+// tensor's shape is when its value is, or its op's output shape follows from fixed shapes (and
+// values) as the two lists above say. Inputs and captures have fixed shapes (the key).
+void mark_shape_steps(Program& p) {
+  std::vector<char> value(p.constants.size()), shape(p.constants.size());
+  for (size_t k = 0; k < p.constants.size(); ++k) value[k] = shape[k] = p.constants[k].defined();
+  for (int k : p.input_slots) shape[size_t(k)] = 1;
+  for (int k : p.capture_slots) shape[size_t(k)] = 1;
+  auto is = [](const std::vector<char>& f, int k) { return k < 0 || f[size_t(k)]; };
+  for (Step& s : p.steps) {
+    const std::string& op = s.proto->op_type();
+    bool all_values = s.op != nullptr && foldable(*s.proto), all_shapes = s.op != nullptr;
+    for (int k : s.in) {
+      all_values = all_values && is(value, k);
+      all_shapes = all_shapes && is(shape, k);
+    }
+    const bool reads_shape = (op == "Shape" || op == "Size") && !s.in.empty() && is(shape, s.in[0]);
+    s.shape_step = all_values || reads_shape;
+    bool fixed_shape = s.shape_step || (all_shapes && shape_only_ops().count(op));
+    if (!fixed_shape && s.op && shape_by_values_ops().count(op) && !s.in.empty() &&
+        is(shape, s.in[0])) {
+      fixed_shape = true;
+      for (size_t i = 1; i < s.in.size(); ++i) fixed_shape = fixed_shape && is(value, s.in[i]);
+    }
+    for (int k : s.out) {
+      if (k < 0) continue;
+      value[size_t(k)] = s.shape_step;
+      shape[size_t(k)] = fixed_shape;
+      if (s.shape_step) p.shape_slots.push_back(k);
+    }
+  }
+}
+
+// The shapes and dtypes of a run's inputs and captures (what the shape steps' values depend on).
+std::string shape_key(const Tensors& inputs, const Tensors& captures) {
+  std::string key;
+  for (const Tensors* ts : {&inputs, &captures})
+    for (const Tensor& t : *ts) {
+      if (!t.defined()) {
+        key += "-;";
+        continue;
+      }
+      key += dtype_name(t.dtype());
+      for (int64_t d : t.shape()) key += "," + std::to_string(d);
+      key += ";";
+    }
+  return key;
+}
+
 }  // namespace
 
 bool is_control(const std::string& op_type) {
@@ -226,13 +377,13 @@ std::shared_ptr<Program> compile(const ::onnx::GraphProto& g,
     const auto& n = g.node(i);
     const std::string label = prefix + (n.name().empty() ? "#" + std::to_string(i) : n.name());
     const std::string who = "node '" + label + "' (" + n.op_type() + ")";
-    Node node{n, ctx.opset, {}, ctx.device};
+    Node node{n, ctx.opset, {}, ctx.device, {}};
     for (const auto& in : n.input()) {
       auto it = ctx.types->find(in);
       node.input_types.push_back(it == ctx.types->end() ? 0 : it->second);
     }
     const bool control = is_control(n.op_type());
-    Step s{&n, control ? nullptr : &reg.at(n.op_type()), node, label, {}, {}, {}, 0, {}, {}};
+    Step s{&n, control ? nullptr : &reg.at(n.op_type()), node, label, {}, {}, {}, 0, false, {}, {}};
     for (const auto& name : n.input()) s.in.push_back(name.empty() ? -1 : read(name, who));
     s.explicit_inputs = s.in.size();
     if (control) {
@@ -258,6 +409,14 @@ std::shared_ptr<Program> compile(const ::onnx::GraphProto& g,
     }
     bool constant = foldable(n);
     for (int k : s.in) constant = constant && (k < 0 || prog->constants[size_t(k)].defined());
+    if (!constant && wants_constant_scalars(n.op_type()))
+      for (int k : s.in) {
+        const Tensor* c = k < 0 ? nullptr : &prog->constants[size_t(k)];
+        auto& v = s.node.const_scalars.emplace_back();
+        if (c && c->defined() && c->numel() == 1 && c->dtype() != DType::b8)
+          v = Node::ConstScalar{c->to(Device::ref()).to(DType::f64).reshape({}).item<double>(),
+                                c->dim(), c->dtype()};
+      }
     for (const auto& name : n.output()) s.out.push_back(name.empty() ? -1 : new_slot(name));
     if (constant) {  // computed now, once
       Tensors ins;
@@ -277,6 +436,7 @@ std::shared_ptr<Program> compile(const ::onnx::GraphProto& g,
   }
   for (const auto& o : g.output())
     prog->output_slots.push_back(read(o.name(), "graph output '" + o.name() + "'"));
+  mark_shape_steps(*prog);
   // Release each computed value after its last reader (outputs are kept).
   std::vector<int> last(prog->constants.size(), -1);
   for (size_t i = 0; i < prog->steps.size(); ++i)
@@ -296,7 +456,25 @@ Tensors execute(const Program& p, const Tensors& inputs, const Tensors& captures
               p.input_slots.size(), " inputs, got ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) vals[size_t(p.input_slots[i])] = inputs[i];
   for (size_t i = 0; i < captures.size(); ++i) vals[size_t(p.capture_slots[i])] = captures[i];
+  // The shape steps' values of an earlier run with these input shapes, else computed now.
+  std::string key;
+  bool known = false;
+  std::vector<Tensor> shape_vals;
+  if (!p.shape_slots.empty()) {
+    key = shape_key(inputs, captures);
+    std::lock_guard<std::mutex> lock(p.shapes->mu);
+    auto it = p.shapes->by_key.find(key);
+    if (it != p.shapes->by_key.end()) {
+      known = true;
+      for (size_t i = 0; i < p.shape_slots.size(); ++i)
+        vals[size_t(p.shape_slots[i])] = it->second[i];
+    }
+  }
   for (const Step& s : p.steps) {
+    if (known && s.shape_step) {
+      for (int k : s.release) vals[size_t(k)] = Tensor();
+      continue;
+    }
     Tensors ins;
     for (int k : s.in) ins.push_back(k < 0 ? Tensor() : vals[size_t(k)]);
     Tensors outs;
@@ -311,8 +489,17 @@ Tensors execute(const Program& p, const Tensors& inputs, const Tensors& captures
       EMBER_FAIL("onnx.run", "node '", s.label, "' (", s.proto->op_type(), ") failed: ", e.what());
     }
     for (size_t k = 0; k < s.out.size() && k < outs.size(); ++k)
-      if (s.out[k] >= 0) vals[size_t(s.out[k])] = outs[k];
+      if (s.out[k] >= 0) {
+        vals[size_t(s.out[k])] = outs[k];
+        if (s.shape_step) shape_vals.push_back(outs[k]);
+      }
     for (int k : s.release) vals[size_t(k)] = Tensor();
+  }
+  if (!known && shape_vals.size() == p.shape_slots.size() && !shape_vals.empty()) {
+    sync(device);  // a failed index check on a GPU surfaces here, before the values are kept
+    std::lock_guard<std::mutex> lock(p.shapes->mu);
+    if (p.shapes->by_key.size() >= 16) p.shapes->by_key.clear();
+    p.shapes->by_key.emplace(key, std::move(shape_vals));
   }
   Tensors out;
   for (int k : p.output_slots) out.push_back(vals[size_t(k)]);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct Step {
   std::vector<int> in, out;    // slots; -1 for an omitted optional value
   std::vector<int> release;    // slots no later step reads
   size_t explicit_inputs = 0;  // in[0..explicit_inputs) are the node's own inputs
+  /// Its outputs depend only on the shapes of the program's inputs and captures (Shape, and
+  /// what is computed from Shape and constants): run once per input shapes (Program::shapes).
+  bool shape_step = false;
   /// If: then, else; Loop / Scan: body. body_captures[b][k]: the index in `in` of the value
   /// that body b's k-th capture reads.
   std::vector<std::shared_ptr<const Program>> bodies;
@@ -38,6 +42,14 @@ struct Program {
   std::vector<int> capture_slots;
   std::vector<Step> steps;
   int64_t folded = 0;
+  /// The slots shape steps write, and their values by the input and capture shapes and dtypes
+  /// they were computed for (a few keys; cleared when full).
+  std::vector<int> shape_slots;
+  struct ShapeValues {
+    std::mutex mu;
+    std::map<std::string, std::vector<Tensor>> by_key;
+  };
+  std::shared_ptr<ShapeValues> shapes = std::make_shared<ShapeValues>();
 };
 
 /// What compile() needs from the model: its opset, value types, folder (external data).
