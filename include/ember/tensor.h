@@ -80,6 +80,9 @@ struct Storage {
   }
   /// Whether the buffer exists (false for a lazy storage nothing has used yet).
   bool allocated() const { return data_.load(std::memory_order_acquire) != nullptr; }
+  /// Frees the buffer now (a later data() allocates a new one, of undefined contents): for a
+  /// stream whose remaining ops neither read nor write this storage and that nobody else holds.
+  void release_buffer();
   /// Replaces the buffer pointer and returns the old one, for internal wrappers over memory the
   /// storage does not own (they restore the original before it is destroyed).
   void* exchange_data(void* p) { return data_.exchange(p, std::memory_order_acq_rel); }

@@ -119,7 +119,7 @@ Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
     out[d] = (padded - dilation[d] * (kernel[d] - 1) - 1) / stride[d] + 1;
     ds.push_back(out[d]);
   }
-  Tensor y = detail::make_tensor(ds, x.dtype(), x.device(), format);
+  Tensor y = detail::make_tensor(ds, x.dtype(), x.device(), format, /*lazy=*/true);
   const ir::Conv fop{x,       weight,
                      bias,    y,
                      stride,  pad_begin,

@@ -3,6 +3,8 @@
 // Advanced indexing (index, index_put), masks and nonzero are in index_put.cpp.
 #include "ember/ops/indexing.h"
 
+#include <algorithm>
+
 #include "ember/autograd.h"
 
 #include "autodiff/rules.h"
@@ -34,8 +36,23 @@ Tensor check_index(const Tensor& index, int64_t size, const char* op, bool allow
   if (!is_integral(index.dtype()))
     EMBER_FAIL(op, "index must be an integer tensor, got ", describe(index));
   if (index.numel() == 0) return cast(index, DType::i64);
-  // Two reductions on the index's device (not a host copy of the whole index); the host reads
-  // them now on host devices, at the next sync on GPU devices.
+  if (index.device().is_host() && index.dtype() != DType::u64) {
+    // The values themselves (in place when no recorded op touches the index): no reductions
+    // recorded and read back, no flush of the stream's other pending ops.
+    const std::vector<int64_t> v = index.to_vector<int64_t>();
+    int64_t l = v[0], h = v[0];
+    for (int64_t x : v) {
+      l = std::min(l, x);
+      h = std::max(h, x);
+    }
+    if (h >= size) out_of_range(op, std::to_string(h), size, dim, allow_negative);
+    if (l < (allow_negative ? -size : 0))
+      out_of_range(op, std::to_string(l), size, dim, allow_negative);
+    const Tensor i64 = cast(index, DType::i64);
+    return l >= 0 ? i64 : where(lt(i64, Scalar(0)), add(i64, Scalar(size)), i64);
+  }
+  // Two reductions on the index's device (not a host copy of the whole index), read at the next
+  // sync (u64 on host devices: now).
   const std::string where_op = op;
   if (index.dtype() == DType::u64) {
     const Tensor hi = amax(index);
@@ -55,10 +72,6 @@ Tensor check_index(const Tensor& index, int64_t size, const char* op, bool allow
       out_of_range(where_op.c_str(), std::to_string(l), size, dim, allow_negative);
   });
   const Tensor i64 = cast(index, DType::i64);
-  if (index.device().is_host()) {
-    if (lo.item<int64_t>() >= 0) return i64;
-    return where(lt(i64, Scalar(0)), add(i64, Scalar(size)), i64);
-  }
   const Tensor wrapped = where(lt(i64, Scalar(0)), add(i64, Scalar(size)), i64);
   return clamp(wrapped, Scalar(0), Scalar(size - 1));
 }
@@ -266,8 +279,8 @@ Tensor one_hot(const Tensor& x, int64_t num_classes) {
         EMBER_FAIL("one_hot", "class value ", lo, " is negative; class values must be in [0, ",
                    num_classes, ") (", what, ")");
       if (hi >= uint64_t(num_classes))
-        EMBER_FAIL("one_hot", "class value ", hi, " is out of range for num_classes=",
-                   num_classes, " (valid: [0, ", num_classes, "); ", what, ")");
+        EMBER_FAIL("one_hot", "class value ", hi, " is out of range for num_classes=", num_classes,
+                   " (valid: [0, ", num_classes, "); ", what, ")");
     });
   }
   const Tensor idx = detail::cast(x, DType::i64);

@@ -33,7 +33,7 @@ DType matmul_dtype(const char* op, const Tensor& a, const Tensor& b) {
 
 // [Bt, M, K] x [Bt, K, N] -> [Bt, M, N]; operands already share a dtype and device.
 Tensor batched(const Tensor& a, const Tensor& b) {
-  Tensor out = make_tensor({a.size(0), a.size(1), b.size(2)}, a.dtype(), a.device());
+  Tensor out = make_tensor({a.size(0), a.size(1), b.size(2)}, a.dtype(), a.device(), /*lazy=*/true);
   run(ir::Matmul{a, b, out});
   autograd::rules::matmul(a, b, out);
   return out;

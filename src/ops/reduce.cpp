@@ -38,7 +38,7 @@ int64_t reduced_numel(const Tensor& x, const std::vector<int64_t>& dims) {
 Tensor reduce_prim(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim,
                    DType out, Tensor* indices = nullptr) {
   const Shape kept = detail::reduced_shape(x.shape(), dims, true);
-  Tensor dst = detail::make_tensor(kept, out, x.device());
+  Tensor dst = detail::make_tensor(kept, out, x.device(), /*lazy=*/true);
   Tensor idx;
   if (indices) idx = detail::make_tensor(kept, DType::i64, x.device());
   run(ir::Reduce{op, x, dims, dst, idx});

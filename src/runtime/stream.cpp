@@ -133,6 +133,8 @@ struct FlushStorages {
   PtrIds ids;
   std::vector<char> held;
   std::vector<size_t> last_read;
+  std::vector<Storage*> storage;  // by id
+  std::vector<size_t> last_use;   // the last op reading or writing it
 
   explicit FlushStorages(const std::vector<StreamOp>& ops) : ids(operands(ops)) {
     // The impls the ops reference, then the view bases they link to (autodiff's view_base: a
@@ -153,8 +155,13 @@ struct FlushStorages {
       for (int i = 0; i <= io.nreads; ++i) {
         const Tensor& t = i < io.nreads ? *io.reads[i] : *io.dst;
         const int32_t s = ids.insert(t.impl()->storage.get());
-        if (size_t(s) == last_read.size()) last_read.push_back(kNone);
+        if (size_t(s) == last_read.size()) {
+          last_read.push_back(kNone);
+          storage.push_back(t.impl()->storage.get());
+          last_use.push_back(k);
+        }
         if (i < io.nreads) last_read[size_t(s)] = k;
+        last_use[size_t(s)] = k;
         add(t.impl_ptr());
       }
     }
@@ -235,6 +242,23 @@ class Planner {
     if (i < 0) return false;
     const size_t last = st_.last_read[size_t(i)];
     return st_.held[size_t(i)] || (last != FlushStorages::kNone && last > k);
+  }
+
+  // Once the ops before k have run: frees the host buffers nothing outside the flush holds and
+  // no op from k on uses, so that the next ops' results reuse that memory while it is in cache
+  // (otherwise every intermediate of a long flush stays allocated until the flush ends). The
+  // Storage objects stay; only dead contents go. GPU backends keep theirs (queued work).
+  void release_before(size_t k) {
+    if (!ordered_) {
+      ordered_ = true;
+      for (size_t i = 0; i < st_.storage.size(); ++i)
+        if (!st_.held[i] && st_.storage[i]->device.is_host()) order_.push_back(int32_t(i));
+      std::sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) {
+        return st_.last_use[size_t(a)] < st_.last_use[size_t(b)];
+      });
+    }
+    for (; next_ < order_.size() && st_.last_use[size_t(order_[next_])] < k; ++next_)
+      st_.storage[size_t(order_[next_])]->release_buffer();
   }
 
   // Appends op k to `grp`, or returns false (nothing changed) when it cannot join it.
@@ -447,6 +471,10 @@ class Planner {
   // By storage id: (stamp of the group that writes it, index in its written).
   std::vector<std::pair<uint32_t, size_t>> written_at_;
   uint32_t stamps_ = 0;
+  // release_before's storages by last use, and how many it has released.
+  bool ordered_ = false;
+  std::vector<int32_t> order_;
+  size_t next_ = 0;
 };
 
 }  // namespace
@@ -819,6 +847,7 @@ void Backend::run_stream_ops(const std::vector<StreamOp>& ops) {
     run_group(side, &grp);
     side = Group();
   };
+  size_t current = 0;  // the loop's op
   // Runs the open group (with the reduction's group, when one waits, as its epilogue).
   auto close = [&] {
     run_side();
@@ -839,8 +868,10 @@ void Backend::run_stream_ops(const std::vector<StreamOp>& ops) {
     }
     run_group(grp);
     grp = Group();
+    planner.release_before(current);  // every op before the current one has run
   };
   for (size_t k = 0; k < ops.size(); ++k) {
+    current = k;
     if (op_if<ir::Reduce>(ops[k])) {
       // A reduction ends the group that computes its src; the ops after it that consume its
       // result join it as its epilogue (close). Else the group runs and the reduction after it,

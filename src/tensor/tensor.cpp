@@ -19,6 +19,10 @@ Storage::Storage(Backend* b, Device d, int64_t bytes, bool lazy)
 Storage::~Storage() {
   if (void* p = data_.load()) backend->deallocate(p, nbytes);
 }
+void Storage::release_buffer() {
+  if (nbytes == 0) return;
+  if (void* p = data_.exchange(nullptr, std::memory_order_acq_rel)) backend->deallocate(p, nbytes);
+}
 void* Storage::allocate_now() const {
   void* p = backend->allocate(nbytes);
   void* none = nullptr;
@@ -329,6 +333,37 @@ Tensor host_copy(const Tensor& t) {
   Tensor h = t.device().is_host() ? t : t.to(Device::ref());
   return h.contiguous();
 }
+
+/// The values of a host tensor that no recorded op reads or writes, in row-major order, read
+/// in place: the stream's other pending work stays recorded (a shape read between ops does not
+/// cut a fusible chain). False when that does not hold (the caller syncs and copies).
+template <typename T>
+bool read_in_place(const Tensor& t, std::vector<T>& out) {
+  if (!t.device().is_host()) return false;
+  const Storage& st = *t.impl()->storage;
+  if (st.pending.load(std::memory_order_acquire) != 0 || !st.allocated()) return false;
+  const int64_t n = t.numel(), rank = t.dim();
+  out.resize(size_t(n));
+  if (n == 0) return true;
+  const Shape& shape = t.shape();
+  const Strides& strides = t.strides();
+  dispatch_dtype(t.dtype(), [&](auto tag) {
+    using S = decltype(tag);
+    const S* base = static_cast<const S*>(st.data()) + t.offset();
+    std::vector<int64_t> idx(size_t(rank), 0);
+    int64_t off = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      out[size_t(i)] = scalar_cast<T>(base[off]);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        off += strides[size_t(d)];
+        if (++idx[size_t(d)] < shape[size_t(d)]) break;
+        off -= strides[size_t(d)] * shape[size_t(d)];
+        idx[size_t(d)] = 0;
+      }
+    }
+  });
+  return true;
+}
 }  // namespace
 
 template <typename T>
@@ -337,6 +372,8 @@ T Tensor::item() const {
   if (numel() != 1)
     EMBER_FAIL("item", "a tensor with ", numel(),
                " elements cannot be converted to a scalar (shape ", shape_str(shape()), ")");
+  std::vector<T> v;
+  if (read_in_place(*this, v)) return v[0];
   sync(device());
   Tensor h = host_copy(*this);
   T out{};
@@ -350,6 +387,8 @@ T Tensor::item() const {
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   check_defined(*this, "to_vector");
+  std::vector<T> v;
+  if (read_in_place(*this, v)) return v;
   sync(device());
   Tensor h = host_copy(*this);
   std::vector<T> out(size_t(h.numel()));
