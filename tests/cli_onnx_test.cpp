@@ -155,6 +155,39 @@ TEST_F(CliTestOnnx, ConformancePrintsATablePerSuiteAndDevice) {
       << r.output;
 }
 
+// A bad value on the command line is a usage error (status 2, "error: <what>", the pointer to
+// --help) on the ONNX commands as on the others, before any file is read: `onnx conformance
+// --device bogus` was a failure (status 1) while `run --device bogus` was a usage error.
+TEST(CliTestOnnxUsage, BadValuesAreUsageErrorsAsOnEveryCommand) {
+  REQUIRE_CLI();
+  TempDir tmp;
+  const std::string model = (tmp.path / "none.onnx").string();
+  const std::string conformance = "onnx conformance --data " + tmp.path.string();  // no suites
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {conformance + " --device bogus", "--device: unknown device 'bogus'"},
+      {conformance + " --device cpu bogus", "--device: unknown device 'bogus'"},
+      {conformance + " --device cpu:1", "--device: 'cpu:1': the cpu backend has one device"},
+      {conformance + " --device ''", "--device: unknown device ''"},
+      {"onnx conformance --data '' --device cpu", "--data: the path is empty"},
+      {"run " + model + " --device bogus", "--device: unknown device 'bogus'"},
+      {"run " + model + " --input 0=", "--input: '0=': the file name is empty"},
+      {"run " + model + " --input =x.npy", "--input: '=x.npy': the input name is empty"},
+      {"run " + model + " --input x.npy --image x.png", "give one of them"},
+      {"export --checkpoint x --onnx y.onnx --device cpu", "not expected"},
+      {"onnx info " + model + " --device cpu", "not expected"},
+  };
+  for (const auto& [args, needle] : cases) {
+    const Result r = run_ember(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.rfind("error: ", 0), 0u) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.rfind("error: [", 0), std::string::npos) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(needle), std::string::npos) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("\nRun with --help for more information.\n"), std::string::npos)
+        << args << "\n"
+        << r.output;
+  }
+}
+
 // `ember export`: a cnn trained by `ember train` becomes an ONNX file that `ember run` runs (ONNX
 // Runtime runs it too: ctest onnx/export_ort), recording how its input is normalized and its
 // classes; bad arguments are errors that leave no file.

@@ -13,6 +13,9 @@
 
 #include <sys/stat.h>
 
+#include <csignal>
+
+#include "core/atomic_file.h"
 #include "ember/ember.h"
 #include "ember/onnx.h"
 #include "ember/record/npy.h"
@@ -314,6 +317,26 @@ TEST(OnnxExport, RefusesWhatOnnxCannotSayAndLeavesNoFile) {
   EXPECT_THROW(onnx::save(std::make_shared<Skip>(), x, path), Error);
   EXPECT_EQ(test::read_bytes(path), before);
   EXPECT_EQ(test::list_dir(dir), std::vector<std::string>{"bad.onnx"});
+}
+
+// An export stopped by SIGTERM (raised in a forked child while the check file is written, as if
+// sent from outside) leaves no file and no temporary beside the path.
+TEST(OnnxExport, SigtermDuringTheExportLeavesNoFile) {
+  GTEST_FLAG_SET(death_test_style, "fast");  // the child writes to this process's folder
+  test::TempDir dir("onnx-export-signal");
+  const std::string path = dir / "m.onnx";
+  auto model = std::make_shared<Linear>(3, 3);
+  model->to(Device::ref());  // the ref backend starts no threads (the child has only its own)
+  const Tensor x = randn({2, 3}, TensorOptions(DType::f32, Device::ref()));
+  EXPECT_EXIT(
+      {
+        std::signal(SIGTERM, SIG_DFL);
+        ember::detail::set_atomic_write_hook([](const char*) { std::raise(SIGTERM); });
+        onnx::save(model, x, path);
+        std::_Exit(0);
+      },
+      ::testing::KilledBySignal(SIGTERM), "");
+  EXPECT_TRUE(test::list_dir(dir).empty());
 }
 
 struct Halver : UnaryModule {

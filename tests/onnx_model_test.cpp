@@ -523,17 +523,23 @@ TEST(OnnxModelTest, IfOfConstantsIsFoldedAtLoad) {
   EXPECT_EQ(out.at("z").to(Device::ref()).to_vector<float>(), (std::vector<float>{21, 202}));
 }
 
-TEST(OnnxModelTest, LoopCarriesValuesAndStacksScanOutputs) {
-  test::TempDir dir("onnx");
+// Loop(M, "", x0) -> (acc, history, table): body(i, cond, acc) -> (cond, acc + step * float(i),
+// acc, an int64 [2, 3] table); the body declares `seen` (history's rows) [seen_dim].
+::onnx::ModelProto loop_model(const std::string& seen_dim) {
   ::onnx::ModelProto m = empty_model("loop");
   auto* g = m.mutable_graph();
   add_value(g->add_input(), "M", {}, ::onnx::TensorProto::INT64);
   add_value(g->add_input(), "x0", {"1"});
   add_value(g->add_output(), "acc", {"1"});
   add_value(g->add_output(), "history", {"n", "1"});
+  add_value(g->add_output(), "table", {"n", "2", "3"}, ::onnx::TensorProto::INT64);
   *g->add_initializer() = float_tensor("step", {1}, {0.5f});
-  // body(i, cond, acc) -> (cond, acc + step * float(i), acc)
-  auto* n = add_node(g, "Loop", {"M", "", "x0"}, {"acc", "history"}, "sum_loop");
+  ::onnx::TensorProto* tbl = g->add_initializer();
+  tbl->set_name("tbl");
+  tbl->set_data_type(::onnx::TensorProto::INT64);
+  for (int64_t d : {2, 3}) tbl->add_dims(d);
+  for (int64_t v = 0; v < 6; ++v) tbl->add_int64_data(v);
+  auto* n = add_node(g, "Loop", {"M", "", "x0"}, {"acc", "history", "table"}, "sum_loop");
   auto* b = add_graph(n, "body");
   add_value(b->add_input(), "i", {}, ::onnx::TensorProto::INT64);
   add_value(b->add_input(), "cond_in", {}, ::onnx::TensorProto::BOOL);
@@ -547,10 +553,17 @@ TEST(OnnxModelTest, LoopCarriesValuesAndStacksScanOutputs) {
   add_node(b, "Add", {"acc_in", "inc"}, {"acc_out"});
   add_node(b, "Identity", {"cond_in"}, {"cond_out"});
   add_node(b, "Identity", {"acc_in"}, {"seen"});
+  add_node(b, "Identity", {"tbl"}, {"tbl_out"});
   add_value(b->add_output(), "cond_out", {}, ::onnx::TensorProto::BOOL);
   add_value(b->add_output(), "acc_out", {"1"});
-  add_value(b->add_output(), "seen", {"1"});
-  const std::string path = write_model(dir, m);
+  add_value(b->add_output(), "seen", {seen_dim});
+  add_value(b->add_output(), "tbl_out", {"2", "3"}, ::onnx::TensorProto::INT64);
+  return m;
+}
+
+TEST(OnnxModelTest, LoopCarriesValuesAndStacksScanOutputs) {
+  test::TempDir dir("onnx");
+  const std::string path = write_model(dir, loop_model("1"));
   for (const DeviceInfo& d : available_devices()) {
     SCOPED_TRACE(d.device.str());
     const onnx::Model model = onnx::load(path, d.device);
@@ -561,6 +574,29 @@ TEST(OnnxModelTest, LoopCarriesValuesAndStacksScanOutputs) {
     EXPECT_EQ(out.at("history").shape(), (Shape{4, 1}));
     EXPECT_EQ(out.at("history").to(Device::ref()).to_vector<float>(),
               (std::vector<float>{1, 1, 1.5, 2.5}));
+    EXPECT_EQ(out.at("table").shape(), (Shape{4, 2, 3}));
+  }
+}
+
+// Zero iterations: the scan outputs are [0] followed by the body output's shape, of its type
+// (they were float [0]), as ONNX Runtime gives; the carried values are the initial ones. A dim the
+// body leaves symbolic ("d") is one ONNX's shape inference finds at load (`seen` is acc_in, [1]).
+TEST(OnnxModelTest, LoopOfZeroIterationsGivesEmptyScanOutputsOfTheBodysShape) {
+  test::TempDir dir("onnx");
+  for (const char* seen_dim : {"1", "d"}) {
+    const std::string path =
+        write_model(dir, loop_model(seen_dim), std::string("loop_") + seen_dim + ".onnx");
+    for (const DeviceInfo& d : available_devices()) {
+      SCOPED_TRACE(d.device.str() + ", seen [" + seen_dim + "]");
+      const onnx::Model model = onnx::load(path, d.device);
+      const auto out = model.run({{"M", scalar_tensor(int64_t(0), TensorOptions(DType::i64))},
+                                  {"x0", from_vector<float>({1}, {1})}});
+      EXPECT_EQ(out.at("acc").to(Device::ref()).to_vector<float>(), (std::vector<float>{1}));
+      EXPECT_EQ(out.at("history").shape(), (Shape{0, 1}));
+      EXPECT_EQ(out.at("history").dtype(), DType::f32);
+      EXPECT_EQ(out.at("table").shape(), (Shape{0, 2, 3}));
+      EXPECT_EQ(out.at("table").dtype(), DType::i64);
+    }
   }
 }
 

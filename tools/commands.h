@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "ember/device.h"
 
@@ -100,6 +101,10 @@ inline CLI::Validator non_empty_path() {
 /// Not given (value ""): the library's default device, Device::default_device() (EMBER_DEVICE,
 /// else cpu).
 CLI::Option* add_device_option(CLI::App* cmd, std::string& value);
+/// --device DEVICE... (ember onnx conformance): each value checked as add_device_option's; `what`
+/// heads the help text.
+CLI::Option* add_devices_option(CLI::App* cmd, std::vector<std::string>& values,
+                                const std::string& what);
 /// The device --device names, or the default one when it was not given (device_of("")).
 Device device_of(const std::string& value);
 

@@ -40,12 +40,9 @@ static bool built(const std::string& name) {
   return false;
 }
 
-CLI::Option* add_device_option(CLI::App* cmd, std::string& value) {
-  CLI::Option* opt = cmd->add_option("--device", value,
-                                     choices_text() +
-                                         ", in any case (see `ember devices`; default: "
-                                         "$EMBER_DEVICE, else cpu)");
-  opt->check(CLI::Validator(
+// --device's check (each value of a list): a name Device::parse knows, else a usage error.
+static CLI::Validator device_check() {
+  return CLI::Validator(
       [](std::string& given) -> std::string {
         std::string s = given;  // in any case, as Device::parse
         for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
@@ -80,8 +77,21 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& value) {
         return "unknown device '" + given + "' (expected " + choices_text() +
                "; see `ember devices`)";
       },
-      "", ""));
-  return opt;
+      "", "");
+}
+
+CLI::Option* add_device_option(CLI::App* cmd, std::string& value) {
+  return cmd
+      ->add_option(
+          "--device", value,
+          choices_text() + ", in any case (see `ember devices`; default: $EMBER_DEVICE, else cpu)")
+      ->check(device_check());
+}
+
+CLI::Option* add_devices_option(CLI::App* cmd, std::vector<std::string>& values,
+                                const std::string& what) {
+  return cmd->add_option("--device", values, what + ": " + choices_text() + ", in any case")
+      ->check(device_check());
 }
 
 Device device_of(const std::string& value) {

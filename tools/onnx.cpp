@@ -141,7 +141,15 @@ void add_run_command(CLI::App& app) {
       "run", "Run an ONNX model on NumPy .npy inputs (or one image) and print its outputs");
   cmd->add_option("model", a->model, "The .onnx file")->required()->check(non_empty_path());
   cmd->add_option("--input", a->inputs,
-                  "NAME=FILE.npy for each model input (FILE.npy alone when the model has one)");
+                  "NAME=FILE.npy for each model input (FILE.npy alone when the model has one)")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            const size_t eq = s.find('=');
+            if (s.empty() || eq + 1 == s.size()) return "'" + s + "': the file name is empty";
+            if (eq == 0) return "'" + s + "': the input name is empty (NAME=FILE.npy)";
+            return "";
+          },
+          "", ""));
   cmd->add_option("--image", a->image,
                   "A PNG or JPEG as the model's one [N, C, H, W] input: scaled to 0..1, "
                   "resized to the model's H x W, and normalized with the mean and std the "
@@ -152,6 +160,10 @@ void add_run_command(CLI::App& app) {
   add_device_option(cmd, a->device);
   add_max_image_pixels_option(cmd);
   cmd->callback([a] {
+    if (!a->image.empty() && !a->inputs.empty())  // before any file is read: a usage error
+      throw CLI::ValidationError("--image",
+                                 "--image is the model's one input; --input gave one "
+                                 "too (give one of them)");
     const Device device = device_of(a->device);
     const onnx::Model model = onnx::load(a->model, device);
     std::map<std::string, Tensor> feed;
@@ -171,10 +183,6 @@ void add_run_command(CLI::App& app) {
       feed[name] = record::load_npy(file, device);
     }
     if (!a->image.empty()) {
-      if (!feed.empty())
-        throw CLI::ValidationError("--image",
-                                   "--image is the model's one input; --input gave one "
-                                   "too (give one of them)");
       EMBER_CHECK(model.inputs().size() == 1, "run", "--image is the model's one input; this ",
                   "model has ", model.inputs().size(), " inputs");
       Tensor img = image_tensor(a->image, model.inputs()[0]);
@@ -269,12 +277,14 @@ void add_conformance_command(CLI::App* onnx_cmd) {
       "Ember "
       "has (excluded: strings, sequences, optionals, training-domain ops); exit status 1 when any "
       "case fails");
-  cmd->add_option("--data", a->data, "The test data folder")->capture_default_str();
+  cmd->add_option("--data", a->data, "The test data folder")
+      ->capture_default_str()
+      ->check(non_empty_path());
   cmd->add_option("--suite", a->suites, "Suites to run")
       ->check(CLI::IsMember({"node", "pytorch-converted", "pytorch-operator", "simple"}))
       ->capture_default_str();
-  cmd->add_option("--device", a->devices,
-                  "Devices to run on (default: ref, cpu and every GPU device found)");
+  add_devices_option(cmd, a->devices,
+                     "Devices to run on (default: ref, cpu and every GPU device found)");
   cmd->callback([a] {
     std::vector<Device> devices;
     for (const std::string& d : a->devices) devices.push_back(device_of(d));

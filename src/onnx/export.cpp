@@ -292,6 +292,7 @@ void save(nn::Module& module, const Tensor& example_input, const std::string& pa
   const fs::path target(path);
   const fs::path tmp = target.parent_path() / ("." + target.filename().string() + "." +
                                                std::to_string(::getpid()) + ".check.onnx");
+  const RemoveOnSignal guard(tmp.string());  // the check can take a while: Ctrl-C removes it
   write_file_atomic(tmp.string(), bytes.data(), bytes.size(), "onnx::save");
   try {
     if (options.check) {

@@ -58,6 +58,30 @@ Tensor stack_along(const Tensors& parts, int64_t axis, Device device) {
   return cat(u, wrap(axis, parts[0].dim() + 1));
 }
 
+// A Loop's scan output after zero iterations: [0] followed by the shape the body declares for
+// it (or ONNX's shape inference found at load), of its element type, as ONNX Runtime does. When a
+// dim is unknown (symbolic or missing) or the output has no shape, the rank cannot be known
+// without running the body: [0], as ONNX Runtime gives without a shape; float when the type is
+// unknown too.
+Tensor empty_scan_output(const ::onnx::ValueInfoProto& v, Device device) {
+  Shape shape{0};
+  DType dtype = DType::f32;
+  if (v.type().has_tensor_type()) {
+    const auto& tt = v.type().tensor_type();
+    DType declared;
+    if (dtype_from_onnx(tt.elem_type(), declared)) dtype = declared;
+    bool known = tt.has_shape();
+    Shape full{0};
+    if (known)
+      for (const auto& d : tt.shape().dim()) {
+        known = known && d.has_dim_value() && d.dim_value() >= 0;
+        full.push_back(d.dim_value());
+      }
+    if (known) shape = full;
+  }
+  return empty(shape, TensorOptions(dtype, device));
+}
+
 Tensors run_if(const Step& s, const Tensors& ins, Device device, bool each) {
   const size_t b = truth(ins[0], "If's cond") ? 0 : 1;
   return execute(*s.bodies[b], {}, captures_of(s, b, ins), device, each);
@@ -86,7 +110,10 @@ Tensors run_loop(const Step& s, const Tensors& ins, Device device, bool each) {
     for (size_t k = 0; k < n_scan; ++k) scans[k].push_back(out[1 + n_carried + k]);
   }
   Tensors outs = carried;
-  for (const Tensors& sc : scans) outs.push_back(stack_along(sc, 0, device));
+  const ::onnx::GraphProto& g = *graph_attr(*s.proto, "body");
+  for (size_t k = 0; k < n_scan; ++k)
+    outs.push_back(scans[k].empty() ? empty_scan_output(g.output(int(1 + n_carried + k)), device)
+                                    : stack_along(scans[k], 0, device));
   return outs;
 }
 
