@@ -5,6 +5,10 @@
 # (>= 1.0 is the target) and the load-to-first-result times. Models come from
 # scripts/onnx_models.py (python3-torch), made once in MODELS_DIR (default BUILD_DIR/onnx_models).
 #   bench/onnx_vs_ort.sh [BUILD_DIR] [ROUNDS] [THREADS]
+# Both run in the caller's environment: Ember's oneDNN kernels use libgomp's default wait policy
+# (its threads spin briefly between parallel regions, as ONNX Runtime's pool does). Runs before
+# 2026-12-06 forced OMP_WAIT_POLICY=passive on Ember alone, which cost it 1.6-1.9x on MobileNetV2
+# and the BERT encoder (a thread wake-up per primitive); set it yourself on a loaded machine.
 set -euo pipefail
 build=${1:-build-bench}
 rounds=${2:-3}
@@ -25,7 +29,7 @@ for c in "resnet50 1" "resnet50 8" "mobilenet_v2 1" "bert_encoder 0"; do
   set -- $c
   for r in $(seq 1 "$rounds"); do
     ort=$(NODE_PATH="$dir/node_modules" node "$here/onnx_ort.mjs" "$models/$1" "$2" "$threads" 10)
-    ember=$(OMP_WAIT_POLICY=passive "$exe" "$models/$1" --batch "$2" --threads "$threads" --iters 10)
+    ember=$("$exe" "$models/$1" --batch "$2" --threads "$threads" --iters 10)
     awk -v c="$1 batch $2" -v r="$r" -v o="$ort" -v e="$ember" 'BEGIN {
       split(o, a, " "); split(e, b, " ");
       printf "%-22s round %d: onnxruntime best %7.2f ms median %7.2f (load+first %6.0f ms); ember best %7.2f median %7.2f (load+first %6.0f ms); ember / onnxruntime %.2fx best, %.2fx median\n",

@@ -6,6 +6,10 @@
 # ratio Ember / ONNX Runtime (>= 1.0 is the target). Needs python3-torchvision (apt) and, once,
 # npm to fetch onnxruntime-node 1.30 into ORT_DIR (default ~/.cache/ember/ort).
 #   bench/resnet50_ort.sh [BUILD_DIR] [ROUNDS] [THREADS]
+# Both run in the caller's environment: Ember's oneDNN kernels use libgomp's default wait policy
+# (its threads spin briefly between parallel regions, as ONNX Runtime's pool does). Runs before
+# 2026-12-06 forced OMP_WAIT_POLICY=passive on Ember alone, which cost it 1.6-1.9x on MobileNetV2
+# and the BERT encoder (a thread wake-up per primitive); set it yourself on a loaded machine.
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
@@ -30,7 +34,7 @@ fi
 here=$(cd "$(dirname "$0")" && pwd)
 for r in $(seq 1 "$rounds"); do
   ort=$(NODE_PATH="$dir/node_modules" node "$here/resnet50_ort.mjs" "$model" "$threads" 5)
-  ember=$(OMP_WAIT_POLICY=passive "$exe" --iters 5 --warmup 1 --threads "$threads" \
+  ember=$("$exe" --iters 5 --warmup 1 --threads "$threads" \
             --only "ember channels" | grep '^ember channels_last')
   ob=$(awk '{print $3}' <<<"$ort"); om=$(awk '{print $6}' <<<"$ort")
   eb=$(awk '{print $3}' <<<"$ember"); em=$(awk '{print $4}' <<<"$ember")

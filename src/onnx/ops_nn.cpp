@@ -147,6 +147,16 @@ Tensors max_pool(const Node& n, const Tensors& in) {
   const bool sym = symmetric(w, true);
   Tensor xin = sym ? x : pad_spatial(x, w, -INFINITY);
   auto p = sym ? w.begin : std::vector<int64_t>(w.k.size(), 0);
+  if (n.proto.output_size() < 2) {  // no indices: the backend's pooling kernel
+    switch (x.dim()) {
+      case 3:
+        return {F::max_pool1d(xin, w.k, w.s, p, w.d, ceil)};
+      case 4:
+        return {F::max_pool2d(xin, w.k, w.s, p, w.d, ceil)};
+      default:
+        return {F::max_pool3d(xin, w.k, w.s, p, w.d, ceil)};
+    }
+  }
   std::tuple<Tensor, Tensor> r;
   switch (x.dim()) {
     case 3:
@@ -160,7 +170,6 @@ Tensors max_pool(const Node& n, const Tensors& in) {
       break;
   }
   auto [y, idx] = r;
-  if (n.proto.output_size() < 2) return {y};
   // storage_order 1: ONNX counts a 2-d plane column-major, (h, w) -> w * H + h.
   if (n.i("storage_order", 0) && x.dim() == 4)
     idx = add(mul(remainder(idx, Scalar(x.size(3))), Scalar(x.size(2))),
