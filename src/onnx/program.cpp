@@ -528,8 +528,15 @@ Tensors execute(const Program& p, const Tensors& inputs, const Tensors& captures
     if (p.shapes->by_key.size() >= 16) p.shapes->by_key.clear();
     p.shapes->by_key.emplace(key, std::move(shape_vals));
   }
+  // A constant or a kept shape value leaves as a copy: the caller may write to its outputs.
   Tensors out;
-  for (int k : p.output_slots) out.push_back(vals[size_t(k)]);
+  for (int k : p.output_slots) {
+    const bool kept =
+        p.constants[size_t(k)].defined() ||
+        std::find(p.shape_slots.begin(), p.shape_slots.end(), k) != p.shape_slots.end();
+    const Tensor& v = vals[size_t(k)];
+    out.push_back(kept && v.defined() ? v.clone() : v);
+  }
   return out;
 }
 
