@@ -243,6 +243,15 @@ TEST(OnnxModelTest, RunNamesTheFailingNodeOnEveryDevice) {
           model.run({{"idx", from_vector<int64_t>({1, 7}, {2})}});
         },
         {"node 'my_gather' (Gather)", "7"});
+    // ONNX counts negative indices from the end, down to -size; the message names the model's
+    // value and that range.
+    EXPECT_EQ(model.run({{"idx", from_vector<int64_t>({-4, 3}, {2})}}).at("y").shape(),
+              (Shape{2, 3}));
+    expect_error(
+        [&] {
+          model.run({{"idx", from_vector<int64_t>({-5, 0}, {2})}});
+        },
+        {"node 'my_gather' (Gather)", "index -5", "[-4, 4)"});
     EXPECT_EQ(model.run({{"idx", ok}}).at("y").shape(), (Shape{2, 3}));  // still runs
   }
 }
@@ -323,8 +332,9 @@ TEST(OnnxModelTest, ShapeValuesFollowTheInputShapesAndNeverTheData) {
   }());
   add_node(g, "ConstantOfShape", {"dims"}, {"zeros"});
   add_node(g, "NonZero", {"X"}, {"nz"});
+  add_node(g, "Identity", {"X"}, {"same"});
   add_node(g, "Shape", {"nz"}, {"nz_shape"});
-  for (const char* o : {"dims", "zeros", "nz_shape"}) add_value(g->add_output(), o, {});
+  for (const char* o : {"dims", "zeros", "nz_shape", "same"}) add_value(g->add_output(), o, {});
   const std::string path = write_model(dir, m);
   for (const DeviceInfo& d : available_devices()) {
     SCOPED_TRACE(d.device.str());
@@ -337,11 +347,68 @@ TEST(OnnxModelTest, ShapeValuesFollowTheInputShapesAndNeverTheData) {
         EXPECT_EQ(out.at("dims").to(Device::ref()).to_vector<int64_t>(),
                   (std::vector<int64_t>{batch, 2}));
         Tensor(out.at("dims")).add_(100);  // the caller's copy: the kept value stays as it was
+        const Tensor x = from_vector(xv, {batch, 3}, d.device);
+        Tensor(model.run({{"X", x}}).at("same")).fill_(-7);  // a copy of X, not X
+        EXPECT_EQ(x.to(Device::ref()).to_vector<float>(), xv);
         EXPECT_EQ(out.at("zeros").shape(), (Shape{batch, 2}));
         const int64_t nonzero = fill == 0 ? 1 : batch * 3;
         EXPECT_EQ(out.at("nz_shape").to(Device::ref()).to_vector<int64_t>(),
                   (std::vector<int64_t>{2, nonzero}));
       }
+    }
+  }
+}
+
+// MaxPool's indices with padding torch's pools do not take (asymmetric, or more than half the
+// kernel): flat indices into the input's own plane, as a direct scan of each window finds them.
+TEST(OnnxModelTest, MaxPoolIndicesWithAsymmetricPaddingCountTheInput) {
+  test::TempDir dir("onnx");
+  const int64_t H = 6, W = 7;
+  struct Case {
+    std::vector<int64_t> k, s, pads;  // pads: h_begin, w_begin, h_end, w_end
+  };
+  for (const Case& c : {Case{{3, 3}, {1, 1}, {0, 0, 1, 1}}, Case{{3, 2}, {2, 1}, {2, 1, 0, 1}},
+                        Case{{3, 3}, {1, 1}, {2, 2, 2, 2}}}) {
+    ::onnx::ModelProto m = empty_model("pool", 12);
+    auto* g = m.mutable_graph();
+    add_value(g->add_input(), "x", {"1", "2", std::to_string(H), std::to_string(W)});
+    add_value(g->add_output(), "y", {});
+    add_value(g->add_output(), "i", {}, ::onnx::TensorProto::INT64);
+    auto* n = add_node(g, "MaxPool", {"x"}, {"y", "i"}, "pool");
+    for (const auto& [name, v] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+             {"kernel_shape", c.k}, {"strides", c.s}, {"pads", c.pads}}) {
+      auto* a = n->add_attribute();
+      a->set_name(name);
+      a->set_type(::onnx::AttributeProto::INTS);
+      for (int64_t x : v) a->add_ints(x);
+    }
+    const std::string path = write_model(dir, m);
+    std::vector<float> xv(size_t(2 * H * W));
+    for (size_t j = 0; j < xv.size(); ++j) xv[j] = float((j * 37) % 89) - 40;  // distinct
+    const int64_t oh = (H + c.pads[0] + c.pads[2] - c.k[0]) / c.s[0] + 1;
+    const int64_t ow = (W + c.pads[1] + c.pads[3] - c.k[1]) / c.s[1] + 1;
+    std::vector<float> wy;
+    std::vector<int64_t> wi;
+    for (int64_t ch = 0; ch < 2; ++ch)
+      for (int64_t a = 0; a < oh; ++a)
+        for (int64_t b = 0; b < ow; ++b) {
+          float best = -INFINITY;
+          int64_t at = -1;
+          for (int64_t u = 0; u < c.k[0]; ++u)
+            for (int64_t v = 0; v < c.k[1]; ++v) {
+              const int64_t h = a * c.s[0] - c.pads[0] + u, w = b * c.s[1] - c.pads[1] + v;
+              if (h < 0 || h >= H || w < 0 || w >= W) continue;
+              const float val = xv[size_t((ch * H + h) * W + w)];
+              if (at < 0 || val > best) best = val, at = (ch * H + h) * W + w;
+            }
+          wy.push_back(best);
+          wi.push_back(at);
+        }
+    for (const DeviceInfo& d : available_devices()) {
+      SCOPED_TRACE(d.device.str());
+      const auto out = onnx::load(path, d.device).run({{"x", from_vector(xv, {1, 2, H, W})}});
+      EXPECT_EQ(out.at("y").to(Device::ref()).to_vector<float>(), wy);
+      EXPECT_EQ(out.at("i").to(Device::ref()).to_vector<int64_t>(), wi);
     }
   }
 }
@@ -524,8 +591,9 @@ TEST(OnnxModelTest, IfOfConstantsIsFoldedAtLoad) {
   EXPECT_EQ(out.at("z").to(Device::ref()).to_vector<float>(), (std::vector<float>{21, 202}));
 }
 
-// Loop(M, "", x0) -> (acc, history, table): body(i, cond, acc) -> (cond, acc + step * float(i),
-// acc, an int64 [2, 3] table); the body declares `seen` (history's rows) [seen_dim].
+// Loop(M, "", x0) -> (acc, history, table, zeros): body(i, cond, acc) -> (cond, acc + step *
+// float(i), acc, an int64 [2, 3] table, ConstantOfShape(Shape(acc)) declared [s], a dim no
+// inference finds); the body declares `seen` (history's rows) [seen_dim].
 ::onnx::ModelProto loop_model(const std::string& seen_dim) {
   ::onnx::ModelProto m = empty_model("loop");
   auto* g = m.mutable_graph();
@@ -534,13 +602,14 @@ TEST(OnnxModelTest, IfOfConstantsIsFoldedAtLoad) {
   add_value(g->add_output(), "acc", {"1"});
   add_value(g->add_output(), "history", {"n", "1"});
   add_value(g->add_output(), "table", {"n", "2", "3"}, ::onnx::TensorProto::INT64);
+  add_value(g->add_output(), "zeros", {"n", "s"});
   *g->add_initializer() = float_tensor("step", {1}, {0.5f});
   ::onnx::TensorProto* tbl = g->add_initializer();
   tbl->set_name("tbl");
   tbl->set_data_type(::onnx::TensorProto::INT64);
   for (int64_t d : {2, 3}) tbl->add_dims(d);
   for (int64_t v = 0; v < 6; ++v) tbl->add_int64_data(v);
-  auto* n = add_node(g, "Loop", {"M", "", "x0"}, {"acc", "history", "table"}, "sum_loop");
+  auto* n = add_node(g, "Loop", {"M", "", "x0"}, {"acc", "history", "table", "zeros"}, "sum_loop");
   auto* b = add_graph(n, "body");
   add_value(b->add_input(), "i", {}, ::onnx::TensorProto::INT64);
   add_value(b->add_input(), "cond_in", {}, ::onnx::TensorProto::BOOL);
@@ -555,10 +624,13 @@ TEST(OnnxModelTest, IfOfConstantsIsFoldedAtLoad) {
   add_node(b, "Identity", {"cond_in"}, {"cond_out"});
   add_node(b, "Identity", {"acc_in"}, {"seen"});
   add_node(b, "Identity", {"tbl"}, {"tbl_out"});
+  add_node(b, "Shape", {"acc_in"}, {"acc_shape"});
+  add_node(b, "ConstantOfShape", {"acc_shape"}, {"zeros_out"});
   add_value(b->add_output(), "cond_out", {}, ::onnx::TensorProto::BOOL);
   add_value(b->add_output(), "acc_out", {"1"});
   add_value(b->add_output(), "seen", {seen_dim});
   add_value(b->add_output(), "tbl_out", {"2", "3"}, ::onnx::TensorProto::INT64);
+  add_value(b->add_output(), "zeros_out", {"s"});
   return m;
 }
 
@@ -576,12 +648,14 @@ TEST(OnnxModelTest, LoopCarriesValuesAndStacksScanOutputs) {
     EXPECT_EQ(out.at("history").to(Device::ref()).to_vector<float>(),
               (std::vector<float>{1, 1, 1.5, 2.5}));
     EXPECT_EQ(out.at("table").shape(), (Shape{4, 2, 3}));
+    EXPECT_EQ(out.at("zeros").shape(), (Shape{4, 1}));
   }
 }
 
 // Zero iterations: the scan outputs are [0] followed by the body output's shape, of its type
 // (they were float [0]), as ONNX Runtime gives; the carried values are the initial ones. A dim the
-// body leaves symbolic ("d") is one ONNX's shape inference finds at load (`seen` is acc_in, [1]).
+// body leaves symbolic ("d") is one ONNX's shape inference finds at load (`seen` is acc_in, [1]);
+// one nothing finds is 0.
 TEST(OnnxModelTest, LoopOfZeroIterationsGivesEmptyScanOutputsOfTheBodysShape) {
   test::TempDir dir("onnx");
   for (const char* seen_dim : {"1", "d"}) {
@@ -597,6 +671,7 @@ TEST(OnnxModelTest, LoopOfZeroIterationsGivesEmptyScanOutputsOfTheBodysShape) {
       EXPECT_EQ(out.at("history").dtype(), DType::f32);
       EXPECT_EQ(out.at("table").shape(), (Shape{0, 2, 3}));
       EXPECT_EQ(out.at("table").dtype(), DType::i64);
+      EXPECT_EQ(out.at("zeros").shape(), (Shape{0, 0}));  // the rank is known, "s" is not
     }
   }
 }

@@ -253,11 +253,15 @@ TEST(StreamTest, BuffersAreAllocatedWhenTheWorkRuns) {
   const int64_t before = memory_stats(d).allocated;
   Tensor y = ((x * 2 + 1).relu()).exp();  // four results, scalar operands: nothing allocated yet
   const std::weak_ptr<Storage> ys = y.impl()->storage;
-  EXPECT_FALSE(ys.lock()->allocated());
+  const auto allocated = [&] {
+    const std::shared_ptr<Storage> st = ys.lock();
+    return st != nullptr && st->allocated();
+  };
+  EXPECT_FALSE(allocated());
   EXPECT_EQ(memory_stats(d).allocated, before);
   sync(d);
   // Only y's buffer: the dropped intermediates and scalars were never allocated.
-  EXPECT_TRUE(ys.lock()->allocated());
+  EXPECT_TRUE(allocated());
   EXPECT_EQ(memory_stats(d).allocated - before, 4096 * 4);
   const std::vector<float> xv = x.to_vector<float>(), yv = y.to_vector<float>();
   for (size_t i = 0; i < xv.size(); i += 511)

@@ -174,17 +174,30 @@ void add_run_command(CLI::App& app) {
         name = spec.substr(0, eq);
         file = spec.substr(eq + 1);
       } else {
-        EMBER_CHECK(model.inputs().size() == 1, "run", "--input ", spec, ": the model has ",
-                    model.inputs().size(), " inputs; name each one (--input NAME=FILE.npy)");
+        if (model.inputs().size() != 1)  // usage errors against the model: exit status 2
+          throw CLI::ValidationError(
+              "--input", spec + ": the model has " + std::to_string(model.inputs().size()) +
+                             " inputs; name each one (--input NAME=FILE.npy)");
         name = model.inputs()[0].name;
       }
       if (feed.count(name))  // a usage error (exit status 2), as any option given twice
         throw CLI::ValidationError("--input", "input '" + name + "' given twice");
+      bool known = false;
+      std::string names;
+      for (const onnx::ValueInfo& v : model.inputs()) {
+        known = known || v.name == name;
+        names += (names.empty() ? "" : ", ") + v.name;
+      }
+      if (!known)
+        throw CLI::ValidationError(
+            "--input", "the model has no input '" + name + "' (its inputs: " + names + ")");
       feed[name] = record::load_npy(file, device);
     }
     if (!a->image.empty()) {
-      EMBER_CHECK(model.inputs().size() == 1, "run", "--image is the model's one input; this ",
-                  "model has ", model.inputs().size(), " inputs");
+      if (model.inputs().size() != 1)
+        throw CLI::ValidationError("--image", "--image is the model's one input; this model has " +
+                                                  std::to_string(model.inputs().size()) +
+                                                  " inputs");
       Tensor img = image_tensor(a->image, model.inputs()[0]);
       const auto& md = model.metadata();
       if (md.count("ember.mean") && md.count("ember.std")) {
@@ -194,6 +207,11 @@ void add_run_command(CLI::App& app) {
       }
       feed[model.inputs()[0].name] = img.to(device);
     }
+    for (const onnx::ValueInfo& v : model.inputs())
+      if (!feed.count(v.name))
+        throw CLI::ValidationError(
+            "--input",
+            "the model's input '" + v.name + "' is not given (--input " + v.name + "=FILE.npy)");
     InferenceMode inference;
     const std::map<std::string, Tensor> out = model.run(feed);
     if (!a->output_dir.empty()) {

@@ -170,6 +170,21 @@ Tensors max_pool(const Node& n, const Tensors& in) {
       break;
   }
   auto [y, idx] = r;
+  if (!sym) {
+    // The indices count the padded plane: back to x's (a padding cell, which wins only when
+    // every value of its window is -inf, maps to the nearest cell of x).
+    Tensor rem = idx, flat = zeros_like(idx);
+    int64_t mult = 1;
+    for (size_t i = w.k.size(); i-- > 0;) {
+      const int64_t padded = xin.size(int64_t(2 + i)), size = x.size(int64_t(2 + i));
+      const Tensor at = clamp(sub(remainder(rem, Scalar(padded)), Scalar(w.begin[i])), Scalar(0),
+                              Scalar(size - 1));
+      rem = div(rem, Scalar(padded), "floor");
+      flat = add(flat, mul(at, Scalar(mult)));
+      mult *= size;
+    }
+    idx = flat;
+  }
   // storage_order 1: ONNX counts a 2-d plane column-major, (h, w) -> w * H + h.
   if (n.i("storage_order", 0) && x.dim() == 4)
     idx = add(mul(remainder(idx, Scalar(x.size(3))), Scalar(x.size(2))),

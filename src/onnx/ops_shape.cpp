@@ -5,6 +5,7 @@
 
 #include "onnx/ops.h"
 #include "onnx/proto.h"
+#include "tensor/internal.h"
 
 namespace ember::onnx::detail {
 namespace {
@@ -18,6 +19,12 @@ Tensor i64_tensor(const std::vector<int64_t>& v, Shape shape, Device d) {
 Tensor wrap_indices(const Tensor& idx, int64_t size) {
   Tensor i = idx.to(DType::i64);
   return where(lt(i, Scalar(0)), add(i, Scalar(size)), i);
+}
+
+// The same for the gather and scatter ops, range-checked first as ONNX states it: an index
+// outside [-size, size) is an error naming the model's value, not the wrapped one.
+Tensor checked_indices(const Tensor& idx, int64_t size, const char* op, int64_t dim) {
+  return ember::detail::check_index(idx, size, op, /*allow_negative=*/true, dim);
 }
 
 std::string cast_check(const Node& n) {
@@ -289,7 +296,7 @@ void register_shape_ops(std::map<std::string, OpImpl>& r) {
   r["Gather"] = {attrs({"axis"}), [](const Node& n, const Tensors& in) {
                    const Tensor& x = in[0];
                    const int64_t axis = wrap(n.i("axis", 0), x.dim());
-                   Tensor idx = wrap_indices(in[1], x.size(axis));
+                   Tensor idx = checked_indices(in[1], x.size(axis), "Gather", axis);
                    Tensor y = index_select(x, axis, idx.reshape({idx.numel()}));
                    Shape s(x.shape().begin(), x.shape().begin() + axis);
                    s.insert(s.end(), idx.shape().begin(), idx.shape().end());
@@ -299,7 +306,8 @@ void register_shape_ops(std::map<std::string, OpImpl>& r) {
   r["GatherElements"] = {
       attrs({"axis"}), [](const Node& n, const Tensors& in) {
         const int64_t axis = wrap(n.i("axis", 0), in[0].dim());
-        return Tensors{gather(in[0], axis, wrap_indices(in[1], in[0].size(axis)))};
+        return Tensors{
+            gather(in[0], axis, checked_indices(in[1], in[0].size(axis), "GatherElements", axis))};
       }};
   auto scatter_check = [](const Node& n) -> std::string {
     std::string red = n.s("reduction", "none");
@@ -309,7 +317,7 @@ void register_shape_ops(std::map<std::string, OpImpl>& r) {
   };
   auto scatter_run = [](const Node& n, const Tensors& in) {
     const int64_t axis = wrap(n.i("axis", 0), in[0].dim());
-    Tensor idx = wrap_indices(in[1], in[0].size(axis));
+    Tensor idx = checked_indices(in[1], in[0].size(axis), n.proto.op_type().c_str(), axis);
     std::string red = n.s("reduction", "none");
     if (red == "none") return Tensors{scatter(in[0], axis, idx, in[2])};
     const char* torch_red = red == "add"   ? "sum"

@@ -59,10 +59,9 @@ Tensor stack_along(const Tensors& parts, int64_t axis, Device device) {
 }
 
 // A Loop's scan output after zero iterations: [0] followed by the shape the body declares for
-// it (or ONNX's shape inference found at load), of its element type, as ONNX Runtime does. When a
-// dim is unknown (symbolic or missing) or the output has no shape, the rank cannot be known
-// without running the body: [0], as ONNX Runtime gives without a shape; float when the type is
-// unknown too.
+// it (or ONNX's shape inference found at load), of its element type, as ONNX Runtime does; a
+// symbolic dim is 0 (there are no elements either way). Without any shape the rank cannot be
+// known without running the body: [0], as ONNX Runtime gives; float when the type is unknown.
 Tensor empty_scan_output(const ::onnx::ValueInfoProto& v, Device device) {
   Shape shape{0};
   DType dtype = DType::f32;
@@ -70,14 +69,9 @@ Tensor empty_scan_output(const ::onnx::ValueInfoProto& v, Device device) {
     const auto& tt = v.type().tensor_type();
     DType declared;
     if (dtype_from_onnx(tt.elem_type(), declared)) dtype = declared;
-    bool known = tt.has_shape();
-    Shape full{0};
-    if (known)
-      for (const auto& d : tt.shape().dim()) {
-        known = known && d.has_dim_value() && d.dim_value() >= 0;
-        full.push_back(d.dim_value());
-      }
-    if (known) shape = full;
+    if (tt.has_shape())
+      for (const auto& d : tt.shape().dim())
+        shape.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : 0);
   }
   return empty(shape, TensorOptions(dtype, device));
 }
@@ -395,8 +389,13 @@ std::shared_ptr<Program> compile(const ::onnx::GraphProto& g,
     prog->capture_slots.push_back(k);
     return k;
   };
-  for (const auto& t : g.initializer())
-    prog->constants[size_t(new_slot(t.name()))] = tensor_from_proto(t, ctx.device, ctx.dir);
+  for (const auto& t : g.initializer()) {
+    try {
+      prog->constants[size_t(new_slot(t.name()))] = tensor_from_proto(t, ctx.device, ctx.dir);
+    } catch (const Error& e) {  // a dtype the device lacks, a bad external file
+      EMBER_FAIL("onnx", "'", ctx.path, "': initializer '", t.name(), "': ", e.what());
+    }
+  }
   for (const auto& name : inputs) prog->input_slots.push_back(new_slot(name));
 
   auto& reg = op_registry();
@@ -528,14 +527,21 @@ Tensors execute(const Program& p, const Tensors& inputs, const Tensors& captures
     if (p.shapes->by_key.size() >= 16) p.shapes->by_key.clear();
     p.shapes->by_key.emplace(key, std::move(shape_vals));
   }
-  // A constant or a kept shape value leaves as a copy: the caller may write to its outputs.
+  // A constant, a kept shape value or (a view of) an input leaves as a copy, as ONNX Runtime
+  // gives: the caller may write to its outputs.
+  auto shares = [](const Tensor& v, const Tensors& ts) {
+    for (const Tensor& t : ts)
+      if (t.defined() && t.impl()->storage == v.impl()->storage) return true;
+    return false;
+  };
   Tensors out;
   for (int k : p.output_slots) {
-    const bool kept =
-        p.constants[size_t(k)].defined() ||
-        std::find(p.shape_slots.begin(), p.shape_slots.end(), k) != p.shape_slots.end();
     const Tensor& v = vals[size_t(k)];
-    out.push_back(kept && v.defined() ? v.clone() : v);
+    const bool kept = v.defined() && (p.constants[size_t(k)].defined() ||
+                                      std::find(p.shape_slots.begin(), p.shape_slots.end(), k) !=
+                                          p.shape_slots.end() ||
+                                      shares(v, inputs) || shares(v, captures));
+    out.push_back(kept ? v.clone() : v);
   }
   return out;
 }
