@@ -676,6 +676,51 @@ TEST(OnnxModelTest, LoopOfZeroIterationsGivesEmptyScanOutputsOfTheBodysShape) {
   }
 }
 
+// A Scan over a zero-length input: the state is the initial one, each scan output the body's
+// declared shape with 0 at its scan axis (1 here), of the body's type.
+TEST(OnnxModelTest, ScanOfZeroLengthGivesEmptyOutputsOfTheBodysShape) {
+  test::TempDir dir("onnx");
+  ::onnx::ModelProto m = empty_model("scan", 11);
+  auto* g = m.mutable_graph();
+  add_value(g->add_input(), "s0", {"1"});
+  add_value(g->add_input(), "xs", {"n", "2"});
+  add_value(g->add_output(), "s", {"1"});
+  add_value(g->add_output(), "ys", {});
+  auto* n = add_node(g, "Scan", {"s0", "xs"}, {"s", "ys"}, "scan");
+  auto* a = n->add_attribute();
+  a->set_name("num_scan_inputs");
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(1);
+  auto* ax = n->add_attribute();
+  ax->set_name("scan_output_axes");
+  ax->set_type(::onnx::AttributeProto::INTS);
+  ax->add_ints(1);
+  auto* b = add_graph(n, "body");
+  add_value(b->add_input(), "s_in", {"1"});
+  add_value(b->add_input(), "x", {"2"});
+  add_node(b, "Identity", {"s_in"}, {"s_out"});
+  add_node(b, "Cast", {"x"}, {"y"})->add_attribute()->CopyFrom([] {
+    ::onnx::AttributeProto to;
+    to.set_name("to");
+    to.set_type(::onnx::AttributeProto::INT);
+    to.set_i(::onnx::TensorProto::INT64);
+    return to;
+  }());
+  add_value(b->add_output(), "s_out", {"1"});
+  add_value(b->add_output(), "y", {"2"}, ::onnx::TensorProto::INT64);
+  const std::string path = write_model(dir, m);
+  for (const DeviceInfo& d : available_devices()) {
+    SCOPED_TRACE(d.device.str());
+    const onnx::Model model = onnx::load(path, d.device);
+    const auto out = model.run({{"s0", from_vector<float>({3}, {1})}, {"xs", zeros({0, 2})}});
+    EXPECT_EQ(out.at("s").to(Device::ref()).to_vector<float>(), (std::vector<float>{3}));
+    EXPECT_EQ(out.at("ys").shape(), (Shape{2, 0}));
+    EXPECT_EQ(out.at("ys").dtype(), DType::i64);
+    const auto two = model.run({{"s0", from_vector<float>({3}, {1})}, {"xs", ones({3, 2})}});
+    EXPECT_EQ(two.at("ys").shape(), (Shape{2, 3}));
+  }
+}
+
 TEST(OnnxModelTest, UnsupportedNodesInsideABranchAreNamed) {
   test::TempDir dir("onnx");
   ::onnx::ModelProto m = if_model(false, false);

@@ -53,8 +53,9 @@ int main(int argc, char** argv) {
     // A single-value option given twice: CLI11 said "--epochs: At Most 1 required but received
     // 2", or checked one of the values first. Every argument is read before any is checked, so
     // the counts are complete here; flags (--resume) may repeat.
-    std::vector<const CLI::App*> apps = {&app};
-    for (const CLI::App* sub : app.get_subcommands()) apps.push_back(sub);
+    std::vector<const CLI::App*> apps = {&app};  // and the nested ones (onnx conformance)
+    for (size_t i = 0; i < apps.size(); ++i)
+      for (const CLI::App* sub : apps[i]->get_subcommands()) apps.push_back(sub);
     for (const CLI::App* a : apps)
       for (const CLI::Option* o : a->get_options())
         if (o->get_type_size() > 0 && o->get_items_expected_max() == 1 && o->count() > 1) {

@@ -306,6 +306,14 @@ void add_conformance_command(CLI::App* onnx_cmd) {
   cmd->callback([a] {
     std::vector<Device> devices;
     for (const std::string& d : a->devices) devices.push_back(device_of(d));
+    for (size_t i = 0; i < devices.size(); ++i)  // each once: a repeat would run it again
+      for (size_t j = 0; j < i; ++j)
+        if (devices[i] == devices[j])
+          throw CLI::ValidationError("--device", devices[i].str() + " given twice");
+    for (size_t i = 0; i < a->suites.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (a->suites[i] == a->suites[j])
+          throw CLI::ValidationError("--suite", a->suites[i] + " given twice");
     if (devices.empty())
       for (const DeviceInfo& d : available_devices()) devices.push_back(d.device);
     std::vector<std::string> failures;

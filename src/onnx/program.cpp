@@ -140,9 +140,21 @@ Tensors scan9(const Step& s, const Tensors& states0, const Tensors& xs, Device d
     for (size_t k = 0; k < k_out; ++k) outs[k].push_back(r[n_states + k]);
   }
   Tensors res = states;
+  const ::onnx::GraphProto& g = *graph_attr(n, "body");
   for (size_t k = 0; k < k_out; ++k) {
     if (out_dirs[k]) std::reverse(outs[k].begin(), outs[k].end());
-    res.push_back(stack_along(outs[k], out_axes[k], device));
+    if (!outs[k].empty()) {
+      res.push_back(stack_along(outs[k], out_axes[k], device));
+      continue;
+    }
+    // No iterations: the body output's shape with a 0 at the scan axis, as a Loop's (above).
+    const Tensor e = empty_scan_output(g.output(int(n_states + k)), device);
+    Shape shape(e.shape().begin() + 1, e.shape().end());
+    if (g.output(int(n_states + k)).type().tensor_type().has_shape())
+      shape.insert(shape.begin() + wrap(out_axes[k], int64_t(shape.size()) + 1), 0);
+    else
+      shape = {0};
+    res.push_back(empty(shape, TensorOptions(e.dtype(), device)));
   }
   return res;
 }
