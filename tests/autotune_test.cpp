@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -538,7 +539,9 @@ namespace {
 // Vulkan and OpenCL matmuls big enough to be tuned: every candidate (CLBlast where it takes the
 // product, each generated tile, "simple") is compared with the default in check mode, and the
 // result with the reference.
-TEST(AutotuneGpu, MatmulVariantsEqualTheDefault) {
+// body(device, its autotuner) on each Vulkan and OpenCL device, the tuner's options restored
+// after each; the test skips when there is none.
+void on_each_kernel_gpu(const std::function<void(const Device&, Autotuner&)>& body) {
   int devices = 0;
   for (const DeviceInfo& info : available_devices()) {
     const Device dev = info.device;
@@ -547,6 +550,14 @@ TEST(AutotuneGpu, MatmulVariantsEqualTheDefault) {
     SCOPED_TRACE(dev.str());
     Autotuner& t = autotune::for_device(dev);
     const Options saved = t.options();
+    body(dev, t);
+    t.set_options(saved);
+  }
+  if (devices == 0) GTEST_SKIP() << "no Vulkan or OpenCL device";
+}
+
+TEST(AutotuneGpu, MatmulVariantsEqualTheDefault) {
+  on_each_kernel_gpu([&](const Device& dev, Autotuner& t) {
     TempDir d;
     t.set_options(opts(d.path, Effort::full, true));
     for (const Gemm& g : {Gemm{1, 96, 80, 64}, Gemm{2, 40, 72, 48}}) {
@@ -564,9 +575,7 @@ TEST(AutotuneGpu, MatmulVariantsEqualTheDefault) {
       EXPECT_EQ(testing::compare(got, again, 1), "");
     }
     EXPECT_TRUE(fs::exists(d.path + "/" + autotune::stem_of(dev) + ".json"));
-    t.set_options(saved);
-  }
-  if (devices == 0) GTEST_SKIP() << "no Vulkan or OpenCL device";
+  });
 }
 
 // Vulkan and OpenCL reductions of 2^18 elements or more: each workgroup-size variant ("thread",
@@ -574,14 +583,7 @@ TEST(AutotuneGpu, MatmulVariantsEqualTheDefault) {
 // reference; plain reductions over rows and columns, with indices, and fused graphs ending in a
 // reduction (one that writes its input in place is never tuned: tuning reruns it).
 TEST(AutotuneGpu, ReductionVariantsEqualTheDefault) {
-  int devices = 0;
-  for (const DeviceInfo& info : available_devices()) {
-    const Device dev = info.device;
-    if (dev.type() != DeviceType::vulkan && dev.type() != DeviceType::opencl) continue;
-    ++devices;
-    SCOPED_TRACE(dev.str());
-    Autotuner& t = autotune::for_device(dev);
-    const Options saved = t.options();
+  on_each_kernel_gpu([&](const Device& dev, Autotuner& t) {
     const bool fusion_was = fusion_enabled(dev);
     TempDir d;
     t.set_options(opts(d.path, Effort::full, true));
@@ -632,9 +634,7 @@ TEST(AutotuneGpu, ReductionVariantsEqualTheDefault) {
     expect_tuned(
         "the same key unfused", [](const Tensor& a, const Tensor&) { return amin(a, {1}); }, true);
     set_fusion(dev, fusion_was);
-    t.set_options(saved);
-  }
-  if (devices == 0) GTEST_SKIP() << "no Vulkan or OpenCL device";
+  });
 }
 
 // Tuning syncs the device while the stream runs. The index checks gather defers (amin/amax
@@ -642,14 +642,7 @@ TEST(AutotuneGpu, ReductionVariantsEqualTheDefault) {
 // they were read mid-stream, unwritten, and a right index was "out of range" (a max-pool's
 // argmax taps through a fresh cache, with conv and relu before it in the same stream).
 TEST(AutotuneGpu, DeferredIndexChecksWaitForTheStream) {
-  int devices = 0;
-  for (const DeviceInfo& info : available_devices()) {
-    const Device dev = info.device;
-    if (dev.type() != DeviceType::vulkan && dev.type() != DeviceType::opencl) continue;
-    ++devices;
-    SCOPED_TRACE(dev.str());
-    Autotuner& t = autotune::for_device(dev);
-    const Options saved = t.options();
+  on_each_kernel_gpu([&](const Device& dev, Autotuner& t) {
     for (const Effort e : {Effort::minimal, Effort::balanced}) {
       TempDir d;
       t.set_options(opts(d.path, e));
@@ -668,9 +661,7 @@ TEST(AutotuneGpu, DeferredIndexChecksWaitForTheStream) {
       EXPECT_GT(t.stats().tuned, tuned) << "the index's reductions were tuned";
       EXPECT_EQ(testing::compare(want, got, 1), "");
     }
-    t.set_options(saved);
-  }
-  if (devices == 0) GTEST_SKIP() << "no Vulkan or OpenCL device";
+  });
 }
 
 }  // namespace
