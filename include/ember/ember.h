@@ -3,6 +3,7 @@
 #pragma once
 #include "ember/autograd.h"
 #include "ember/autograd/function.h"
+#include "ember/autocast.h"
 #include "ember/device.h"
 #include "ember/dtype.h"
 #include "ember/error.h"

@@ -1,0 +1,86 @@
+// Autocast's thread-local state (ember/autocast.h); the per-op policies are tensor/autocast.h.
+#include "ember/autocast.h"
+
+#include "ember/error.h"
+#include "tensor/autocast.h"
+
+namespace ember {
+
+namespace {
+
+constexpr int kTypes = 5;
+
+struct TypeState {
+  bool enabled = false;
+  DType dtype = DType::bf16;
+};
+
+struct State {
+  TypeState types[kTypes];
+  int suspended = 0;  // > 0 inside a listed op's body or a backward pass
+  State() {
+    for (int i = 0; i < kTypes; ++i) {
+      const DeviceType t = DeviceType(i);
+      types[i].dtype = (t == DeviceType::ref || t == DeviceType::cpu) ? DType::bf16 : DType::f16;
+    }
+  }
+};
+
+thread_local State g_state;
+
+int slot(DeviceType t) {
+  const int i = int(t);
+  if (i < 0 || i >= kTypes) EMBER_FAIL("autocast", "unknown device type ", i);
+  return i;
+}
+
+void check_dtype(DType dtype) {
+  if (dtype != DType::f16 && dtype != DType::bf16)
+    EMBER_FAIL("autocast", "dtype must be f16 or bf16, got ", dtype_name(dtype));
+}
+
+}  // namespace
+
+bool is_autocast_enabled(DeviceType type) { return g_state.types[slot(type)].enabled; }
+DType get_autocast_dtype(DeviceType type) { return g_state.types[slot(type)].dtype; }
+void set_autocast_enabled(DeviceType type, bool enabled) {
+  g_state.types[slot(type)].enabled = enabled;
+}
+void set_autocast_dtype(DeviceType type, DType dtype) {
+  check_dtype(dtype);
+  g_state.types[slot(type)].dtype = dtype;
+}
+
+autocast::autocast(DType dtype, bool enabled) {
+  check_dtype(dtype);
+  for (int i = 0; i < kTypes; ++i) {
+    prev_[i] = {g_state.types[i].enabled, g_state.types[i].dtype};
+    g_state.types[i] = {enabled, dtype};
+  }
+}
+
+autocast::autocast(DeviceType type, DType dtype, bool enabled) {
+  check_dtype(dtype);
+  const int s = slot(type);
+  for (int i = 0; i < kTypes; ++i) prev_[i] = {g_state.types[i].enabled, g_state.types[i].dtype};
+  g_state.types[s] = {enabled, dtype};
+}
+
+autocast::~autocast() {
+  for (int i = 0; i < kTypes; ++i) g_state.types[i] = {prev_[i].enabled, prev_[i].dtype};
+}
+
+namespace detail::amp {
+
+bool active(const Device& d) {
+  return g_state.suspended == 0 && g_state.types[int(d.type())].enabled;
+}
+
+DType low_dtype(const Device& d) { return g_state.types[int(d.type())].dtype; }
+
+Suspend::Suspend() { ++g_state.suspended; }
+Suspend::~Suspend() { --g_state.suspended; }
+
+}  // namespace detail::amp
+
+}  // namespace ember
