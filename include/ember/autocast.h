@@ -8,7 +8,7 @@
 //      low precision: matmul, mm, bmm, baddbmm, addmm, linear, conv1d/2d/3d (and the matmuls of
 //        scaled_dot_product_attention, multi-head attention and the recurrent cells);
 //      f32: losses (cross_entropy, nll_loss, mse_loss, l1_loss, smooth_l1_loss, huber_loss,
-//        kl_div, binary_cross_entropy(_with_logits), ...), conv_transpose*, prelu, prod;
+//        kl_div, binary_cross_entropy(_with_logits)), conv_transpose*, prod;
 //      other ops keep their inputs' dtype; they compute in f32 registers anyway (softmax,
 //      log_softmax, sums and means accumulate in f32; norms take their statistics in f32).
 //  - GPU devices (vulkan, opencl, cuda) take torch's CUDA lists: the low-precision list above

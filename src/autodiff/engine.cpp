@@ -7,6 +7,7 @@
 #include "autodiff/graph.h"
 #include "autodiff/meta.h"
 #include "ember/ops/elementwise.h"
+#include "tensor/autocast.h"
 #include "tensor/internal.h"
 
 namespace ember::autograd {
@@ -37,6 +38,7 @@ void run_backward(const std::vector<Edge>& roots, const std::vector<Tensor>& roo
                   bool retain_graph, bool create_graph, const std::vector<Edge>& capture,
                   std::vector<Tensor>* captured) {
   GradMode mode(create_graph);
+  const detail::amp::Suspend no_autocast;  // backward runs in the forward's dtypes (as torch)
   // Count how many edges point at each node (dependencies), over the reachable graph.
   std::unordered_map<Node*, int> deps;
   std::vector<Node*> stack;

@@ -5,6 +5,7 @@
 
 #include "autodiff/rules.h"
 #include "ir/op_traits.h"
+#include "tensor/autocast.h"
 #include "tensor/internal.h"
 #include "tensor/overlap.h"
 
@@ -122,34 +123,40 @@ using detail::unary;
 
 #define EMBER_UNARY(fn, op) \
   Tensor fn(const Tensor& x) { return unary(UnaryOp::op, x); }
+// torch's CUDA autocast runs these in f32 on GPU devices (ember/autocast.h).
+#define EMBER_UNARY_F32_GPU(fn, op)                                             \
+  Tensor fn(const Tensor& x) {                                                  \
+    if (detail::amp::Scope s{detail::amp::Policy::f32_gpu, x}) return fn(s(x)); \
+    return unary(UnaryOp::op, x);                                               \
+  }
 EMBER_UNARY(neg, neg)
 EMBER_UNARY(abs, abs)
 EMBER_UNARY(sign, sign)
-EMBER_UNARY(exp, exp)
+EMBER_UNARY_F32_GPU(exp, exp)
 EMBER_UNARY(exp2, exp2)
-EMBER_UNARY(expm1, expm1)
-EMBER_UNARY(log, log)
-EMBER_UNARY(log2, log2)
-EMBER_UNARY(log10, log10)
-EMBER_UNARY(log1p, log1p)
+EMBER_UNARY_F32_GPU(expm1, expm1)
+EMBER_UNARY_F32_GPU(log, log)
+EMBER_UNARY_F32_GPU(log2, log2)
+EMBER_UNARY_F32_GPU(log10, log10)
+EMBER_UNARY_F32_GPU(log1p, log1p)
 EMBER_UNARY(sqrt, sqrt)
-EMBER_UNARY(rsqrt, rsqrt)
+EMBER_UNARY_F32_GPU(rsqrt, rsqrt)
 EMBER_UNARY(square, square)
-EMBER_UNARY(reciprocal, reciprocal)
+EMBER_UNARY_F32_GPU(reciprocal, reciprocal)
 EMBER_UNARY(sin, sin)
 EMBER_UNARY(cos, cos)
-EMBER_UNARY(tan, tan)
-EMBER_UNARY(asin, asin)
-EMBER_UNARY(acos, acos)
+EMBER_UNARY_F32_GPU(tan, tan)
+EMBER_UNARY_F32_GPU(asin, asin)
+EMBER_UNARY_F32_GPU(acos, acos)
 EMBER_UNARY(atan, atan)
-EMBER_UNARY(sinh, sinh)
-EMBER_UNARY(cosh, cosh)
+EMBER_UNARY_F32_GPU(sinh, sinh)
+EMBER_UNARY_F32_GPU(cosh, cosh)
 EMBER_UNARY(tanh, tanh)
 EMBER_UNARY(asinh, asinh)
 EMBER_UNARY(acosh, acosh)
 EMBER_UNARY(atanh, atanh)
 EMBER_UNARY(erf, erf)
-EMBER_UNARY(erfinv, erfinv)
+EMBER_UNARY_F32_GPU(erfinv, erfinv)
 EMBER_UNARY(floor, floor)
 EMBER_UNARY(ceil, ceil)
 EMBER_UNARY(round, round)
@@ -161,6 +168,7 @@ EMBER_UNARY(isfinite, isfinite)
 EMBER_UNARY(bitwise_not, bitwise_not)
 EMBER_UNARY(logical_not, logical_not)
 #undef EMBER_UNARY
+#undef EMBER_UNARY_F32_GPU
 
 Tensor nan_to_num(const Tensor& x, double nan, const double* posinf, const double* neginf) {
   check_defined(x, "nan_to_num");
@@ -220,8 +228,12 @@ Tensor remainder(const Tensor& a, const Tensor& b) { return binary(BinaryOp::rem
 Tensor remainder(const Tensor& a, const Scalar& b) { return binary(BinaryOp::remainder, a, b); }
 Tensor fmod(const Tensor& a, const Tensor& b) { return binary(BinaryOp::fmod, a, b); }
 Tensor fmod(const Tensor& a, const Scalar& b) { return binary(BinaryOp::fmod, a, b); }
-Tensor pow(const Tensor& a, const Tensor& b) { return binary(BinaryOp::pow, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) {
+  if (detail::amp::Scope s{detail::amp::Policy::f32_gpu, a}) return pow(s(a), s(b));
+  return binary(BinaryOp::pow, a, b);
+}
 Tensor pow(const Tensor& a, const Scalar& b) {
+  if (detail::amp::Scope s{detail::amp::Policy::f32_gpu, a}) return pow(s(a), b);
   check_defined(a, "pow");
   if (is_integral(a.dtype()) && !b.is_float() && b.to_int() < 0)
     EMBER_FAIL("pow", "integers to negative integer powers are not allowed (", describe(a), " ** ",
@@ -231,7 +243,10 @@ Tensor pow(const Tensor& a, const Scalar& b) {
   if (is_floating(a.dtype()) && !b.is_bool() && b.to_double() == 2.0) return mul(a, a);
   return binary(BinaryOp::pow, a, b);
 }
-Tensor pow(const Scalar& a, const Tensor& b) { return binary(BinaryOp::pow, a, b); }
+Tensor pow(const Scalar& a, const Tensor& b) {
+  if (detail::amp::Scope s{detail::amp::Policy::f32_gpu, b}) return pow(a, s(b));
+  return binary(BinaryOp::pow, a, b);
+}
 Tensor atan2(const Tensor& a, const Tensor& b) { return binary(BinaryOp::atan2, a, b); }
 Tensor hypot(const Tensor& a, const Tensor& b) { return binary(BinaryOp::hypot, a, b); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::minimum, a, b); }

@@ -6,12 +6,15 @@
 
 #include "autodiff/rules.h"
 #include "ember/ops/elementwise.h"
+#include "tensor/autocast.h"
 #include "tensor/internal.h"
 
 namespace ember {
 
 using detail::check_defined;
 using detail::make_tensor;
+using detail::amp::Policy;
+using detail::amp::Scope;
 
 namespace {
 
@@ -92,13 +95,37 @@ Tensor matmul_impl(const char* op, Tensor a, Tensor b) {
   return batched(A3, B3).reshape(final_shape);
 }
 
+// beta * input + alpha * (a @ b) (torch.addmm / baddbmm) with `mul` = mm or bmm: input
+// broadcasts to the product's shape; beta = 0 ignores input (NaN and inf in it included), as
+// torch. f16/bf16 operands are multiplied and combined in f32 and rounded once, as torch's fused
+// kernel: rounding the product first loses its low bits where beta * input cancels it.
+Tensor add_product(const char* op, const Tensor& input, const Tensor& a, const Tensor& b,
+                   const Scalar& beta, const Scalar& alpha,
+                   Tensor (*mul_fn)(const Tensor&, const Tensor&)) {
+  const DType dt = promote_types(input.dtype(), promote_types(a.dtype(), b.dtype()));
+  const bool half = dt == DType::f16 || dt == DType::bf16;
+  const Tensor product = half ? mul_fn(a.to(DType::f32), b.to(DType::f32)) : mul_fn(a, b);
+  const Shape s = broadcast_shapes(input.shape(), product.shape(), op);
+  if (s != product.shape())
+    EMBER_FAIL(op, "input of shape ", shape_str(input.shape()),
+               " does not broadcast to the product's shape ", shape_str(product.shape()));
+  const Tensor p = alpha.to_double() == 1.0 ? product : mul(product, alpha);
+  if (beta.to_double() == 0.0) return p.to(dt);
+  const Tensor in = beta.to_double() == 1.0 ? input : mul(input, beta);
+  return add(in, p).to(dt);
+}
+
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_impl("matmul", a, b); }
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (Scope s{Policy::lower, a}) return matmul(s(a), s(b));
+  return matmul_impl("matmul", a, b);
+}
 
 Tensor Tensor::matmul(const Tensor& o) const { return ember::matmul(*this, o); }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  if (Scope s{Policy::lower, a}) return mm(s(a), s(b));
   matmul_dtype("mm", a, b);
   if (a.dim() != 2 || b.dim() != 2)
     EMBER_FAIL("mm", "expects 2-d tensors, got shapes ", shape_str(a.shape()), " and ",
@@ -107,6 +134,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (Scope s{Policy::lower, a}) return bmm(s(a), s(b));
   matmul_dtype("bmm", a, b);
   if (a.dim() != 3 || b.dim() != 3)
     EMBER_FAIL("bmm", "expects 3-d tensors, got shapes ", shape_str(a.shape()), " and ",
@@ -134,6 +162,7 @@ Tensor outer(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (Scope s{Policy::lower, x}) return linear(s(x), s(weight), s(bias));
   detail::check_same_device(x, weight, "linear");
   if (weight.dim() != 1 && weight.dim() != 2)
     EMBER_FAIL("linear", "weight must be [out_features, in_features], got shape ",
@@ -155,6 +184,25 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   }
   Tensor y = matmul_impl("linear", x, weight.t());
   return bias.defined() ? add(y, bias) : y;
+}
+
+Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
+             const Scalar& alpha) {
+  if (Scope s{Policy::lower, input}) return addmm(s(input), s(mat1), s(mat2), beta, alpha);
+  check_defined(input, "addmm");
+  detail::check_same_device(input, mat1, "addmm");
+  if (mat1.dim() != 2 || mat2.dim() != 2)
+    EMBER_FAIL("addmm", "expects 2-d mat1 and mat2, got shapes ", shape_str(mat1.shape()), " and ",
+               shape_str(mat2.shape()));
+  return add_product("addmm", input, mat1, mat2, beta, alpha, &mm);
+}
+
+Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
+               const Scalar& alpha) {
+  if (Scope s{Policy::lower, input}) return baddbmm(s(input), s(batch1), s(batch2), beta, alpha);
+  check_defined(input, "baddbmm");
+  detail::check_same_device(input, batch1, "baddbmm");
+  return add_product("baddbmm", input, batch1, batch2, beta, alpha, &bmm);
 }
 
 }  // namespace ember

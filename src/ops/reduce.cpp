@@ -7,6 +7,7 @@
 
 #include "autodiff/rules.h"
 #include "ember/ops/elementwise.h"
+#include "tensor/autocast.h"
 #include "tensor/internal.h"
 
 namespace ember {
@@ -108,11 +109,15 @@ Tensor arg_flat(const Tensor& x, bool is_max, const char* op) {
 }  // namespace
 
 Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+  if (detail::amp::Scope s{detail::amp::Policy::f32_gpu, x})
+    return sum(s(x), std::move(dims), keepdim);
   const auto d = reduce_dims(x, dims, "sum");
   return reduce_prim(ReduceOp::sum, x, d, keepdim, sum_dtype(x.dtype()));
 }
 
 Tensor prod(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+  if (detail::amp::Scope s{detail::amp::Policy::f32, x})
+    return prod(s(x), std::move(dims), keepdim);
   const auto d = reduce_dims(x, dims, "prod");
   return reduce_prim(ReduceOp::prod, x, d, keepdim, sum_dtype(x.dtype()));
 }
@@ -190,6 +195,8 @@ std::tuple<Tensor, Tensor> var_mean(const Tensor& x, std::vector<int64_t> dims, 
 }
 
 Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+  if (detail::amp::Scope s{detail::amp::Policy::f32_gpu, x})
+    return logsumexp(s(x), std::move(dims), keepdim);
   const auto d = reduce_dims(x, dims, "logsumexp");
   const DType out = is_floating(x.dtype()) ? x.dtype() : kDefaultFloat;
   const Tensor xc = upcast_half(x.to(out));
@@ -205,6 +212,8 @@ Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
 }
 
 Tensor norm(const Tensor& x, double p, std::vector<int64_t> dims, bool keepdim) {
+  if (detail::amp::Scope s{detail::amp::Policy::f32_gpu, x})
+    return norm(s(x), p, std::move(dims), keepdim);
   const auto d = reduce_dims(x, dims, "norm");
   if (!is_floating(x.dtype()))
     EMBER_FAIL("norm", "expected a floating-point tensor, got ", describe(x));

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "autodiff/rules.h"
+#include "tensor/autocast.h"
 #include "tensor/internal.h"
 
 namespace ember {
@@ -45,10 +46,12 @@ DType cum_dtype(DType t) { return is_floating(t) ? t : DType::i64; }
 }  // namespace
 
 Tensor cumsum(const Tensor& x, int64_t dim) {
+  if (detail::amp::Scope s{detail::amp::Policy::f32_gpu, x}) return cumsum(s(x), dim);
   const int64_t d = one_dim(x, dim, "cumsum");
   return std::get<0>(scan(ScanOp::cumsum, x, d, cum_dtype(x.dtype()), false));
 }
 Tensor cumprod(const Tensor& x, int64_t dim) {
+  if (detail::amp::Scope s{detail::amp::Policy::f32_gpu, x}) return cumprod(s(x), dim);
   const int64_t d = one_dim(x, dim, "cumprod");
   return std::get<0>(scan(ScanOp::cumprod, x, d, cum_dtype(x.dtype()), false));
 }

@@ -72,15 +72,62 @@ autocast::~autocast() {
 
 namespace detail::amp {
 
-bool active(const Device& d) {
-  return g_state.suspended == 0 && g_state.types[int(d.type())].enabled;
-}
-
-DType low_dtype(const Device& d) { return g_state.types[int(d.type())].dtype; }
-
 Suspend::Suspend() { ++g_state.suspended; }
 Suspend::~Suspend() { --g_state.suspended; }
 
 }  // namespace detail::amp
 
 }  // namespace ember
+
+namespace ember::detail::amp {
+
+void Scope::init(Policy p, const Device& d) {
+  if (g_state.suspended != 0 || !g_state.types[int(d.type())].enabled) return;
+  const bool gpu = !d.is_host();
+  switch (p) {
+    case Policy::lower:
+      lower_ = true;
+      break;
+    case Policy::f32:
+      lower_ = false;
+      break;
+    case Policy::f32_gpu:
+      if (!gpu) return;
+      lower_ = false;
+      break;
+    case Policy::lower_gpu_f32_host:
+      lower_ = gpu;
+      break;
+    case Policy::lower_gpu:
+      if (!gpu) return;
+      lower_ = true;
+      break;
+  }
+  on_ = true;
+  low_ = g_state.types[int(d.type())].dtype;
+  ++g_state.suspended;
+}
+
+Scope::Scope(Policy p, const Device& d) { init(p, d); }
+
+Scope::Scope(Policy p, const Tensor& t) {
+  if (t.defined()) init(p, t.device());
+}
+
+Scope::~Scope() {
+  if (on_) --g_state.suspended;
+}
+
+Tensor Scope::operator()(const Tensor& t) const {
+  if (!on_ || !t.defined()) return t;
+  const DType dt = t.dtype();
+  if (lower_) {
+    if (dt == DType::f32 || ((dt == DType::f16 || dt == DType::bf16) && dt != low_))
+      return t.to(low_);
+  } else if (dt == DType::f16 || dt == DType::bf16) {
+    return t.to(DType::f32);
+  }
+  return t;
+}
+
+}  // namespace ember::detail::amp

@@ -2,7 +2,8 @@
 // dtypes promote (promote_types; torch requires equal dtypes). Floats accumulate in float (f32,
 // f16, bf16) or double (f64); integers accumulate in their own type and wrap, as torch.
 // Throws ember::Error naming the op and both shapes on mismatched sizes, wrong ranks, undefined
-// tensors or mixed devices.
+// tensors or mixed devices. Under autocast (ember/autocast.h) every op here but dot and outer
+// runs in the low-precision dtype.
 #pragma once
 #include "ember/tensor.h"
 
@@ -21,6 +22,16 @@ Tensor mm(const Tensor& a, const Tensor& b);
 Tensor dot(const Tensor& a, const Tensor& b);
 /// torch.outer: [n] x [m] -> [n, m] (a product with promotion; bool allowed, as torch).
 Tensor outer(const Tensor& a, const Tensor& b);
+/// torch.addmm: beta * input + alpha * (mat1 @ mat2). mat1 [M, K], mat2 [K, N], input
+/// broadcastable to [M, N]. beta = 0 ignores input's values (NaN included), as torch. Throws
+/// "[addmm] ..." for other ranks or an input that does not broadcast.
+Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1,
+             const Scalar& alpha = 1);
+/// torch.baddbmm: beta * input + alpha * bmm(batch1, batch2). batch1 [B, M, K], batch2
+/// [B, K, N], input broadcastable to [B, M, N]. Throws as bmm, and "[baddbmm] ..." for an input
+/// that does not broadcast.
+Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2,
+               const Scalar& beta = 1, const Scalar& alpha = 1);
 /// torch.nn.functional.linear: y = x W^T + b. x [*, in], weight [out, in] (or [in], giving
 /// [*]), bias [out] (optional; undefined = none) -> [*, out].
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());

@@ -9,6 +9,7 @@
 #include "nn/functional/common.h"
 #include "ops/activation.h"
 #include "ops/fast.h"
+#include "tensor/autocast.h"
 
 namespace ember::nn::functional {
 
@@ -39,6 +40,9 @@ Tensor softmax_input(const Tensor& input, int64_t& dim, std::optional<DType> dty
 }  // namespace
 
 Tensor softmax(const Tensor& input, int64_t dim, std::optional<DType> dtype) {
+  if (!dtype)
+    if (ember::detail::amp::Scope s{ember::detail::amp::Policy::f32_gpu, input})
+      return softmax(s(input), dim, dtype);
   Tensor x = softmax_input(input, dim, dtype, "softmax");
   const DType out = dtype ? *dtype : input.dtype();
   if (x.numel() == 0) return zeros(input.shape(), {out, input.device()});
@@ -49,6 +53,9 @@ Tensor softmax(const Tensor& input, int64_t dim, std::optional<DType> dtype) {
 }
 
 Tensor log_softmax(const Tensor& input, int64_t dim, std::optional<DType> dtype) {
+  if (!dtype)
+    if (ember::detail::amp::Scope s{ember::detail::amp::Policy::f32_gpu, input})
+      return log_softmax(s(input), dim, dtype);
   Tensor x = softmax_input(input, dim, dtype, "log_softmax");
   const DType out = dtype ? *dtype : input.dtype();
   if (x.numel() == 0) return zeros(input.shape(), {out, input.device()});
@@ -108,6 +115,8 @@ Tensor silu(const Tensor& input) { return ops::silu(input); }
 Tensor mish(const Tensor& input) { return ops::mish(input); }
 
 Tensor softplus(const Tensor& input, double beta, double threshold) {
+  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::f32_gpu, input})
+    return softplus(s(input), beta, threshold);
   return ops::softplus(input, beta, threshold);
 }
 
@@ -161,6 +170,8 @@ Tensor glu(const Tensor& input, int64_t dim) {
 }
 
 Tensor prelu(const Tensor& input, const Tensor& weight) {
+  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::lower_gpu, input})
+    return prelu(s(input), s(weight));
   ember::detail::check_defined(input, "prelu");
   ember::detail::check_defined(weight, "prelu");
   ember::detail::check_same_device(input, weight, "prelu");

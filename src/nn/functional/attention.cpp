@@ -8,6 +8,7 @@
 #include "ember/ops/layout.h"
 #include "ember/ops/linalg.h"
 #include "nn/functional/common.h"
+#include "tensor/autocast.h"
 
 namespace ember::nn::functional {
 
@@ -17,6 +18,9 @@ using ember::detail::describe;
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale) {
+  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::lower, query})
+    return scaled_dot_product_attention(s(query), s(key), s(value), s(attn_mask), dropout_p,
+                                        is_causal, scale);
   const char* op = "scaled_dot_product_attention";
   for (const Tensor* t : {&query, &key, &value}) {
     detail::check_float_input(*t, op);
@@ -37,10 +41,12 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   if (is_causal && attn_mask.defined())
     EMBER_FAIL(op, "attn_mask cannot be given together with is_causal=true");
   const DType dt = promote_types(promote_types(query.dtype(), key.dtype()), value.dtype());
+  // The matmuls run in dt (f16/bf16 ones accumulate in f32 and round once, as torch's); the
+  // scaling, mask and softmax in c (f32 for f16/bf16).
   const DType c = detail::compute_dtype(dt);
-  Tensor q = cast(query, c), k = cast(key, c), v = cast(value, c);
+  Tensor q = cast(query, dt), k = cast(key, dt), v = cast(value, dt);
   const double sc = scale ? *scale : 1.0 / std::sqrt(double(e));
-  Tensor scores = matmul(q, k.mT()) * sc;  // [..., L, S]
+  Tensor scores = cast(matmul(q, k.mT()), c) * sc;  // [..., L, S]
   const double inf = std::numeric_limits<double>::infinity();
   Tensor neg_inf = ember::detail::scalar_to_tensor(-inf, c, q.device());
   Tensor mask = attn_mask;
@@ -74,7 +80,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
                     ex / sum(ex, {-1}, true));
   }
   if (dropout_p > 0) weights = dropout(weights, dropout_p, true);
-  return cast(matmul(weights, v), dt);
+  return matmul(cast(weights, dt), v);
 }
 
 }  // namespace ember::nn::functional

@@ -32,8 +32,8 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
     ember::detail::check_device_data(idx.device(), [=] {
       if (!any_bad.item<bool>()) return;
       const int64_t v = masked_select(idx, bad).to_vector<int64_t>()[0];
-      EMBER_FAIL("embedding", "index ", v, " is out of range for dim 0 of size ", num,
-                 " (weight ", shape_str(w_shape), ")");
+      EMBER_FAIL("embedding", "index ", v, " is out of range for dim 0 of size ", num, " (weight ",
+                 shape_str(w_shape), ")");
     });
     // On GPU devices the error comes at the next sync: stay in bounds until then.
     if (!idx.device().is_host()) idx = clamp(idx, Scalar(0), Scalar(std::max<int64_t>(num - 1, 0)));

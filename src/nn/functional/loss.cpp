@@ -5,6 +5,7 @@
 #include "ember/nn/functional/activation.h"
 #include "ember/ops/indexing.h"
 #include "nn/functional/common.h"
+#include "tensor/autocast.h"
 
 namespace ember::nn::functional {
 
@@ -138,6 +139,8 @@ void check_class_target(const Tensor& input, const Tensor& target, const char* o
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
                 int64_t ignore_index, const std::string& reduction) {
+  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::f32, input})
+    return nll_loss(s(input), target, s(weight), ignore_index, reduction);
   const char* op = "nll_loss";
   detail::check_float_input(input, op);
   ember::detail::check_defined(target, op);
@@ -155,6 +158,8 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
                      int64_t ignore_index, const std::string& reduction, double label_smoothing) {
+  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::f32, input})
+    return cross_entropy(s(input), target, s(weight), ignore_index, reduction, label_smoothing);
   const char* op = "cross_entropy";
   detail::check_float_input(input, op);
   ember::detail::check_defined(target, op);
@@ -207,6 +212,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::f32, input})
+    return mse_loss(s(input), s(target), reduction);
   const DType dt = loss_dtype(input, target, "mse_loss");
   const Reduction r = detail::parse_reduction(reduction, "mse_loss");
   auto [x, t] = pointwise_args(input, target, dt, "mse_loss");
@@ -215,6 +222,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& re
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::f32, input})
+    return l1_loss(s(input), s(target), reduction);
   const DType dt = loss_dtype(input, target, "l1_loss");
   const Reduction r = detail::parse_reduction(reduction, "l1_loss");
   auto [x, t] = pointwise_args(input, target, dt, "l1_loss");
@@ -223,6 +232,8 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& red
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, const std::string& reduction,
                   double delta) {
+  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::f32, input})
+    return huber_loss(s(input), s(target), reduction, delta);
   const DType dt = loss_dtype(input, target, "huber_loss");
   const Reduction r = detail::parse_reduction(reduction, "huber_loss");
   if (!(delta > 0)) EMBER_FAIL("huber_loss", "delta must be positive, got ", delta);
@@ -234,6 +245,8 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, const std::string& 
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction,
                       double beta) {
+  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::f32, input})
+    return smooth_l1_loss(s(input), s(target), reduction, beta);
   const DType dt = loss_dtype(input, target, "smooth_l1_loss");
   const Reduction r = detail::parse_reduction(reduction, "smooth_l1_loss");
   if (!(beta >= 0)) EMBER_FAIL("smooth_l1_loss", "beta must be non-negative, got ", beta);
@@ -245,6 +258,8 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::stri
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
                             const std::string& reduction) {
+  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::f32, input})
+    return binary_cross_entropy(s(input), s(target), s(weight), reduction);
   const char* op = "binary_cross_entropy";
   const DType dt = loss_dtype(input, target, op);
   const Reduction r = detail::parse_reduction(reduction, op);
@@ -254,8 +269,9 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
     const Shape in_shape = input.shape();
     ember::detail::check_device_data(input.device(), [=] {
       if (bad.item<bool>())
-        EMBER_FAIL("binary_cross_entropy", "all elements of input should be between 0 and 1 (input ",
-                   shape_str(in_shape), ")");
+        EMBER_FAIL("binary_cross_entropy",
+                   "all elements of input should be between 0 and 1 (input ", shape_str(in_shape),
+                   ")");
     });
   }
   const DType c = detail::compute_dtype(dt);
@@ -276,6 +292,9 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const Tensor& weight, const std::string& reduction,
                                         const Tensor& pos_weight) {
+  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::f32, input})
+    return binary_cross_entropy_with_logits(s(input), s(target), s(weight), reduction,
+                                            s(pos_weight));
   const char* op = "binary_cross_entropy_with_logits";
   const DType dt = loss_dtype(input, target, op);
   const Reduction r = detail::parse_reduction(reduction, op);
@@ -297,6 +316,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 
 Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& reduction,
               bool log_target) {
+  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::f32, input})
+    return kl_div(s(input), s(target), reduction, log_target);
   const char* op = "kl_div";
   const DType dt = loss_dtype(input, target, op);
   const Reduction r = detail::parse_reduction(reduction, op, true);

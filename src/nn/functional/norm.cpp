@@ -7,6 +7,7 @@
 
 #include "nn/functional/common.h"
 #include "ops/fast.h"
+#include "tensor/autocast.h"
 #include "tensor/suggest_format.h"
 
 namespace ember::nn::functional {
@@ -74,6 +75,8 @@ void update_running(const Tensor& stat, const Tensor& value, double momentum) {
 
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps) {
+  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::f32_gpu, input})
+    return layer_norm(s(input), normalized_shape, s(weight), s(bias), eps);
   detail::check_float_input(input, "layer_norm");
   const auto dims = trailing_dims(input, normalized_shape, "layer_norm");
   check_affine(weight, input, normalized_shape, "weight", "layer_norm");
@@ -91,6 +94,8 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
 
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::f32_gpu, input})
+    return group_norm(s(input), num_groups, s(weight), s(bias), eps);
   detail::check_float_input(input, "group_norm");
   if (input.dim() < 2)
     EMBER_FAIL("group_norm", "expected input of shape [N, C, *], got ", shape_str(input.shape()));
