@@ -6,6 +6,8 @@
 // batched matmul.
 // --chain: only the chain of 1,000 small ops (us/op), for choosing EMBER_VULKAN_MAX_TASKS.
 // --ops: one op of each kernel family (ms each), to compare two builds of the kernel generator.
+// --lowp [N...]: f16 vs f32 square matmul (default N = 1024, 2048, 4096; one timed run after a
+// warm-up, as a CPU driver takes seconds at 4096), printing f16 / f32.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +15,7 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ember/ember.h"
 
@@ -33,7 +36,8 @@ double seconds_per_run(const Device& d, F&& f, int reps) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: gpu_bench DEVICE [--quick | --medium | --chain | --ops]\n");
+    std::fprintf(
+        stderr, "usage: gpu_bench DEVICE [--quick | --medium | --chain | --ops | --lowp [N...]]\n");
     return 2;
   }
   const Device d = Device::parse(argv[1]);
@@ -83,6 +87,28 @@ int main(int argc, char** argv) {
       } catch (const std::exception& e) {
         std::printf("%-34s failed: %s\n", name, e.what());
       }
+      std::fflush(stdout);
+    }
+    return 0;
+  }
+  if (argc > 2 && std::strcmp(argv[2], "--lowp") == 0) {
+    std::vector<int64_t> sizes;
+    for (int i = 3; i < argc; ++i) sizes.push_back(std::atoll(argv[i]));
+    if (sizes.empty()) sizes = {1024, 2048, 4096};
+    std::printf("%-22s %12s %12s %8s\n", ("matmul on " + d.str()).c_str(), "f32 (ms)", "f16 (ms)",
+                "f16/f32");
+    for (int64_t n : sizes) {
+      double ms[2] = {0, 0};
+      for (int i = 0; i < 2; ++i) {
+        const DType t = i ? DType::f16 : DType::f32;
+        if (!supports_dtype(d, t)) continue;
+        Tensor a = randn({n, n}, {DType::f32, d}).to(t), b = randn({n, n}, {DType::f32, d}).to(t);
+        ms[i] = seconds_per_run(
+                    d, [&] { (void)matmul(a, b); }, 1) *
+                1e3;
+      }
+      std::printf("%-22s %12.1f %12.1f %8.2f\n", ("N = " + std::to_string(n)).c_str(), ms[0], ms[1],
+                  ms[0] > 0 ? ms[1] / ms[0] : 0.0);
       std::fflush(stdout);
     }
     return 0;

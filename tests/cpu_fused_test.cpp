@@ -201,10 +201,12 @@ TEST(CpuFusedTest, ConvThroughOneDnnMatchesComposite) {
   EXPECT_EQ(check({rnd({3, 7, 7}), wrnd({2, 3, 2, 2})}, unbatched, 16), 1);
 }
 
+// f64 always runs the composite; bf16 runs oneDNN's bf16 convolution where the CPU has one (else
+// the composite): the same values either way (CpuLowp checks which ran).
 TEST(CpuFusedTest, ConvFallsBackForOtherDtypes) {
   auto c2 = [](const std::vector<Tensor>& v) { return F::conv2d(v[0], v[1], Tensor(), {1}, {1}); };
   EXPECT_EQ(check({rnd({1, 3, 6, 6}, DType::f64), rnd({2, 3, 3, 3}, DType::f64, 2)}, c2), 0);
-  EXPECT_EQ(check({rnd({1, 3, 6, 6}, DType::bf16), rnd({2, 3, 3, 3}, DType::bf16, 2)}, c2, 4), 0);
+  EXPECT_LE(check({rnd({1, 3, 6, 6}, DType::bf16), rnd({2, 3, 3, 3}, DType::bf16, 2)}, c2, 4), 1);
 }
 
 // Gradients of conv(x, w, b) weighted by a fixed g, on cpu (fused forward, oneDNN backward) and

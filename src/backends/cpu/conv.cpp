@@ -1,12 +1,15 @@
 // The cpu backend's convolutions through oneDNN (ir/fused.h): the forward (ir::Conv) and the two
 // backward passes (ir::ConvBackwardData, ir::ConvBackwardWeights); f32, 1d/2d/3d, strided,
-// padded, dilated, grouped and depthwise. The ways to run one (Ways, made once per geometry and
-// kept in a cache keyed by the kind, every shape, stride and parameter; the autotuner picks one
-// per shape class, choose()): oneDNN's own (blocked) layouts with reorders from and to the
-// tensors' strided ones; NHWC / NDHWC as they are for channels-last activations; for forward
-// 3x3 stride-1 kernels whose weights are used again unchanged, Winograd; for forward 1x1
-// stride-1 kernels on NHWC rows, a matmul. Anything oneDNN declines (it throws at creation) is
-// reported as not taken.
+// padded, dilated, grouped and depthwise; bf16 (and f16 where oneDNN has it) in oneDNN's native
+// low-precision convolutions (f32 accumulation, one rounding to the dtype, as the composite's
+// matmul: AVX512_BF16 / AMX kernels), declined when oneDNN has none or only a reference one for
+// the CPU (below AVX-512, and f16 in oneDNN 2.6), so the composite (im2col + matmul) runs. The ways
+// to run one (Ways, made once per geometry and kept in a cache keyed by the kind, every shape,
+// stride and parameter; the autotuner picks one per shape class, choose()): oneDNN's own (blocked)
+// layouts with reorders from and to the tensors' strided ones; NHWC / NDHWC as they are for
+// channels-last activations; for forward 3x3 stride-1 kernels whose weights are used again
+// unchanged, Winograd; for forward 1x1 stride-1 kernels on NHWC rows, a matmul. Anything oneDNN
+// declines (it throws at creation) is reported as not taken.
 //
 // Forward convolutions keep their weights in the primitive's layout across calls (Packed below),
 // keyed by the weight's storage and its write count when the op was made
@@ -41,16 +44,19 @@ namespace ember::cpu {
 namespace {
 
 using dnnl::memory;
+using dnnl_util::data_of;
 using dnnl_util::dims_of;
 using dnnl_util::engine;
 using dnnl_util::Scratch;
 using dnnl_util::strided_desc;
 using Dims = memory::dims;
-const auto kF32 = memory::data_type::f32;
+using DT = memory::data_type;
+const auto kF32 = DT::f32;
 
 std::atomic<int64_t> g_backward_runs{0};
 std::atomic<int64_t> g_winograd_runs{0};
 std::atomic<int64_t> g_matmul_runs{0};
+std::atomic<int64_t> g_half_runs{0};
 std::atomic<bool> g_backward_enabled{true};
 
 enum class Kind : int64_t { forward, backward_data, backward_weights };
@@ -88,19 +94,18 @@ memory::desc weight_desc(const Tensor& w, int64_t g) {
   Dims ws(w.strides().begin(), w.strides().end());
   const Dims wd = weight_dims(w, g);
   if (g > 1) ws.insert(ws.begin(), ws[0] * wd[1]);
-  return memory::desc(wd, kF32, ws);
+  return memory::desc(wd, dnnl_util::dnnl_type(w.dtype()), ws);
 }
-memory::desc any_desc(const Dims& d) { return memory::desc(d, kF32, memory::format_tag::any); }
+memory::desc any_desc(const Dims& d, DT dt) { return memory::desc(d, dt, memory::format_tag::any); }
 // Activations: NHWC / NDHWC when the tensor is channels-last (oneDNN then runs on it as it is,
 // with no reorder of input or output), else oneDNN's choice (a blocked layout, reordered).
-memory::desc act_desc(const Dims& d, bool cl) {
-  if (!cl) return any_desc(d);
-  return memory::desc(d, kF32,
-                      d.size() == 4 ? memory::format_tag::nhwc : memory::format_tag::ndhwc);
+memory::desc act_desc(const Dims& d, bool cl, DT dt) {
+  if (!cl) return any_desc(d, dt);
+  return memory::desc(d, dt, d.size() == 4 ? memory::format_tag::nhwc : memory::format_tag::ndhwc);
 }
 bool channels_last(const Tensor& t) { return t.memory_format() != MemoryFormat::contiguous; }
 memory::desc bias_desc(const Tensor& b) {
-  return memory::desc({b.size(0)}, kF32, memory::format_tag::x);
+  return memory::desc({b.size(0)}, dnnl_util::dnnl_type(b.dtype()), memory::format_tag::x);
 }
 
 // The geometry shared by the three kinds.
@@ -109,6 +114,7 @@ struct Geo {
   int64_t groups = 1;
   bool nhwc = false;      // channels-last activations: run on NHWC as is (else blocked + reorders)
   bool winograd = false;  // oneDNN's Winograd F(4x4, 3x3) (its own layouts; forward only)
+  DT dt = kF32;           // the tensors' data type (one for all)
   template <typename Op>
   explicit Geo(const Op& op)
       : stride(op.stride.begin(), op.stride.end()),
@@ -124,7 +130,7 @@ memory::desc row_major(const memory::desc& md) {
   const Dims d = md.dims();
   Dims st(d.size(), 1);
   for (size_t i = d.size() - 1; i > 0; --i) st[i - 1] = st[i] * d[i];
-  return memory::desc(d, kF32, st);
+  return memory::desc(d, md.data_type(), st);
 }
 
 Bind bind(int arg, bool out, const memory::desc& user, const memory::desc& prim) {
@@ -155,11 +161,19 @@ dnnl::convolution_forward::desc forward_desc(dnnl::prop_kind prop, const Dims& x
                                              bool cl) {
   const auto alg =
       g.winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
+  const DT dt = g.dt;
   if (bias)
-    return dnnl::convolution_forward::desc(prop, alg, act_desc(x, cl), any_desc(w), *bias,
-                                           act_desc(y, cl), g.stride, g.dil, g.pl, g.pr);
-  return dnnl::convolution_forward::desc(prop, alg, act_desc(x, cl), any_desc(w), act_desc(y, cl),
-                                         g.stride, g.dil, g.pl, g.pr);
+    return dnnl::convolution_forward::desc(prop, alg, act_desc(x, cl, dt), any_desc(w, dt), *bias,
+                                           act_desc(y, cl, dt), g.stride, g.dil, g.pl, g.pr);
+  return dnnl::convolution_forward::desc(prop, alg, act_desc(x, cl, dt), any_desc(w, dt),
+                                         act_desc(y, cl, dt), g.stride, g.dil, g.pl, g.pr);
+}
+
+// Low precision: oneDNN's reference kernels (scalar loops) count as declined, so the composite's
+// matmul runs instead (f32 is never declined for that).
+void require_fast(const char* impl, DT dt) {
+  if (dt != kF32 && !dnnl_util::fast_impl(impl))
+    throw dnnl::error(dnnl_unimplemented, "reference low-precision convolution");
 }
 
 // Tensors: x, w, [bias], y.
@@ -171,6 +185,7 @@ std::unique_ptr<Entry> make_forward(const std::vector<const Tensor*>& t, const G
       forward_desc(dnnl::prop_kind::forward_inference, dims_of(x), weight_dims(w, g.groups),
                    has_b ? &bmd : nullptr, dims_of(y), g, g.nhwc),
       engine());
+  require_fast(pd.impl_info_str(), g.dt);
   auto e = std::make_unique<Entry>();
   e->prim = dnnl::convolution_forward(pd);
   e->winograd = g.winograd;
@@ -191,10 +206,11 @@ std::unique_ptr<Entry> make_backward_data(const std::vector<const Tensor*>& t, c
       forward_desc(dnnl::prop_kind::forward_training, dims_of(gx), wd, nullptr, dims_of(gy), g, cl),
       engine());
   const dnnl::convolution_backward_data::primitive_desc pd(
-      dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct,
-                                            act_desc(dims_of(gx), cl), any_desc(wd),
-                                            act_desc(dims_of(gy), cl), g.stride, g.dil, g.pl, g.pr),
+      dnnl::convolution_backward_data::desc(
+          dnnl::algorithm::convolution_direct, act_desc(dims_of(gx), cl, g.dt), any_desc(wd, g.dt),
+          act_desc(dims_of(gy), cl, g.dt), g.stride, g.dil, g.pl, g.pr),
       engine(), hint);
+  require_fast(pd.impl_info_str(), g.dt);
   auto e = std::make_unique<Entry>();
   e->prim = dnnl::convolution_backward_data(pd);
   e->binds.push_back(bind(DNNL_ARG_DIFF_DST, false, strided_desc(gy), pd.diff_dst_desc()));
@@ -215,12 +231,14 @@ std::unique_ptr<Entry> make_backward_weights(const std::vector<const Tensor*>& t
                    dims_of(gy), g, cl),
       engine());
   const auto alg = dnnl::algorithm::convolution_direct;
-  const memory::desc xd = act_desc(dims_of(x), cl), gyd = act_desc(dims_of(gy), cl);
-  const auto desc = has_b ? dnnl::convolution_backward_weights::desc(
-                                alg, xd, any_desc(wd), bmd, gyd, g.stride, g.dil, g.pl, g.pr)
-                          : dnnl::convolution_backward_weights::desc(alg, xd, any_desc(wd), gyd,
-                                                                     g.stride, g.dil, g.pl, g.pr);
+  const memory::desc xd = act_desc(dims_of(x), cl, g.dt), gyd = act_desc(dims_of(gy), cl, g.dt);
+  const memory::desc wany = any_desc(wd, g.dt);
+  const auto desc = has_b ? dnnl::convolution_backward_weights::desc(alg, xd, wany, bmd, gyd,
+                                                                     g.stride, g.dil, g.pl, g.pr)
+                          : dnnl::convolution_backward_weights::desc(alg, xd, wany, gyd, g.stride,
+                                                                     g.dil, g.pl, g.pr);
   const dnnl::convolution_backward_weights::primitive_desc pd(desc, engine(), hint);
+  require_fast(pd.impl_info_str(), g.dt);
   auto e = std::make_unique<Entry>();
   e->prim = dnnl::convolution_backward_weights(pd);
   e->binds.push_back(bind(DNNL_ARG_SRC, false, strided_desc(x), pd.src_desc()));
@@ -239,6 +257,7 @@ std::vector<int64_t> key_of(Kind kind, const std::vector<const Tensor*>& ts, con
       k.push_back(-1);
       continue;
     }
+    k.push_back(int64_t(t->dtype()));
     k.push_back(t->dim());
     k.insert(k.end(), t->shape().begin(), t->shape().end());
     k.insert(k.end(), t->strides().begin(), t->strides().end());
@@ -263,7 +282,11 @@ Tensor readable(const Tensor& t) {
   if (t.dim() == 1) return t.stride(0) == 1 ? t : dense_copy(t);  // bias: format x
   return plain_strides(t) ? t : dense_copy(t);
 }
-bool usable(const Tensor& t) { return t.dtype() == DType::f32 && t.numel() > 0; }
+// f32, or bf16/f16 for oneDNN's native low-precision convolutions (every tensor one dtype).
+bool usable(const Tensor& t, DType dt = DType::f32) {
+  return t.dtype() == dt && (dt == DType::f32 || dt == DType::bf16 || dt == DType::f16) &&
+         t.numel() > 0;
+}
 
 // A forward entry's weights in its primitive's layout, scaled per output channel when an
 // epilogue was folded (with the folded bias), for one weight storage at one write count.
@@ -300,7 +323,7 @@ void execute(Entry& e, const std::vector<const Tensor*>& ts,
         args.emplace(b.arg, b.arg == DNNL_ARG_WEIGHTS ? packed->weights : packed->bias);
         continue;
       }
-      user[i] = memory(b.user, eng, const_cast<float*>(ref::ptr<float>(*ts[i])));
+      user[i] = memory(b.user, eng, data_of(*ts[i]));
       if (b.same) {
         prim[i] = user[i];
       } else {
@@ -321,6 +344,7 @@ void execute(Entry& e, const std::vector<const Tensor*>& ts,
     e.prim.execute(s, args);
     if (e.winograd) g_winograd_runs.fetch_add(1, std::memory_order_relaxed);
     if (e.matmul) g_matmul_runs.fetch_add(1, std::memory_order_relaxed);
+    if (ts[0] && ts[0]->dtype() != DType::f32) g_half_runs.fetch_add(1, std::memory_order_relaxed);
     for (size_t i = 0; i < e.binds.size(); ++i)
       if (e.binds[i].out && !e.binds[i].same) e.binds[i].reorder.execute(s, prim[i], user[i]);
     s.wait();
@@ -371,7 +395,7 @@ const Packed* pack(const Entry& e, const ir::Conv& op, const Tensor& w, const Te
   if (fold) attr.set_output_scales(e.oc_mask, fold->scale);  // per output channel
   p.buffer = std::make_unique<Scratch>(int64_t(wb->prim.get_size()));
   p.weights = memory(wb->prim, eng, p.buffer->p);
-  memory src(wb->user, eng, const_cast<float*>(ref::ptr<float>(w)));
+  memory src(wb->user, eng, data_of(w));
   dnnl::stream s(eng);
   if (wb->two_step || (fold && e.winograd)) {
     // Scaled on the way to a row-major copy: oneDNN's reorder into Winograd's layout gave
@@ -446,6 +470,7 @@ std::unique_ptr<Entry> try_make(Make make, const std::vector<const Tensor*>& ts,
   Geo g(op);
   g.nhwc = nhwc;
   g.winograd = winograd;
+  g.dt = dnnl_util::dnnl_type(ts[0]->dtype());
   try {
     return make(ts, g);
   } catch (const dnnl::error&) {
@@ -638,14 +663,16 @@ Entry* choose(Kind kind, Ways& w, const std::vector<const Tensor*>& ts, const Op
     return v;
   };
   bench.warmup = 1;  // a primitive's first run initialises its scratch and JIT state
-  bench.rtol = 1e-4;
+  // bf16/f16: the ways sum in other orders, then round (two units in the last place).
+  const DType dt = ts[0]->dtype();
+  bench.rtol = dt == DType::bf16 ? 1.0 / 64 : dt == DType::f16 ? 1.0 / 512 : 1e-4;
   bench.max_rtol = 1e-4;
   bench.detail = [&] {
     std::string s = kind_name(kind);
     for (const Tensor* t : ts) s += " " + describe(*t);
     return s;
   };
-  return es[tuner().pick("cpu.conv", dtype_name(DType::f32),
+  return es[tuner().pick("cpu.conv", dtype_name(dt),
                          shape_class(kind, ts, op, &weight) + (reused ? ".reused" : ""), cs,
                          bench)];
 }
@@ -674,10 +701,11 @@ Ways& ways_of(Kind kind, const std::vector<const Tensor*>& ts, const Op& op, Mak
     Ways w;
     w.blocked = try_make(make, ts, op, false);
     if (channels_last(*ts[0])) w.nhwc = try_make(make, ts, op, true);
-    if (kind == Kind::forward && winograd_shape(op, *ts[1]))
+    const bool f32 = ts[0]->dtype() == DType::f32;  // Winograd and the matmul way: f32 only
+    if (f32 && kind == Kind::forward && winograd_shape(op, *ts[1]))
       w.winograd = try_make(make, ts, op, false, true);
     if constexpr (std::is_same_v<Op, ir::Conv>)
-      if (kind == Kind::forward && matmul_shape(op))
+      if (f32 && kind == Kind::forward && matmul_shape(op))
         w.matmul = make_matmul(*ts[0], *ts[1], ts.size() == 4, *ts.back(), nullptr, {});
     it = g_cache.emplace(key, std::move(w)).first;
   }
@@ -697,8 +725,9 @@ bool run_cached(Kind kind, const std::vector<const Tensor*>& ts, const Op& op, M
 }  // namespace
 
 bool conv_dnnl(const ir::Conv& op) {
-  if (!usable(op.src) || !usable(op.weight) || op.dst.numel() == 0 || !plain_strides(op.dst) ||
-      (op.bias.defined() && op.bias.dtype() != DType::f32))
+  const DType dt = op.src.dtype();
+  if (!usable(op.src, dt) || !usable(op.weight, dt) || op.dst.dtype() != dt ||
+      op.dst.numel() == 0 || !plain_strides(op.dst) || (op.bias.defined() && op.bias.dtype() != dt))
     return false;
   const Tensor x = readable(op.src), w = readable(op.weight), b = readable(op.bias);
   std::vector<const Tensor*> ts{&x, &w};
@@ -880,8 +909,9 @@ bool conv_dnnl_epilogue(const ir::Conv& op, const ir::FusedGraph& g, int32_t anc
 }
 
 bool conv_dnnl_backward_data(const ir::ConvBackwardData& op) {
-  if (!g_backward_enabled.load(std::memory_order_relaxed) || !usable(op.grad_dst) ||
-      !usable(op.weight) || op.grad_src.numel() == 0 || op.grad_src.dtype() != DType::f32 ||
+  const DType dt = op.grad_dst.dtype();
+  if (!g_backward_enabled.load(std::memory_order_relaxed) || !usable(op.grad_dst, dt) ||
+      !usable(op.weight, dt) || op.grad_src.numel() == 0 || op.grad_src.dtype() != dt ||
       !plain_strides(op.grad_src))
     return false;
   const Tensor gy = readable(op.grad_dst), w = readable(op.weight);
@@ -893,10 +923,10 @@ bool conv_dnnl_backward_data(const ir::ConvBackwardData& op) {
 
 bool conv_dnnl_backward_weights(const ir::ConvBackwardWeights& op) {
   const Tensor& gb = op.grad_bias;
-  if (!g_backward_enabled.load(std::memory_order_relaxed) || !usable(op.src) ||
-      !usable(op.grad_dst) || !usable(op.grad_weight) || op.grad_weight.dtype() != DType::f32 ||
-      !plain_strides(op.grad_weight) ||
-      (gb.defined() && (gb.dtype() != DType::f32 || gb.stride(0) != 1)))
+  const DType dt = op.src.dtype();
+  if (!g_backward_enabled.load(std::memory_order_relaxed) || !usable(op.src, dt) ||
+      !usable(op.grad_dst, dt) || !usable(op.grad_weight, dt) || !plain_strides(op.grad_weight) ||
+      (gb.defined() && (gb.dtype() != dt || gb.stride(0) != 1)))
     return false;
   const Tensor x = readable(op.src), gy = readable(op.grad_dst);
   std::vector<const Tensor*> ts{&x, &gy, &op.grad_weight};
@@ -914,5 +944,7 @@ int64_t conv_backward_runs() { return g_backward_runs.load(std::memory_order_rel
 int64_t conv_winograd_runs() { return g_winograd_runs.load(std::memory_order_relaxed); }
 
 int64_t conv_matmul_runs() { return g_matmul_runs.load(std::memory_order_relaxed); }
+
+int64_t conv_half_runs() { return g_half_runs.load(std::memory_order_relaxed); }
 
 }  // namespace ember::cpu

@@ -1,22 +1,33 @@
 // The cpu backend's matmul for the float dtypes, through the GEMM libraries of gemm.h:
 //  - f32: gemm::sgemm (OpenBLAS or oneDNN, autotuned per shape class), f64: gemm::dgemm (OpenBLAS;
-//  reference kernel
-//    when OpenBLAS is absent);
-//  - f16/bf16: the operands are converted to f32 (exact), multiplied by sgemm, and the f32 result
-//    is rounded once to the dtype - the same accumulation type (f32) and single rounding as the
-//    reference kernel, so only the summation order differs. The whole operands are converted:
-//    converting panels of M (or M and N) and multiplying them separately changed 71 (146) of the
-//    1024^2 f16 results of a 1024^3 product on OpenBLAS 0.3.21 (one thread): OpenBLAS summed some
-//    elements in another order, so their f32 sums, and then their roundings, differed. Blocking
-//    would not keep the results identical (CpuGemm.HalfIsTheWholeF32ProductRoundedOnce).
+//    reference kernel when OpenBLAS is absent);
+//  - f16/bf16, two ways, both with f32 accumulation and one rounding to the dtype (as the
+//    reference kernel: results differ from it only in summation order):
+//     native: a oneDNN matmul primitive with bf16 (f16) operands and destination, run by its
+//       AVX512_BF16 / AMX kernels where the CPU has them. Made once per shape and layout (cached,
+//       a refusal too); oneDNN 2.6 declines bf16 below AVX-512 and f16 on every x86 CPU, and a
+//       reference (scalar) implementation counts as declined: then only the f32 way exists.
+//     f32: the operands converted to f32 (exact), multiplied by sgemm, the f32 result rounded
+//       once. The whole operands are converted: converting panels made OpenBLAS sum some
+//       elements in another order, so a blocked product was not the same f32 product.
+//    When both exist the autotuner picks per shape class, native first (the default, what
+//    EMBER_AUTOTUNE=off runs) when the CPU has bf16 in hardware (dnnl_util::hardware_bf16),
+//    else the f32 way first (on AVX-512 without BF16 oneDNN emulates bf16, sometimes slower).
 // Integer and bool matmuls fall back to the reference kernel.
+#include <dnnl.hpp>
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/autotune_util.h"
 #include "backends/cpu/dense.h"
+#include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/thread_pool.h"
@@ -174,7 +185,129 @@ void blas_matmul(const Tensor& a, const Tensor& b, const Tensor& d) {
 // An f16/bf16 operand converted to f32 (exact); a batch stride of 0 converts one matrix.
 Tensor to_f32(const Tensor& t) { return dense_batch_copy(t, DType::f32); }
 
+// The f16/bf16 product through f32: converted operands, sgemm, one rounding into d.
+void f32_way(const Tensor& a, const Tensor& b, const Tensor& d) {
+  const Tensor out = detail::make_tensor({d.size(0), d.size(1), d.size(2)}, DType::f32, d.device());
+  blas_matmul<float>(to_f32(a), to_f32(b), out);
+  const ir::Copy c{out, d};
+  if (!copy(c)) ref::copy(c);
+}
+
+std::atomic<int64_t> g_native_runs{0};
+
+// A oneDNN matmul primitive in the operands' own dtype for one shape and layout (null prim: oneDNN
+// declined it, or offered only a reference implementation).
+struct Native {
+  dnnl::matmul prim;
+  dnnl::memory::desc a, b, d;
+  bool made = false;
+  std::string impl;
+};
+std::mutex g_native_mutex;
+std::map<std::vector<int64_t>, std::shared_ptr<const Native>> g_native;
+
+// A [B, rows, cols] operand with a GEMM layout as oneDNN reads it; a batch stride of 0 (or one
+// matrix) as a broadcast batch of 1.
+dnnl::memory::desc native_desc(const Tensor& t, char trans, int64_t ld, int64_t batch) {
+  const int64_t rows = t.size(1), cols = t.size(2);
+  const bool one = batch == 1 || t.stride(0) == 0;
+  const int64_t span = std::max<int64_t>(trans == 'N' ? rows : cols, 1) * ld;
+  const dnnl::memory::dims dims{one ? 1 : batch, rows, cols};
+  const dnnl::memory::dims strides{one ? span : t.stride(0), trans == 'N' ? ld : 1,
+                                   trans == 'N' ? 1 : ld};
+  return dnnl::memory::desc(dims, dnnl_util::dnnl_type(t.dtype()), strides);
+}
+
+// The cached primitive for (a, b, d); d must have row-major matrices.
+std::shared_ptr<const Native> native_for(const Tensor& a, char ta, int64_t lda, const Tensor& b,
+                                         char tb, int64_t ldb, const Tensor& d) {
+  const int64_t B = d.size(0);
+  std::vector<int64_t> key{
+      int64_t(d.dtype()), B,  d.size(1), d.size(2),   a.size(2),   ta,         lda,
+      a.stride(0),        tb, ldb,       b.stride(0), d.stride(0), d.stride(1)};
+  std::lock_guard<std::mutex> lock(g_native_mutex);
+  auto& slot = g_native[key];
+  if (slot) return slot;
+  auto n = std::make_shared<Native>();
+  try {
+    n->a = native_desc(a, ta, lda, B);
+    n->b = native_desc(b, tb, ldb, B);
+    n->d = native_desc(d, 'N', d.stride(1), B);
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(n->a, n->b, n->d),
+                                          dnnl_util::engine());
+    n->impl = pd.impl_info_str();
+    if (dnnl_util::fast_impl(pd.impl_info_str())) {
+      n->prim = dnnl::matmul(pd);
+      n->made = true;
+    }
+  } catch (const dnnl::error&) {
+    n->made = false;  // unimplemented for this dtype, ISA or layout
+  }
+  slot = n;
+  return slot;
+}
+
+// d = a @ b in a's dtype (f16/bf16): native when oneDNN has a fast kernel for it, else (or when
+// the autotuner finds it faster) the f32 way.
+void half_matmul(const Tensor& a, const Tensor& b, const Tensor& d) {
+  char ta, tb;
+  int64_t lda, ldb;
+  const Tensor ac = gemm_operand(a, ta, lda), bc = gemm_operand(b, tb, ldb);
+  const bool rows = d.stride(2) == 1 && d.stride(1) >= std::max<int64_t>(d.size(2), 1);
+  const Tensor out = rows ? d : detail::make_tensor(d.shape(), d.dtype(), d.device());
+  const auto n = native_for(ac, ta, lda, bc, tb, ldb, out);
+  if (!n->made) return f32_way(a, b, d);
+  auto native = [&] {
+    auto& eng = dnnl_util::engine();
+    dnnl::stream s(eng);
+    n->prim.execute(s, {{DNNL_ARG_SRC, dnnl::memory(n->a, eng, dnnl_util::data_of(ac))},
+                        {DNNL_ARG_WEIGHTS, dnnl::memory(n->b, eng, dnnl_util::data_of(bc))},
+                        {DNNL_ARG_DST, dnnl::memory(n->d, eng, dnnl_util::data_of(out))}});
+    s.wait();
+    g_native_runs.fetch_add(1, std::memory_order_relaxed);
+    if (!out.is_alias_of(d)) {
+      const ir::Copy c{out, d};
+      if (!copy(c)) ref::copy(c);
+    }
+  };
+  const int64_t B = d.size(0), M = d.size(1), N = d.size(2), K = a.size(2);
+  const bool first = a.dtype() == DType::bf16 && dnnl_util::hardware_bf16();
+  const std::vector<autotune::Candidate> cs{{first ? "onednn-native" : "f32-sgemm"},
+                                            {first ? "f32-sgemm" : "onednn-native"}};
+  const std::string shape =
+      "b" + std::to_string(autotune::anchor(B)) + ".m" + std::to_string(autotune::anchor(M)) +
+      ".n" + std::to_string(autotune::anchor(N)) + ".k" + std::to_string(autotune::anchor(K));
+  auto run = [&](size_t i) {
+    if ((i == 0) == first)
+      native();
+    else
+      f32_way(a, b, d);
+  };
+  autotune::Bench bench;
+  bench.run = run;
+  bench.result = [&] { return host_values(d); };
+  bench.warmup = 1;
+  // Two units in the last place of the dtype (the f32 sums differ in order, then each rounds).
+  bench.rtol = a.dtype() == DType::bf16 ? 1.0 / 64 : 1.0 / 512;
+  bench.max_rtol = 1e-5 * (1.0 + std::sqrt(double(K)));
+  bench.detail = [&] { return describe(a) + " @ " + describe(b); };
+  run(tuner().pick("cpu.matmul", dtype_name(a.dtype()), shape, cs, bench));
+}
+
 }  // namespace
+
+int64_t native_half_matmul_runs() { return g_native_runs.load(std::memory_order_relaxed); }
+
+std::string native_half_matmul_impl(const ir::Matmul& op) {
+  char ta, tb;
+  int64_t lda, ldb;
+  const Tensor ac = gemm_operand(op.a, ta, lda), bc = gemm_operand(op.b, tb, ldb);
+  const Tensor& d = op.dst;
+  const bool rows = d.stride(2) == 1 && d.stride(1) >= std::max<int64_t>(d.size(2), 1);
+  const Tensor out = rows ? d : detail::make_tensor(d.shape(), d.dtype(), d.device());
+  const auto n = native_for(ac, ta, lda, bc, tb, ldb, out);
+  return n->made ? n->impl : "";
+}
 
 bool sgemm_runs_onednn(const ir::Matmul& op) {
   if (op.dst.dtype() != DType::f32 || op.dst.numel() == 0 || op.a.size(2) == 0) return false;
@@ -207,11 +340,7 @@ bool sgemm_matmul(const ir::Matmul& op) {
   } else if (dt == DType::f64) {
     blas_matmul<double>(a, b, d);
   } else {
-    // f16/bf16: f32 operands, an f32 product, one rounding into dst (as the reference kernel).
-    const Tensor out = detail::make_tensor({d.size(0), M, N}, DType::f32, d.device());
-    blas_matmul<float>(to_f32(a), to_f32(b), out);
-    const ir::Copy c{out, d};
-    if (!copy(c)) ref::copy(c);
+    half_matmul(a, b, d);
   }
   return true;
 }

@@ -2,6 +2,9 @@
 // AVX2 clones). Each returns false when it has no fast path for the op, and the backend then runs
 // the reference kernel. Internal.
 #pragma once
+#include <cstdint>
+#include <string>
+
 #include "ir/fused.h"
 #include "ir/graph.h"
 #include "ir/ops.h"
@@ -25,6 +28,11 @@ bool sgemm_matmul(const ir::Matmul& op);  // gemm.cpp
 /// Whether sgemm_matmul runs this f32 matmul on oneDNN (the autotuned library choice for its
 /// shape class, tuned now if it was not yet). gemm.cpp.
 bool sgemm_runs_onednn(const ir::Matmul& op);
+/// gemm.cpp, for tests: how many f16/bf16 matmuls ran on oneDNN's native low-precision matmul,
+/// and the implementation oneDNN gives op (one dtype, f16/bf16; "" when it has no fast one and
+/// the f32 way runs: e.g. "brg:avx512_core_bf16").
+int64_t native_half_matmul_runs();
+std::string native_half_matmul_impl(const ir::Matmul& op);
 /// An f32 matmul and its epilogue graph (reading the product as inputs[anchor_input]) as one
 /// oneDNN matmul with post-ops; false (nothing written) when the epilogue does not map onto
 /// them, or when the eager matmul would run on OpenBLAS (the fused result then keeps the eager
@@ -44,6 +52,9 @@ int64_t conv_backward_runs();
 int64_t conv_winograd_runs();
 /// Forward 1x1 convolutions run as oneDNN matmuls since start (conv.cpp; for tests).
 int64_t conv_matmul_runs();
+/// bf16/f16 convolution passes (any kind) run on oneDNN's native kernels since start (conv.cpp;
+/// for tests).
+int64_t conv_half_runs();
 /// Test hook: off makes the backward passes decline (the frontend's composite gradients run).
 void set_conv_backward_enabled(bool on);
 /// pool.cpp: oneDNN max / avg pooling forward and backward (f32); false: not taken.
