@@ -1,6 +1,7 @@
 #include "backends/opencl/opencl_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -77,25 +78,53 @@ std::unique_ptr<OpenCLBackend> make_backend(int64_t index) {
   return std::make_unique<OpenCLBackend>(index, e.platform, e.device);
 }
 
+namespace {
+
+// Every backend made so far. Never destroyed: ICD threads (PoCL's) may be gone at exit, and
+// tensors may outlive statics.
+std::vector<std::unique_ptr<OpenCLBackend>>& made() {
+  static auto* m = new std::vector<std::unique_ptr<OpenCLBackend>>();
+  return *m;
+}
+std::mutex& made_mutex() {
+  static auto* m = new std::mutex();
+  return *m;
+}
+
+void quiesce_all() {
+  std::lock_guard<std::mutex> lock(made_mutex());
+  for (auto& b : made())
+    if (b) b->quiesce();
+}
+
+// Builds so far, and their count when the hook was last registered after a build / a wait.
+std::atomic<uint64_t> g_driver_work{1}, g_hooked[2];
+
+}  // namespace
+
+// At exit no kernel may still run, or be compiled, on the driver's threads while statics are
+// destroyed. Exit handlers run in the reverse order of registration, and the compiler PoCL
+// runs (clang/LLVM, shared with lavapipe) creates function-local statics the first time it
+// compiles, so the hook is registered again after driver work: it must come after those. A
+// build compiles now; its kernels compile again at their first launch, done by the next wait.
+void hook_exit_after_driver_work(bool after_wait) {
+  const uint64_t now = g_driver_work.load();
+  if (g_hooked[after_wait ? 1 : 0].exchange(now) != now) std::atexit(quiesce_all);
+}
+
+void note_driver_work() { g_driver_work.fetch_add(1); }
+
 OpenCLBackend& backend(int64_t index) {
-  static std::mutex m;
-  // Never destroyed: ICD threads (PoCL's) may be gone at exit, and tensors may outlive statics.
-  static auto* made = new std::vector<std::unique_ptr<OpenCLBackend>>();
-  std::lock_guard<std::mutex> lock(m);
   entry(index);
-  if (made->size() < entries().size()) made->resize(entries().size());
-  auto& b = (*made)[size_t(index)];
-  if (!b) {
-    b = make_backend(index);
-    // At exit, no kernel may still run on the driver's threads while statics (LLVM's, shared
-    // with lavapipe in one process) are destroyed.
-    static const bool registered = std::atexit([] {
-                                     for (auto& e : *made)
-                                       if (e) e->quiesce();
-                                   }) == 0;
-    (void)registered;
+  {
+    std::lock_guard<std::mutex> lock(made_mutex());
+    auto& all = made();
+    if (all.size() < entries().size()) all.resize(entries().size());
+    auto& b = all[size_t(index)];
+    if (!b) b = make_backend(index);
   }
-  return *b;
+  hook_exit_after_driver_work(false);
+  return *made()[size_t(index)];
 }
 
 void OpenCLBackend::quiesce() noexcept {
@@ -335,6 +364,7 @@ bool OpenCLBackend::batch_done(Batch& b, bool wait) {
     const cl_int r = fn().clWaitForEvents(1, &s.done);
     if (r != CL_SUCCESS && r != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
       fail("clWaitForEvents", r);
+    hook_exit_after_driver_work(true);
   }
   cl_int st = CL_QUEUED;
   EMBER_CL(clGetEventInfo, s.done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr);

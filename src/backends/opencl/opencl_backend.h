@@ -19,6 +19,12 @@ struct ProgramStats {
   int64_t compiled = 0, loaded_from_disk = 0, memory_hits = 0;
 };
 
+/// A kernel build is about to start: kernels compiled by the driver now or at their launch.
+void note_driver_work();
+/// Registers the exit hook that waits for every queue again when a build happened since the
+/// last time, after a build or after a wait (opencl_backend.cpp says why).
+void hook_exit_after_driver_work(bool after_wait);
+
 class OpenCLBackend : public runtime::KernelBackend {
  public:
   /// Creates the context and queue of `device` (opencl:index).

@@ -94,10 +94,12 @@ cl_program OpenCLBackend::build_binary(const std::string& path, uint64_t hash,
     if (p) fn().clReleaseProgram(p);
     return nullptr;
   }
+  note_driver_work();
   if (fn().clBuildProgram(p, 1, &dev_, opts.c_str(), nullptr, nullptr) != CL_SUCCESS) {
     fn().clReleaseProgram(p);
     return nullptr;
   }
+  hook_exit_after_driver_work(false);
   return p;
 }
 
@@ -128,7 +130,9 @@ cl_program OpenCLBackend::build(const codegen::Kernel& k) {
   cl_int err = CL_SUCCESS;
   cl_program p = fn().clCreateProgramWithSource(ctx_, 1, &src, &len, &err);
   if (err != CL_SUCCESS) fail("clCreateProgramWithSource", err);
+  note_driver_work();
   err = fn().clBuildProgram(p, 1, &dev_, opts.c_str(), nullptr, nullptr);
+  hook_exit_after_driver_work(false);
   if (err != CL_SUCCESS) {
     const std::string log = build_log(p, dev_);
     fn().clReleaseProgram(p);
