@@ -15,8 +15,9 @@ TEST(CliTest, HelpForEveryCommand) {
     EXPECT_NE(r.output.find("Usage"), std::string::npos) << c << r.output;
   }
   Result t = run_ember("train --help");
-  for (const char* opt : {"--model", "--epochs", "--batch-size", "--lr", "--device", "--out",
-                          "--resume", "--data", "--workers", "--seed", "--limit-train"})
+  for (const char* opt :
+       {"--model", "--epochs", "--batch-size", "--lr", "--device", "--out", "--resume", "--data",
+        "--workers", "--seed", "--limit-train", "--precision"})
     EXPECT_NE(t.output.find(opt), std::string::npos) << opt;
 }
 

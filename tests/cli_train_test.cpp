@@ -242,3 +242,45 @@ TEST(CliTestTrain, LimitsConvertOnlyTheImagesUsed) {
   EXPECT_EQ(s["train_samples"], 64);
   EXPECT_EQ(s["test_samples"], 32);
 }
+
+// --precision: recorded in the summary, the status line and the report; --resume keeps the
+// checkpoint's, and refuses another one; a bad value is a usage error.
+TEST(CliTestTrain, PrecisionIsRecordedAndKeptOnResume) {
+  REQUIRE_FASHION();
+  TempDir dir;
+  Result bad = run_ember("train fashion-mnist --precision fp16");
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_EQ(bad.output.rfind("error: --precision: fp16 not in {f32,bf16,f16}", 0), 0u)
+      << bad.output;
+
+  const std::string common = "train fashion-mnist --model mlp --limit-train 320 --limit-test 100 ";
+  Result r = run_ember(common + "--epochs 1 --precision f16 --out " + (dir / "a"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find(", precision f16, output "), std::string::npos) << r.output;
+  json s = read_json(dir / "a/summary.json");
+  EXPECT_EQ(s["precision"], "f16");
+  EXPECT_EQ(s["history"][0]["grad_scale"], 65536.0) << s.dump();
+  EXPECT_EQ(s["history"][0]["skipped_steps"], 0.0) << s.dump();
+  std::ifstream html(dir / "a/report.html");
+  const std::string report((std::istreambuf_iterator<char>(html)), {});
+  EXPECT_NE(report.find("<td>mixed float16 (float32 weights)</td>"), std::string::npos);
+
+  Result kept = run_ember(common + "--epochs 2 --resume --out " + (dir / "a"));
+  ASSERT_EQ(kept.status, 0) << kept.output;
+  EXPECT_NE(kept.output.find(", precision f16, output "), std::string::npos) << kept.output;
+  s = read_json(dir / "a/summary.json");
+  EXPECT_EQ(s["precision"], "f16");
+  EXPECT_EQ(s["epochs"], 2);
+  EXPECT_LT(s["history"][1]["train_loss"].get<double>(), 2.0);  // below chance, ln 10
+
+  Result other = run_ember(common + "--epochs 3 --resume --precision bf16 --out " + (dir / "a"));
+  EXPECT_EQ(other.status, 1) << other.output;
+  EXPECT_NE(other.output.find("trained with precision f16, this Learner's is bf16"),
+            std::string::npos)
+      << other.output;
+
+  Result b = run_ember(common + "--epochs 1 --precision bf16 --out " + (dir / "b"));
+  ASSERT_EQ(b.status, 0) << b.output;
+  EXPECT_EQ(read_json(dir / "b/summary.json")["precision"], "bf16");
+  EXPECT_EQ(read_json(dir / "b/summary.json")["history"][0].count("grad_scale"), 0u);
+}

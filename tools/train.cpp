@@ -35,6 +35,8 @@ struct TrainArgs {
   double lr = 1e-3;
   bool lr_given = false;  // else a --resume keeps the checkpoint's learning rate
   std::string device;     // "": Device::default_device() (EMBER_DEVICE, else cpu)
+  std::string precision = "f32";
+  bool precision_given = false;  // else a --resume keeps the checkpoint's precision
   std::string out;
   bool resume = false;
   std::string data_dir;
@@ -224,6 +226,11 @@ int run_train(TrainArgs a) {
     rate->seconds += std::chrono::duration<double>(rate->last_batch - rate->epoch_start).count();
     rate->epoch_start = Rate::Clock::now();
   };
+  // --resume without --precision continues in the checkpoint's precision; one given that differs
+  // is refused by resume() (naming both).
+  o.precision = a.resume && !a.precision_given ? train::checkpoint_precision(out)
+                                               : train::parse_precision(a.precision);
+  a.precision = train::precision_name(o.precision);
   train::Learner learner(model, opt, train::cross_entropy_loss(), o);
   if (a.resume) {
     learner.resume(out);
@@ -258,7 +265,7 @@ int run_train(TrainArgs a) {
             << (images && data_json["test_folder"] == "" ? " validation" : " test")
             << " images) on " << device.str() << ", " << a.epochs
             << (a.epochs == 1 ? " epoch" : " epochs") << ", batch " << a.batch_size << ", Adam lr "
-            << a.lr << ", output " << out << "\n";
+            << a.lr << ", precision " << a.precision << ", output " << out << "\n";
   const train::FitResult r = learner.fit(train_loader, &test_loader, a.epochs);
 
   nlohmann::json epochs = nlohmann::json::array();
@@ -286,6 +293,7 @@ int run_train(TrainArgs a) {
   nlohmann::json s = {{"dataset", a.dataset},
                       {"model", a.model},
                       {"device", device.str()},
+                      {"precision", a.precision},
                       {"status", train::fit_status_name(r.status)},
                       {"epochs", r.epochs_completed},
                       {"steps", r.steps},
@@ -356,6 +364,12 @@ void add_train_command(CLI::App& app) {
       ->check(real_between(0, HUGE_VAL, "a finite number > 0"))
       ->capture_default_str();
   add_device_option(cmd, a->device);
+  cmd->add_option("--precision", a->precision,
+                  "f32, or mixed precision: bf16 or f16 (the forward pass and the loss under "
+                  "autocast, f32 weights; f16 with loss scaling). With --resume: the "
+                  "checkpoint's unless given (another one than the checkpoint's is refused)")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}))
+      ->capture_default_str();
   add_max_image_pixels_option(cmd);
   cmd->add_option(
          "--out", a->out,
@@ -397,11 +411,13 @@ void add_train_command(CLI::App& app) {
       ->group("");
   CLI::Option* image_size = cmd->get_option("--image-size");
   CLI::Option* lr = cmd->get_option("--lr");
+  CLI::Option* precision = cmd->get_option("--precision");
   CLI::Option* channels = cmd->get_option("--channels");
   CLI::Option* valid_fraction = cmd->get_option("--valid-fraction");
-  cmd->callback([a, epochs, lr, image_size, channels, valid_fraction] {
+  cmd->callback([a, epochs, lr, precision, image_size, channels, valid_fraction] {
     a->epochs_given = epochs->count() > 0;
     a->lr_given = lr->count() > 0;
+    a->precision_given = precision->count() > 0;
     if (a->dataset.empty() && a->data_dir.empty())
       throw CLI::ValidationError("dataset",
                                  "name one (mnist, fashion-mnist) or give --data DIR, a folder "

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "ember/autocast.h"
 #include "ember/autograd.h"
 #include "ember/nn/functional/loss.h"
 #include "ember/nn/utils.h"
@@ -60,6 +61,31 @@ std::string hms(double s) {
 }
 
 }  // namespace
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::f32:
+      return "f32";
+    case Precision::bf16:
+      return "bf16";
+    case Precision::f16:
+      return "f16";
+  }
+  return "?";
+}
+
+Precision parse_precision(const std::string& name) {
+  for (Precision p : {Precision::f32, Precision::bf16, Precision::f16})
+    if (name == precision_name(p)) return p;
+  EMBER_FAIL("Learner", "unknown precision '", name, "' (f32, bf16 or f16)");
+}
+
+namespace detail {
+std::optional<DType> autocast_dtype(Precision p) {
+  if (p == Precision::f32) return std::nullopt;
+  return p == Precision::bf16 ? DType::bf16 : DType::f16;
+}
+}  // namespace detail
 
 const char* fit_status_name(FitStatus s) {
   switch (s) {
@@ -119,7 +145,8 @@ Learner::Learner(std::shared_ptr<nn::Module> model, std::shared_ptr<optim::Optim
     : model_(std::move(model)),
       optimizer_(std::move(optimizer)),
       step_fn_(std::move(step)),
-      opts_(std::move(options)) {
+      opts_(std::move(options)),
+      scaler_(opts_.precision == Precision::f16 ? DType::f16 : DType::f32, opts_.grad_scaler) {
   constexpr const char* op = "Learner";
   if (!model_) EMBER_FAIL(op, "model is null");
   if (!optimizer_) EMBER_FAIL(op, "optimizer is null");
@@ -169,6 +196,14 @@ void Learner::set_scheduler(std::shared_ptr<optim::ReduceLROnPlateau> scheduler,
 }
 
 namespace {
+// The step function's run: under autocast with bf16 / f16 (the forward pass and the loss).
+std::optional<StepOutput> run_step(detail::BatchSource& src, const LearnerOptions& o) {
+  const std::optional<DType> dtype = detail::autocast_dtype(o.precision);
+  if (!dtype) return src.step(o.device);
+  autocast guard(o.device.type(), *dtype);
+  return src.step(o.device);
+}
+
 int64_t samples_of(const StepOutput& s) {
   if (s.batch_size >= 0) return s.batch_size;
   if (s.target.defined() && s.target.dim() > 0) return s.target.size(0);
@@ -200,8 +235,7 @@ std::map<std::string, double> Learner::evaluate_source(detail::BatchSource& load
   for (const auto& m : metrics_) m->reset();
   loader.set_epoch(0);  // the same batches every time
   try {
-    while (auto s = loader.step(opts_.device))
-      update_metrics(acc, step_loss(*s).item<double>(), *s);
+    while (auto s = run_step(loader, opts_)) update_metrics(acc, step_loss(*s).item<double>(), *s);
   } catch (...) {
     model_->train(was_training);
     throw;
@@ -219,6 +253,7 @@ void Learner::train_epoch(detail::BatchSource& train, Run& run) {
   run.epoch_start = Clock::now();
   run.stream_start = stream_stats(opts_.device);
   run.batches = 0;
+  run.skipped_steps = 0;
   run.last_draw = -1;
   const int64_t nb = train.size();
   const int64_t n_acc = opts_.accumulation_steps;
@@ -236,16 +271,21 @@ void Learner::train_epoch(detail::BatchSource& train, Run& run) {
     const int64_t group_start = b / n_acc * n_acc;
     const int64_t group_size = std::min(n_acc, nb - group_start);
     const bool step_due = b == group_start + group_size - 1;
-    const std::optional<StepOutput> s = train.step(opts_.device);
+    const std::optional<StepOutput> s = run_step(train, opts_);
     if (!s) EMBER_FAIL("Learner", "the train loader ended after ", b, " of ", nb, " batches");
     const Tensor& loss = step_loss(*s);
-    (group_size == 1 ? loss : loss / double(group_size)).backward();
+    // Outside autocast (as torch's recipe); the scaler multiplies only with f16.
+    scaler_.scale(group_size == 1 ? loss : loss / double(group_size)).backward();
     const double loss_value = loss.item<double>();
     ++run.batches;
     update_metrics(run.acc, loss_value, *s);
     if (step_due) {
-      if (opts_.clip_grad_norm > 0) nn::clip_grad_norm_(params, opts_.clip_grad_norm);
-      optimizer_->step();
+      if (opts_.clip_grad_norm > 0) {
+        scaler_.unscale_(*optimizer_);  // clip the true gradients
+        nn::clip_grad_norm_(params, opts_.clip_grad_norm);
+      }
+      if (!scaler_.step(*optimizer_)) ++run.skipped_steps;
+      scaler_.update();
       optimizer_->zero_grad();
       ++step_;
       if (scheduler_ && interval_ == SchedulerInterval::batch) scheduler_->step();

@@ -1,6 +1,7 @@
 // State shared by the Learner's loop (learner.cpp) and its epoch end / I/O (learner_io.cpp).
 #pragma once
 #include <chrono>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -22,8 +23,9 @@ struct Learner::Run {
   std::string last_checkpoint;
   MetricAccumulator acc{5};
   Clock::time_point epoch_start;
-  StreamStats stream_start;  // the device's stream counters when the epoch started
-  int64_t batches = 0;       // batches trained this epoch
+  StreamStats stream_start;   // the device's stream counters when the epoch started
+  int64_t batches = 0;        // batches trained this epoch
+  int64_t skipped_steps = 0;  // optimizer steps the GradScaler skipped this epoch
   double last_draw = -1;
   bool interrupted = false;
 };
@@ -36,6 +38,8 @@ void ensure_dir(const std::string& dir);
 /// 16 random hex digits naming one run in its checkpoints (not drawn from Ember's generators,
 /// so a run's random numbers do not depend on it).
 std::string new_run_id();
+/// The dtype autocast runs in for `p`; nullopt for f32 (no autocast scope).
+std::optional<DType> autocast_dtype(Precision p);
 }  // namespace detail
 
 }  // namespace ember::train

@@ -12,6 +12,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <tuple>
+#include <utility>
 
 #include "ember/checked.h"
 #include "ember/record/checkpoint.h"
@@ -110,6 +112,10 @@ bool Learner::end_epoch(detail::BatchSource* valid, Run& run) {
     s.metrics["fused_kernels_per_step"] = double(now.graphs - run.stream_start.graphs) / nb;
   }
   s.metrics["lr"] = optimizer_->param_groups().at(0).lr();  // the lr this epoch ended with
+  if (opts_.precision == Precision::f16) {
+    s.metrics["grad_scale"] = scaler_.get_scale();
+    s.metrics["skipped_steps"] = double(run.skipped_steps);
+  }
   if (valid)
     for (const auto& [k, v] : evaluate_source(*valid)) s.metrics["valid_" + k] = v;
   if (scheduler_ && interval_ == SchedulerInterval::epoch) scheduler_->step();
@@ -210,6 +216,12 @@ void Learner::write_checkpoint(const std::string& path, int64_t batch) const {
   learner["es_bad_epochs"] = es_bad_epochs_;
   learner["kept"] = kept_;
   learner["run_id"] = run_id_;
+  learner["precision"] = precision_name(opts_.precision);
+  if (scaler_.is_enabled()) {
+    nlohmann::json gs = nlohmann::json::object();
+    for (const auto& [k, v] : scaler_.state_dict()) gs[k] = v.item<double>();
+    learner["grad_scaler"] = gs;
+  }
   // Epochs (history, best_epoch) count from 1 since this key; files without it count from 0.
   learner["epoch_base"] = 1;
   st.extra["learner"] = learner.dump();
@@ -282,7 +294,11 @@ void Learner::write_logs() const {
     return false;
   };
   if (!given("device")) info.settings.emplace_back("device", opts_.device.str());
-  if (!given("precision"))
+  if (!given("precision") && opts_.precision != Precision::f32)
+    info.settings.emplace_back(
+        "precision", std::string("mixed ") + dtype_name(*detail::autocast_dtype(opts_.precision)) +
+                         " (float32 weights)");
+  else if (!given("precision"))
     for (const Tensor& p : model_->parameters())
       if (is_floating(p.dtype())) {
         info.settings.emplace_back("precision", dtype_name(p.dtype()));
@@ -303,8 +319,11 @@ void Learner::set_report_setting(const std::string& name, const std::string& val
   opts_.report_settings.emplace_back(name, value);
 }
 
-void Learner::resume(const std::string& dir) {
-  constexpr const char* op = "Learner::resume";
+namespace {
+// The checkpoint resume(dir) loads: dir itself when it is a file, else the newest in
+// dir/checkpoints (interrupted or epoch-NNNN, by optimizer step). Its path and state.
+std::pair<std::string, record::TrainingState> newest_checkpoint(const std::string& dir,
+                                                                const char* op) {
   std::vector<std::string> candidates;
   if (record::detail::file_exists(dir)) {
     candidates.push_back(dir);
@@ -332,13 +351,67 @@ void Learner::resume(const std::string& dir) {
       newest = st;
     }
   }
-  // The learner's state is checked before load_checkpoint (which changes nothing when it
-  // fails), so a bad file leaves this learner as it was.
-  const record::TrainingState& st = newest;
+  return {path, newest};
+}
+
+// The learner's JSON state of a checkpoint.
+nlohmann::json learner_state(const record::TrainingState& st, const std::string& path,
+                             const char* op) {
   nlohmann::json learner;
   auto it = st.extra.find("learner");
   if (it != st.extra.end()) learner = nlohmann::json::parse(it->second, nullptr, false);
   if (!learner.is_object()) EMBER_FAIL(op, path, ": not a Learner checkpoint (no learner state)");
+  return learner;
+}
+
+// The checkpoint's precision: f32 when absent (written before precision was recorded).
+Precision precision_of(const nlohmann::json& learner, const std::string& path, const char* op) {
+  if (!learner.contains("precision")) return Precision::f32;
+  const nlohmann::json& p = learner["precision"];
+  for (Precision c : {Precision::f32, Precision::bf16, Precision::f16})
+    if (p.is_string() && p.get<std::string>() == precision_name(c)) return c;
+  EMBER_FAIL(op, path, ": field 'learner.precision' = ", p.dump(), " is not f32, bf16 or f16");
+}
+}  // namespace
+
+Precision checkpoint_precision(const std::string& dir) {
+  constexpr const char* op = "checkpoint_precision";
+  const auto [path, st] = newest_checkpoint(dir, op);
+  return precision_of(learner_state(st, path, op), path, op);
+}
+
+void Learner::resume(const std::string& dir) {
+  constexpr const char* op = "Learner::resume";
+  const auto [path, newest] = newest_checkpoint(dir, op);
+  // The learner's state is checked before load_checkpoint (which changes nothing when it
+  // fails), so a bad file leaves this learner as it was.
+  const record::TrainingState& st = newest;
+  const nlohmann::json learner = learner_state(st, path, op);
+  // A run keeps its precision (the loss scale and the weights' trajectory belong to it).
+  const Precision precision = precision_of(learner, path, op);
+  if (precision != opts_.precision)
+    EMBER_FAIL(op, path, ": the checkpoint was trained with precision ", precision_name(precision),
+               ", this Learner's is ", precision_name(opts_.precision),
+               " (a run keeps its precision; start a new run to change it)");
+  optim::GradScaler scaler = scaler_;
+  if (scaler.is_enabled()) {
+    // The scaler's own checks (ember/checked.h) on its numbers, with the file named.
+    const nlohmann::json gs = learner.value("grad_scaler", nlohmann::json());
+    if (!gs.is_object())
+      EMBER_FAIL(op, path, ": field 'learner.grad_scaler' is missing (an f16 checkpoint has one)");
+    nn::StateDict sd;
+    for (const auto& [k, v] : gs.items()) {
+      if (!v.is_number())
+        EMBER_FAIL(op, path, ": field 'learner.grad_scaler.", k, "' = ", v.dump(),
+                   " is not a number");
+      sd.set(k, scalar_tensor(v.get<double>(), DType::f64));
+    }
+    try {
+      scaler.load_state_dict(sd);
+    } catch (const Error& e) {
+      EMBER_FAIL(op, path, ": learner.grad_scaler: ", e.what());
+    }
+  }
   // Every value is checked before it is used (ember/checked.h): the error names the field.
   const int64_t epochs = st.epoch;
   auto field = [&](const std::string& name) { return FileField{op, path, name}; };
@@ -407,6 +480,7 @@ void Learner::resume(const std::string& dir) {
   t.plateau = plateau_.get();
   (void)record::load_checkpoint(path, t, /*restore_rng=*/true);
   resumed_user_json_ = st.user_json;
+  scaler_ = scaler;
   history_ = std::move(history);
   es_best_ = es_best;
   es_has_best_ = es_has_best;

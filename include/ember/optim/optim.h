@@ -2,6 +2,7 @@
 #pragma once
 #include "ember/optim/adagrad.h"
 #include "ember/optim/adam.h"
+#include "ember/optim/grad_scaler.h"
 #include "ember/optim/lr_scheduler.h"
 #include "ember/optim/optimizer.h"
 #include "ember/optim/rmsprop.h"

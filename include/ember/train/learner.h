@@ -44,7 +44,17 @@
 // Metric names: "train_loss", "train_accuracy", "train_top_k_accuracy", "train_precision",
 // "train_recall", "train_f1", "train_<name>" of each add_metric() metric, the same with
 // "valid_", "lr" (group 0's lr at the end of the epoch), "samples_per_sec" (training samples /
-// wall seconds), "epoch" (from 1).
+// wall seconds), "epoch" (from 1); with Precision::f16 also "grad_scale" (the GradScaler's scale
+// at the end of the epoch) and "skipped_steps" (optimizer steps the scaler skipped for inf / NaN
+// gradients in the epoch, counted from the resume point after a mid-epoch resume).
+//
+// Mixed precision (LearnerOptions::precision, docs/mixed_precision.md): with bf16 or f16 each
+// step function (the forward pass and the loss) runs under ember::autocast(device type, dtype),
+// in training and evaluation; backward() runs outside it. Parameters, gradients and optimizer
+// state stay in the model's dtype (f32 master weights). f16 scales the loss with an
+// optim::GradScaler (scale, backward, unscale before clipping, step unless a gradient is inf /
+// NaN, update); bf16 has f32's range and runs without one. A skipped step still counts as a
+// step (BatchEvent::step, FitResult::steps, batch-interval schedulers), as Lightning counts it.
 #pragma once
 #include <any>
 #include <cstdint>
@@ -60,6 +70,7 @@
 
 #include "ember/data/dataloader.h"
 #include "ember/nn/module.h"
+#include "ember/optim/grad_scaler.h"
 #include "ember/optim/lr_scheduler.h"
 #include "ember/optim/optimizer.h"
 #include "ember/tensor.h"
@@ -163,6 +174,22 @@ struct BatchEvent {
 
 enum class Progress { automatic, bar, lines, none };
 
+/// The precision of the training step (as Lightning's Trainer(precision=...) / Burn's
+/// MixedPrecision; not the "precision" classification metric): f32 runs ops in the model's
+/// dtype; bf16 and f16 run the forward pass and the loss under ember::autocast in that dtype
+/// with f32 master weights, f16 with loss scaling (optim::GradScaler).
+enum class Precision { f32, bf16, f16 };
+/// "f32", "bf16", "f16".
+const char* precision_name(Precision p);
+/// The Precision named "f32", "bf16" or "f16". Throws ember::Error("[Learner] unknown precision
+/// 'x' (f32, bf16 or f16)") otherwise.
+Precision parse_precision(const std::string& name);
+/// The precision of the checkpoint Learner::resume(dir) would load (dir: a run folder or a
+/// checkpoint file); f32 for checkpoints written before precision was recorded. For a program
+/// that keeps a run's precision on resume. Throws as resume() when there is no checkpoint or its
+/// learner state is unreadable.
+Precision checkpoint_precision(const std::string& dir);
+
 struct EpochSummary;
 struct FitResult;
 
@@ -175,8 +202,15 @@ struct LearnerOptions {
   /// micro-batches of size b step like one batch of N*b (for mean losses). The last group of
   /// an epoch may be shorter; it is scaled by its own size so it stays an unbiased mean.
   int64_t accumulation_steps = 1;
-  /// Clips the global gradient norm before each step when > 0 (nn::clip_grad_norm_).
+  /// Clips the global gradient norm before each step when > 0 (nn::clip_grad_norm_; with f16,
+  /// of the unscaled gradients).
   double clip_grad_norm = 0;
+  /// The training step's precision (see "Mixed precision" at the top). A run keeps it: resume()
+  /// refuses a checkpoint of another precision.
+  Precision precision = Precision::f32;
+  /// The loss scaler's options with Precision::f16 (ignored otherwise; enabled(false) trains
+  /// f16 without loss scaling). The constructor validates them whatever the precision.
+  optim::GradScalerOptions grad_scaler;
   /// k of the top-k accuracy.
   int64_t top_k = 5;
   /// Epoch checkpoints kept (older ones are deleted); 0 keeps none (best still written).
@@ -201,8 +235,10 @@ struct LearnerOptions {
   /// Kept verbatim in checkpoints ("user" metadata); must be valid JSON.
   std::string user_json = "{}";
   /// The run's settings at the top of report.html, in order, as name / value ({"model", "cnn"},
-  /// {"batch size", "64"}, ...). The Learner adds "device" (options.device), "precision" (the
-  /// dtype of the model's first floating parameter) and "Ember" (the version) unless named here.
+  /// {"batch size", "64"}, ...). The Learner adds "device" (options.device), "precision" (f32:
+  /// the dtype of the model's first floating parameter, "float32"; bf16 / f16: "mixed bfloat16
+  /// (float32 weights)", "mixed float16 (float32 weights)") and "Ember" (the version) unless
+  /// named here.
   std::vector<std::pair<std::string, std::string>> report_settings;
 };
 
@@ -272,7 +308,8 @@ class Learner {
   /// A one-input model trained on Example batches: output = model(batch.data), loss(output,
   /// batch.target). Moves the model to options.device. The optimizer must hold the model's
   /// parameters. Throws ember::Error("[Learner] ...") for a null model / optimizer / loss or
-  /// bad options (accumulation_steps < 1, keep_last < 0, top_k < 1, invalid user_json).
+  /// bad options (accumulation_steps < 1, keep_last < 0, top_k < 1, invalid user_json), and
+  /// ember::Error("[GradScaler] ...") for invalid grad_scaler options (whatever the precision).
   Learner(std::shared_ptr<nn::UnaryModule> model, std::shared_ptr<optim::Optimizer> optimizer,
           LossFn loss, LearnerOptions options = {});
   /// Any model and batch type B: `step` runs the model on a batch (see StepFn). fit() and
@@ -313,13 +350,15 @@ class Learner {
     return fit_sources(tr, va ? &*va : nullptr, epochs);
   }
 
-  /// Restores model, optimizer, scheduler, RNG states, counters, history, best metric and
-  /// early-stopping state from the newest checkpoint in `dir`/checkpoints (interrupted or
-  /// epoch-NNNN, by optimizer step), or from `dir` itself when it is a checkpoint file. The
-  /// next fit() continues where that run stopped (mid-epoch after an interruption, skipping
-  /// the batches already consumed) with results identical to an uninterrupted run. Throws
-  /// ember::Error("[Learner::resume] ...") when there is no checkpoint, it does not match, or a
+  /// Restores model, optimizer, scheduler, GradScaler (f16), RNG states, counters, history, best
+  /// metric and early-stopping state from the newest checkpoint in `dir`/checkpoints (interrupted
+  /// or epoch-NNNN, by optimizer step), or from `dir` itself when it is a checkpoint file. The next
+  /// fit() continues where that run stopped (mid-epoch after an interruption, skipping the batches
+  /// already consumed) with results identical to an uninterrupted run. Throws
+  /// ember::Error("[Learner::resume] ...") when there is no checkpoint, it does not match (a
+  /// checkpoint trained in another precision: the error names both), or a
   /// value in it is out of range (ember/checked.h; the error names the file and the field:
+  /// the GradScaler's state as GradScaler::load_state_dict checks it,
   /// negative counters, a history that is not one entry per completed epoch, a best epoch
   /// after the last one...). Entries of the checkpoint's list of kept epoch checkpoints that
   /// are not bare names epoch-<NNNN>.safetensors (N at most the epochs completed) are dropped
@@ -350,6 +389,8 @@ class Learner {
   const LearnerOptions& options() const { return opts_; }
   const std::vector<EpochSummary>& history() const& { return history_; }
   std::vector<EpochSummary> history() && { return history_; }  // a copy on a temporary
+  /// The loss scaler (disabled unless options().precision is f16).
+  const optim::GradScaler& grad_scaler() const { return scaler_; }
   int64_t epochs_completed() const { return epoch_; }
   int64_t steps() const { return step_; }
 
@@ -383,6 +424,7 @@ class Learner {
   SchedulerInterval interval_ = SchedulerInterval::epoch;
   std::shared_ptr<optim::ReduceLROnPlateau> plateau_;
   std::string plateau_metric_;
+  optim::GradScaler scaler_;
 
   int64_t epoch_ = 0;         // epochs completed
   int64_t step_ = 0;          // optimizer steps
