@@ -237,7 +237,7 @@ double scaled_error(const Tensor& got, const Tensor& want) {
   return err / scale;
 }
 
-constexpr double kBf16Tol = 0.04;
+constexpr double kBf16Tol = 0.02;
 
 StateDict copy_of(const StateDict& d) {
   StateDict out;
