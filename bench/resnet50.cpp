@@ -4,7 +4,14 @@
 // and BatchNorm running stats, NCHW and channels_last, all in one process (issue 5).
 //   bench_resnet50 [--batch 8] [--size 224] [--iters 6] [--warmup 2] [--threads 2]
 //                  [--json FILE] [--profile] [--profile-rounds 2] [--only ember]
-//                  [--cl-nchw-weights]
+//                  [--cl-nchw-weights] [--dtype f32|bf16|f16] [--torch-lowp autocast|to]
+// --dtype bf16 (or f16) adds Ember's model converted with Module::to(dtype) (input in that dtype,
+// BatchNorm statistics kept f32), NCHW and channels-last, and LibTorch in bf16: by default its CPU
+// autocast (at::autocast::set_cpu_enabled + set_autocast_cpu_dtype(kBFloat16): f32 weights,
+// convs and linears in bf16, the weight casts cached for the forward), with --torch-lowp to its
+// model.to(kBFloat16) (bf16 weights and input, as Ember's). LibTorch 1.13's CPU autocast and
+// convolutions take no f16, so --dtype f16 has no LibTorch low-precision variant. Low-precision
+// logits are checked against Ember f32's with looser bounds (bf16 0.25, f16 5e-2).
 // Random init with a fixed seed; the BatchNorm running stats are calibrated by one training-mode
 // forward (cumulative average: running stats = that batch's statistics) so every layer sees
 // normalized activations. The logits of every variant are checked against Ember NCHW's (max abs
@@ -38,6 +45,7 @@
 #include "ember/nn/modules/pooling.h"
 
 #ifdef EMBER_BENCH_HAVE_TORCH
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 #endif
 
@@ -189,7 +197,7 @@ class ResNet50 : public nn::UnaryModule {
 };
 
 std::vector<float> host_values(const Tensor& t) {
-  Tensor c = t.to(ember::Device::cpu()).contiguous();
+  Tensor c = t.to(ember::Device::cpu()).to(ember::DType::f32).contiguous();
   const float* p = c.data_ptr<float>();
   return std::vector<float>(p, p + c.numel());
 }
@@ -294,6 +302,8 @@ TORCH_MODULE(TorchResNet50);
 
 torch::Tensor to_torch(const Tensor& t) {
   Tensor c = t.to(ember::Device::cpu()).contiguous();
+  if (c.dtype() == ember::DType::bf16 || c.dtype() == ember::DType::f16)
+    c = c.to(ember::DType::f32);
   const bool is_f32 = c.dtype() == ember::DType::f32;
   auto opts = torch::TensorOptions().dtype(is_f32 ? torch::kFloat32 : torch::kInt64);
   void* p =
@@ -331,7 +341,7 @@ TorchResNet50 torch_copy(const ResNet50& model, bool channels_last) {
 }
 
 std::vector<float> host_values(const torch::Tensor& t) {
-  torch::Tensor c = t.contiguous();
+  torch::Tensor c = t.to(torch::kFloat32).contiguous();
   return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
 }
 #endif
@@ -347,7 +357,7 @@ double rel_diff(const std::vector<float>& ref, const std::vector<float>& b) {
 }
 
 struct Variant {
-  std::string name, framework, format;
+  std::string name, framework, format, dtype = "f32";
   std::function<std::vector<float>()> logits;  // one forward, host logits
   std::function<void()> run;                   // one forward, result dropped
   std::vector<double> times, cpu_times;        // wall and process CPU seconds per forward
@@ -372,7 +382,7 @@ std::string load_average() {
 int main(int argc, char** argv) {
   CLI::App app{"ResNet-50 inference: Ember (NCHW, channels-last) vs LibTorch in one process"};
   int batch = 8, size = 224, iters = 6, warmup = 2, threads = 2, profile_rounds = 2;
-  std::string json_path, only;
+  std::string json_path, only, dtype_arg = "f32", torch_lowp = "autocast";
   bool profile = false, cl_nchw_weights = false;
   app.add_option("--batch", batch, "images per forward")->check(CLI::PositiveNumber);
   app.add_option("--size", size, "image height and width")->check(CLI::Range(32, 1024));
@@ -387,6 +397,11 @@ int main(int argc, char** argv) {
                "also time ember's channels-last input with NCHW conv weights");
   app.add_option("--profile-rounds", profile_rounds, "profiled forwards per variant")
       ->check(CLI::PositiveNumber);
+  app.add_option("--dtype", dtype_arg, "also time Ember converted with Module::to(dtype)")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
+  app.add_option("--torch-lowp", torch_lowp,
+                 "LibTorch's bf16 variant: its CPU autocast, or model.to(kBFloat16)")
+      ->check(CLI::IsMember({"autocast", "to"}));
   CLI11_PARSE(app, argc, argv);
   setenv("EMBER_NUM_THREADS", std::to_string(threads).c_str(), 0);
 
@@ -404,9 +419,11 @@ int main(int argc, char** argv) {
     model->eval();
 
     std::vector<Variant> v;
-    auto add = [&](const char* name, const char* framework, const char* format,
-                   std::function<std::vector<float>()> logits, std::function<void()> run) {
+    auto add = [&](const std::string& name, const char* framework, const char* format,
+                   std::function<std::vector<float>()> logits, std::function<void()> run,
+                   const std::string& dt = "f32") {
       Variant var;
+      var.dtype = dt;
       var.name = name;
       var.framework = framework;
       var.format = format;
@@ -430,6 +447,33 @@ int main(int argc, char** argv) {
       add(
           "ember cl, nchw weights", "ember", "channels_last_nchw_weights",
           [&] { return host_values(model->forward(x_cl)); }, [&] { model->forward(x_cl); });
+    // The same weights converted with Module::to (BatchNorm statistics stay f32).
+    const DType lowp = dtype_from_name(dtype_arg == "bf16"  ? "bfloat16"
+                                       : dtype_arg == "f16" ? "float16"
+                                                            : "float32");
+    std::shared_ptr<ResNet50> model_lp, model_lp_cl;
+    Tensor x_lp, x_lp_cl;
+    if (lowp != DType::f32) {
+      model_lp = std::make_shared<ResNet50>();
+      model_lp->load_state_dict(model->state_dict());
+      model_lp->to(lowp);
+      model_lp->eval();
+      model_lp_cl = std::make_shared<ResNet50>();
+      model_lp_cl->load_state_dict(model->state_dict());
+      model_lp_cl->to(lowp);
+      model_lp_cl->conv_weights_channels_last();
+      model_lp_cl->eval();
+      x_lp = x.to(lowp);
+      x_lp_cl = x_lp.contiguous(MemoryFormat::channels_last);
+      add(
+          "ember " + dtype_arg + " nchw", "ember", "nchw",
+          [&] { return host_values(model_lp->forward(x_lp)); }, [&] { model_lp->forward(x_lp); },
+          dtype_arg);
+      add(
+          "ember " + dtype_arg + " channels_last", "ember", "channels_last",
+          [&] { return host_values(model_lp_cl->forward(x_lp_cl)); },
+          [&] { model_lp_cl->forward(x_lp_cl); }, dtype_arg);
+    }
 #ifdef EMBER_BENCH_HAVE_TORCH
     torch::set_num_threads(threads);
     torch::NoGradGuard torch_no_grad;
@@ -440,10 +484,52 @@ int main(int argc, char** argv) {
     add(
         "libtorch channels_last", "libtorch", "channels_last",
         [&] { return host_values(tm_cl(tx_cl)); }, [&] { tm_cl(tx_cl); });
+    // LibTorch in bf16 (1.13 has no f16 CPU autocast or f16 CPU convolution).
+    TorchResNet50 tm_lp{nullptr}, tm_lp_cl{nullptr};
+    torch::Tensor tx_lp, tx_lp_cl;
+    if (lowp == DType::bf16) {
+      tm_lp = torch_copy(*model, false);
+      tm_lp_cl = torch_copy(*model, true);
+      tx_lp = tx;
+      tx_lp_cl = tx_cl;
+      if (torch_lowp == "to") {  // 1.13's Module::to(dtype) keeps each tensor's layout
+        tm_lp->to(torch::kBFloat16);
+        tm_lp_cl->to(torch::kBFloat16);
+        tx_lp = tx.to(torch::kBFloat16);
+        tx_lp_cl = tx_cl.to(torch::kBFloat16);
+      }
+      // As torch.autocast("cpu", torch.bfloat16) around each forward: the cast weights are cached
+      // for the forward and dropped when the scope closes.
+      auto lowp_run = [autocast = torch_lowp == "autocast"](TorchResNet50& m,
+                                                            const torch::Tensor& in) {
+        if (!autocast) return m(in);
+        at::autocast::set_cpu_enabled(true);
+        at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+        at::autocast::increment_nesting();
+        torch::Tensor y = m(in);
+        if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+        at::autocast::set_cpu_enabled(false);
+        return y;
+      };
+      const std::string tag = torch_lowp == "autocast" ? "libtorch bf16 autocast" : "libtorch bf16";
+      add(
+          tag + " nchw", "libtorch", "nchw",
+          [&, lowp_run] { return host_values(lowp_run(tm_lp, tx_lp)); },
+          [&, lowp_run] { lowp_run(tm_lp, tx_lp); }, "bf16");
+      add(
+          tag + " channels_last", "libtorch", "channels_last",
+          [&, lowp_run] { return host_values(lowp_run(tm_lp_cl, tx_lp_cl)); },
+          [&, lowp_run] { lowp_run(tm_lp_cl, tx_lp_cl); }, "bf16");
+    }
 #endif
 
-    std::printf("ResNet-50 inference, batch %d, %dx%d, f32, %d threads, %d warmup, %d rounds\n",
-                batch, size, size, threads, warmup, iters);
+    std::printf("ResNet-50 inference, batch %d, %dx%d, f32%s%s, %d threads, %d warmup, %d rounds\n",
+                batch, size, size, lowp != DType::f32 ? " and " : "",
+                lowp != DType::f32 ? dtype_arg.c_str() : "", threads, warmup, iters);
+    if (lowp == DType::bf16)
+      std::printf("LibTorch bf16: %s\n", torch_lowp == "autocast"
+                                             ? "CPU autocast (f32 model and input)"
+                                             : "model.to(kBFloat16), bf16 input");
 #ifdef EMBER_BENCH_HAVE_TORCH
     std::printf("LibTorch %s\n", TORCH_VERSION);
 #else
@@ -463,10 +549,14 @@ int main(int argc, char** argv) {
                 max_logit);
     for (size_t i = 1; i < v.size(); ++i) {
       const double d = rel_diff(ref, v[i].logits());
-      const bool ok = d < 1e-3 && std::isfinite(d);
+      // bf16 keeps 8 significant bits, f16 11, and 50 layers round their outputs: on this
+      // random-init model both Ember's and LibTorch's bf16 logits are ~15% off f32's.
+      const double bound = v[i].dtype == "f32" ? 1e-3 : v[i].dtype == "f16" ? 5e-2 : 0.25;
+      const bool ok = d < bound && std::isfinite(d);
       agree = agree && ok;
       agreement[v[i].name] = d;
-      std::printf("  %-24s %.3e  %s\n", v[i].name.c_str(), d, ok ? "ok" : "MISMATCH (>= 1e-3)");
+      std::printf("  %-34s %.3e  %s (bound %.2g)\n", v[i].name.c_str(), d, ok ? "ok" : "MISMATCH",
+                  bound);
     }
     if (!agree || !(max_logit > 0) || !std::isfinite(max_logit)) {
       std::fprintf(stderr, "error: the variants do not compute the same logits\n");
@@ -500,10 +590,10 @@ int main(int argc, char** argv) {
 #ifdef EMBER_BENCH_HAVE_TORCH
     out["libtorch_version"] = TORCH_VERSION;
 #endif
-    std::printf("%-24s %10s %10s %10s %10s %10s\n", "variant", "best ms", "median ms", "best img/s",
+    std::printf("%-38s %10s %10s %10s %10s %10s\n", "variant", "best ms", "median ms", "best img/s",
                 "med img/s", "img/CPU-s");
     for (auto& var : v) {
-      std::printf("%-24s %10.1f %10.1f %10.2f %10.2f %10.2f\n", var.name.c_str(), 1e3 * var.best(),
+      std::printf("%-38s %10.1f %10.1f %10.2f %10.2f %10.2f\n", var.name.c_str(), 1e3 * var.best(),
                   1e3 * var.median(), batch / var.best(), batch / var.median(),
                   batch / var.cpu_median());
       out["variants"][var.name] = {{"best_ms", 1e3 * var.best()},
@@ -523,25 +613,54 @@ int main(int argc, char** argv) {
                   cpu);
       out["ratios"][name] = {{"best", best}, {"median", med}, {"cpu_time", cpu}};
     };
-    auto find = [&](const std::string& framework, const std::string& format) -> const Variant* {
+#endif
+    auto find = [&](const std::string& framework, const std::string& format,
+                    const std::string& dt = "f32") -> const Variant* {
       for (const auto& var : v)
-        if (var.framework == framework && (format.empty() || var.format == format)) return &var;
+        if (var.framework == framework && var.format == format && var.dtype == dt) return &var;
       return nullptr;
     };
+    auto fastest = [&](const std::string& framework, const std::string& dt = "f32") {
+      const Variant* b = nullptr;
+      for (const auto& var : v)
+        if (var.framework == framework && var.dtype == dt && (!b || var.best() < b->best()))
+          b = &var;
+      return b;
+    };
+#ifdef EMBER_BENCH_HAVE_TORCH
     ratio("ember/libtorch nchw", find("ember", "nchw"), find("libtorch", "nchw"));
     ratio("ember/libtorch channels_last", find("ember", "channels_last"),
           find("libtorch", "channels_last"));
-    auto fastest = [&](const std::string& framework) {
-      const Variant* b = nullptr;
-      for (const auto& var : v)
-        if (var.framework == framework && (!b || var.best() < b->best())) b = &var;
-      return b;
-    };
     const Variant *eb = fastest("ember"), *tb = fastest("libtorch");
     if (eb && tb)
       std::printf("best ember: %s, best libtorch: %s\n", eb->name.c_str(), tb->name.c_str());
     ratio("ember-best/libtorch-best", eb, tb);
 #endif
+    if (lowp != DType::f32) {
+      // Throughput ratios (> 1: the first is faster), time(second) / time(first).
+      auto speedup = [&](const std::string& name, const Variant* a, const Variant* b) {
+        if (!a || !b) return;
+        const double best = b->best() / a->best(), med = b->median() / a->median(),
+                     cpu = b->cpu_median() / a->cpu_median();
+        std::printf("ratio %-44s %.3f (best)  %.3f (median)  %.3f (CPU time)\n", name.c_str(), best,
+                    med, cpu);
+        out["ratios"][name] = {{"best", best}, {"median", med}, {"cpu_time", cpu}};
+      };
+      const std::string d = dtype_arg;
+      std::printf("low-precision ratios, throughput of the first / of the second:\n");
+      speedup("ember " + d + " / ember f32 nchw", find("ember", "nchw", d), find("ember", "nchw"));
+      speedup("ember " + d + " / ember f32 channels_last", find("ember", "channels_last", d),
+              find("ember", "channels_last"));
+      speedup("ember " + d + " best / ember f32 best", fastest("ember", d), fastest("ember"));
+      speedup("ember " + d + " / libtorch " + d + " nchw", find("ember", "nchw", d),
+              find("libtorch", "nchw", d));
+      speedup("ember " + d + " / libtorch " + d + " channels_last",
+              find("ember", "channels_last", d), find("libtorch", "channels_last", d));
+      speedup("ember " + d + " best / libtorch " + d + " best", fastest("ember", d),
+              fastest("libtorch", d));
+      speedup("libtorch " + d + " best / libtorch f32 best", fastest("libtorch", d),
+              fastest("libtorch"));
+    }
     out["load_after"] = load_average();
     std::printf("load average after: %s\n", out["load_after"].get<std::string>().c_str());
 

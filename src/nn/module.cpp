@@ -67,6 +67,12 @@ Tensor Module::register_buffer(const std::string& name, Tensor t) {
   return t;
 }
 
+Tensor Module::register_statistic(const std::string& name, Tensor t) {
+  t = register_buffer(name, std::move(t));
+  statistics_.push_back(name);
+  return t;
+}
+
 void Module::add_child(const std::string& name, std::shared_ptr<Module> m) {
   if (!m) EMBER_FAIL("register_module", "module '", name, "' is null");
   if (name.empty() || name.find('.') != std::string::npos)
@@ -232,12 +238,23 @@ void Module::to(const Device& device) {
 }
 
 void Module::to(DType dtype) {
+  if (!is_floating(dtype))
+    EMBER_FAIL("Module.to",
+               "nn.Module.to only accepts floating point dtypes, but got desired dtype=",
+               dtype_name(dtype));
   NoGradGuard no_grad;
+  // Statistics accumulate momentum updates that f16 / bf16 would round away.
+  const bool reduced = dtype == DType::f16 || dtype == DType::bf16;
   for (auto& p : params_)
-    if (is_floating(p.second.dtype())) replace_in_place(p.second, p.second.to(dtype));
-  for (auto& b : buffers_)
-    if (b.second.defined() && is_floating(b.second.dtype()))
-      replace_in_place(b.second, b.second.to(dtype));
+    if (is_floating(p.second.dtype()) && p.second.dtype() != dtype)
+      replace_in_place(p.second, p.second.to(dtype));
+  for (auto& b : buffers_) {
+    if (!b.second.defined() || !is_floating(b.second.dtype())) continue;
+    const bool stat =
+        std::find(statistics_.begin(), statistics_.end(), b.first) != statistics_.end();
+    const DType want = stat && reduced ? DType::f32 : dtype;
+    if (b.second.dtype() != want) replace_in_place(b.second, b.second.to(want));
+  }
   for (const auto& c : children_) c.second->to(dtype);
 }
 

@@ -66,6 +66,9 @@ class Module : public std::enable_shared_from_this<Module> {
   /// Registers a non-trainable tensor saved in state_dict (running stats...). An undefined
   /// tensor registers an empty slot (skipped in state_dict).
   Tensor register_buffer(const std::string& name, Tensor t);
+  /// Registers a buffer of running statistics (batch norm's running_mean / running_var): as
+  /// register_buffer, except that to(f16 / bf16) keeps it in f32 (see to(DType)).
+  Tensor register_statistic(const std::string& name, Tensor t);
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
     add_child(name, m);
@@ -95,8 +98,19 @@ class Module : public std::enable_shared_from_this<Module> {
   void eval() { train(false); }
   bool is_training() const { return training_; }
 
-  /// Moves / casts every parameter and buffer in place (floating tensors only for dtype).
+  /// Moves every parameter and buffer to `device` in place.
   void to(const Device& device);
+  /// Casts the floating parameters and buffers in place, as torch's module.to(dtype); integer
+  /// and bool ones (num_batches_tracked) are left as they are. One exception for inference and
+  /// training in f16 / bf16: statistics (buffers registered with register_statistic, i.e.
+  /// BatchNorm's and InstanceNorm's running_mean / running_var) become f32 when `dtype` is f16
+  /// or bf16, and `dtype` otherwise, so momentum updates are not rounded away. Norm weights and
+  /// biases are parameters and take `dtype` as in torch; the norm functionals normalize f16 /
+  /// bf16 input in f32 and return the input's dtype whatever the dtype of the statistics and
+  /// affine parameters. to(f32) afterwards restores an f32 model. A converted model takes
+  /// input of `dtype` (ops do not promote a bf16 input against bf16 weights to f32).
+  /// Throws ember::Error for a non-floating `dtype` ("nn.Module.to only accepts floating point
+  /// dtypes", as torch).
   void to(DType dtype);
   /// Lays out every 4-d (channels_last) or 5-d (channels_last_3d) parameter and buffer in
   /// `format`, in place, as torch's module.to(memory_format=...); contiguous lays out all
@@ -166,6 +180,7 @@ class Module : public std::enable_shared_from_this<Module> {
   bool training_ = true;
   std::vector<std::pair<std::string, Tensor>> params_;
   std::vector<std::pair<std::string, Tensor>> buffers_;
+  std::vector<std::string> statistics_;  // names among buffers_ that to(f16/bf16) keeps f32
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   struct Hooks {
     int64_t next_id = 0;

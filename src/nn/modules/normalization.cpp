@@ -44,12 +44,12 @@ BatchNormBase::BatchNormBase(const std::string& name, const BatchNormOptions& o)
     bias = register_parameter("bias", zeros({c}));
   }
   if (o.track_running_stats()) {
-    running_mean = register_buffer("running_mean", zeros({c}));
-    running_var = register_buffer("running_var", ones({c}));
+    running_mean = register_statistic("running_mean", zeros({c}));
+    running_var = register_statistic("running_var", ones({c}));
     num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, DType::i64));
   } else {
-    register_buffer("running_mean", Tensor());
-    register_buffer("running_var", Tensor());
+    register_statistic("running_mean", Tensor());
+    register_statistic("running_var", Tensor());
     register_buffer("num_batches_tracked", Tensor());
   }
 }
@@ -104,8 +104,8 @@ InstanceNorm2d::InstanceNorm2d(const InstanceNormOptions& o)
     bias = register_parameter("bias", zeros({c}));
   }
   if (o.track_running_stats()) {
-    running_mean = register_buffer("running_mean", zeros({c}));
-    running_var = register_buffer("running_var", ones({c}));
+    running_mean = register_statistic("running_mean", zeros({c}));
+    running_var = register_statistic("running_var", ones({c}));
     num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, DType::i64));
   }
 }
