@@ -147,12 +147,13 @@ TEST(LearnerPrecisionTest, F16ScalesTheLossBf16DoesNot) {
   EXPECT_FALSE(bf16.learner->grad_scaler().is_enabled());
   EXPECT_FALSE(f32.learner->grad_scaler().is_enabled());
   ASSERT_TRUE(f16.learner->grad_scaler().is_enabled());
-  // The first backward delivers 2^16 times f32's gradient (a power of two: exact); later ones
-  // differ as the ops' dtypes may.
+  // The first backward delivers 2^16 times f32's gradient, up to the rounding of the forward
+  // pass's f16 (bf16) ops: 2^-11 (2^-8) per value, a few of them per gradient.
   const double g32 = f32.model->seen->grad_abs_sum.at(0);
   EXPECT_GT(g32, 0.0);
-  EXPECT_EQ(f16.model->seen->grad_abs_sum.at(0), g32 * 65536.0);
-  EXPECT_EQ(bf16.model->seen->grad_abs_sum.at(0), g32);
+  EXPECT_NEAR(f16.model->seen->grad_abs_sum.at(0) / 65536.0, g32, 4e-3 * g32);
+  EXPECT_NE(f16.model->seen->grad_abs_sum.at(0), g32 * 65536.0);  // the ops ran in f16
+  EXPECT_NEAR(bf16.model->seen->grad_abs_sum.at(0), g32, 3e-2 * g32);
   // No inf at this scale: 8 clean steps, no growth before 2000.
   EXPECT_EQ(f16.learner->grad_scaler().get_scale(), 65536.0);
   EXPECT_EQ(f16.learner->grad_scaler().get_growth_tracker(), 8);
@@ -190,8 +191,10 @@ TEST(LearnerPrecisionTest, LossCurvesTrackF32) {
 // time, until the gradients are finite; then training goes on.
 TEST(LearnerPrecisionTest, F16SkipsInfStepsAndBacksOff) {
   train::LearnerOptions o = opts(Precision::f16);
-  // The loss is 16 cross-entropies, so backward's first gradient, 16 * scale, is inf.
-  const double init = double(std::numeric_limits<float>::max());
+  // The loss is 16 cross-entropies: at 2^20 the f16 gradients of the forward pass's f16 ops
+  // (16 * scale * dloss/dlogit) pass f16's 65504, so steps are skipped until the scale is small
+  // enough.
+  const double init = 1048576.0;
   o.grad_scaler.init_scale(init);
   o.clip_grad_norm = 1.0;  // unscale_ before clipping: clipping sees the true gradients
   std::vector<double> scales;
