@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -13,6 +12,7 @@
 
 #include "ember/autocast.h"
 #include "ember/ember.h"
+#include "golden_json.h"
 #include "test_util.h"
 
 using json = nlohmann::json;
@@ -22,15 +22,7 @@ namespace F = ember::nn::functional;
 namespace {
 
 const json& golden() {
-  static const json j = [] {
-    const std::string path = std::string(EMBER_TEST_DATA_DIR) + "/golden/autocast.json";
-    std::ifstream f(path);
-    if (!f)
-      throw std::runtime_error("cannot open " + path +
-                               " (run tests/golden/make_autocast_golden.py)");
-    return json::parse(f);
-  }();
-  return j;
+  return test::golden_json("autocast.json", "tests/golden/make_autocast_golden.py");
 }
 
 using Fn = std::function<Tensor(const std::vector<Tensor>&)>;

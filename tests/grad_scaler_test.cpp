@@ -4,13 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "ember/ember.h"
+#include "golden_json.h"
 #include "test_util.h"
 
 using namespace ember;
@@ -25,15 +25,7 @@ void expect_err(Fn fn, const std::string& piece) {
 }
 
 const json& golden() {
-  static const json j = [] {
-    const std::string path = std::string(EMBER_TEST_DATA_DIR) + "/golden/grad_scaler.json";
-    std::ifstream f(path);
-    if (!f)
-      throw std::runtime_error("cannot open " + path +
-                               " (run tests/golden/make_grad_scaler_golden.py)");
-    return json::parse(f);
-  }();
-  return j;
+  return test::golden_json("grad_scaler.json", "tests/golden/make_grad_scaler_golden.py");
 }
 
 // Numbers, or "nan" / "inf" / "-inf" (JSON has no non-finite numbers).
