@@ -172,8 +172,12 @@ TEST(Autocast, F16OnTheCpu) {
   // An f16 input of a matmul under a bf16 scope becomes bf16 (as torch's eligible casts).
   autocast inner(DeviceType::cpu, DType::bf16);
   EXPECT_EQ(matmul(y, ones({3, 2})).dtype(), DType::bf16);
-  // f64 is never lowered.
+  // f64 is never lowered, and an op with an f64 input keeps the others' full precision too
+  // (torch refuses f64 x bf16; Ember promotes, so nothing may be rounded to 16 bits first).
   EXPECT_EQ(matmul(a.to(DType::f64), b.to(DType::f64)).dtype(), DType::f64);
+  const Tensor fine = full({1, 1}, 1.0010766, {DType::f32});
+  EXPECT_EQ(matmul(ones({1, 1}, {DType::f64}), fine).item<double>(), double(1.0010766f));
+  EXPECT_EQ(linear(ones({1, 1}, {DType::f64}), fine).item<double>(), double(1.0010766f));
 }
 
 TEST(Autocast, ScopesNestRestoreAndStayOnTheirThreadAndDeviceType) {
@@ -333,7 +337,16 @@ TEST(Autocast, GpuListsOnOpenCL) {
   Device dev;
   std::string why;
   if (!test::opencl_device(dev, why)) GTEST_SKIP() << why;
-  // PoCL has no f16 here; bf16 is Ember's fallback low dtype on such devices.
+  // PoCL has no f16 here: autocast to f16 there is an error naming the device and the way out.
+  if (!supports_dtype(dev, DType::f16)) {
+    const Tensor a = ones({2, 2}, {dev});
+    test::expect_error(
+        [&] {
+          autocast guard(DeviceType::opencl, DType::f16);
+          matmul(a, a);
+        },
+        {"[autocast]", dev.str(), "float16", "bf16"});
+  }
   check_gpu_lists(dev, supports_dtype(dev, DType::f16) ? DType::f16 : DType::bf16);
 }
 

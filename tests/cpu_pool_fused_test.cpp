@@ -3,7 +3,7 @@
 // equal the composite's (the same cpu run with the oneDNN path disabled, and ref), on contiguous,
 // channels-last and non-contiguous inputs, with ties; and the cases whose semantics oneDNN does
 // not share (divisor_override, torch's clipped divisor, indices, NaN / -inf, padding-only
-// windows, other dtypes) decline to the composite.
+// windows, f64) decline to the composite; f16/bf16 pool in f32.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -143,6 +143,35 @@ TEST(CpuPoolFusedTest, StemShapeValues) {
 }
 
 // Each declined case runs the composite (no oneDNN pass) and still equals ref.
+// f16/bf16: pooled by oneDNN in f32 and rounded once, as the reference kernel: max equal, the
+// average and the gradients (summed over overlapping windows in f32) within one rounding.
+TEST(CpuPoolFusedTest, HalfDtypesPoolInF32AndRoundOnce) {
+  for (DType dt : {DType::bf16, DType::f16})
+    for (const Case& c : fused_cases())
+      for (int layout : {0, 1}) {
+        if (layout == 1 && c.xs.size() < 4) continue;
+        const std::string what =
+            std::string(dtype_name(dt)) + " " + c.name + " layout " + std::to_string(layout);
+        const Tensor x = testing::uniform(c.xs, DType::f32, 3).to(dt);
+        const PoolRun got = run(kCpu, x, layout, c.fn);
+        const PoolRun ref = run(kRef, x, layout, c.fn);
+        EXPECT_EQ(got.dnnl, 2) << what;
+        EXPECT_EQ(got.y.dtype(), dt) << what;
+        EXPECT_EQ(got.dx.dtype(), dt) << what;
+        const bool is_max = c.name[0] == 'm';
+        const double tol = dt == DType::bf16 ? 1.0 / 128 : 1.0 / 1024;
+        const auto gy = got.y.to(DType::f64).to_vector<double>();
+        const auto ry = ref.y.to(DType::f64).to_vector<double>();
+        const auto gd = got.dx.to(DType::f64).to_vector<double>();
+        const auto rd = ref.dx.to(DType::f64).to_vector<double>();
+        for (size_t i = 0; i < gy.size(); ++i)
+          EXPECT_NEAR(gy[i], ry[i], is_max ? 0.0 : tol * std::max(1.0, std::fabs(ry[i])))
+              << what << " y at " << i;
+        for (size_t i = 0; i < gd.size(); ++i)
+          EXPECT_NEAR(gd[i], rd[i], tol * std::max(1.0, std::fabs(rd[i]))) << what << " dx " << i;
+      }
+}
+
 TEST(CpuPoolFusedTest, DeclinedCasesRunTheComposite) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();

@@ -311,3 +311,34 @@ TEST(GradScalerTest, OutOfRangeStateIsRejectedChangingNothing) {
   two.set("scale", from_vector<double>({1.0, 2.0}, {2}));
   expect_err([&] { s.load_state_dict(two); }, "scale");
 }
+
+// Found by a tester: a scale that underflowed to 0 turned zero gradients into NaN weights (and
+// a checkpoint that could not be loaded); a step with no gradient at all counted as clean.
+TEST(GradScalerTest, ScaleStaysNormalAndAStepNeedsGradients) {
+  expect_err([] { GradScaler s(GradScalerOptions().init_scale(1e-50)); }, "init_scale");
+  expect_err([] { GradScaler s(GradScalerOptions().init_scale(1e-40)); }, "init_scale");
+  const double tiny = double(std::numeric_limits<float>::min());
+  GradScaler s(GradScalerOptions().init_scale(tiny * 4));
+  Tensor w = ones({2}).requires_grad_(true);
+  optim::SGD opt({w}, optim::SGDOptions(0.1));
+  for (int i = 0; i < 4; ++i) {  // inf gradients: back off, but not below f32's smallest normal
+    w.set_grad(Tensor());
+    (w * std::numeric_limits<double>::infinity()).sum().backward();
+    EXPECT_FALSE(s.step(opt));
+    s.update();
+  }
+  EXPECT_EQ(s.get_scale(), tiny);
+  w.set_grad(Tensor());
+  (w * 0.0).sum().backward();  // zero gradients at the smallest scale stay zero
+  EXPECT_TRUE(s.step(opt));
+  s.update();
+  for (float v : w.detach().to_vector<float>()) EXPECT_EQ(v, 1.0f);
+  GradScaler back;
+  back.load_state_dict(s.state_dict());  // a checkpoint of this state loads
+  EXPECT_EQ(back.get_scale(), tiny);
+  // No backward: torch's "No inf checks were recorded for this optimizer".
+  Tensor v = ones({2}).requires_grad_(true);
+  optim::SGD opt2({v}, optim::SGDOptions(0.1));
+  GradScaler fresh;
+  expect_err([&] { fresh.step(opt2); }, "no inf checks were recorded");
+}

@@ -368,7 +368,7 @@ void add_train_command(CLI::App& app) {
                   "f32, or mixed precision: bf16 or f16 (the forward pass and the loss under "
                   "autocast, f32 weights; f16 with loss scaling). With --resume: the "
                   "checkpoint's unless given (another one than the checkpoint's is refused)")
-      ->check(CLI::IsMember({"f32", "bf16", "f16"}))
+      ->transform(CLI::IsMember({"f32", "bf16", "f16"}, CLI::ignore_case))
       ->capture_default_str();
   add_max_image_pixels_option(cmd);
   cmd->add_option(

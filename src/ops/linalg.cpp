@@ -118,14 +118,14 @@ Tensor add_product(const char* op, const Tensor& input, const Tensor& a, const T
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  if (Scope s{Policy::lower, a}) return matmul(s(a), s(b));
+  if (Scope s{Policy::lower, {&a, &b}}) return matmul(s(a), s(b));
   return matmul_impl("matmul", a, b);
 }
 
 Tensor Tensor::matmul(const Tensor& o) const { return ember::matmul(*this, o); }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
-  if (Scope s{Policy::lower, a}) return mm(s(a), s(b));
+  if (Scope s{Policy::lower, {&a, &b}}) return mm(s(a), s(b));
   matmul_dtype("mm", a, b);
   if (a.dim() != 2 || b.dim() != 2)
     EMBER_FAIL("mm", "expects 2-d tensors, got shapes ", shape_str(a.shape()), " and ",
@@ -134,7 +134,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
-  if (Scope s{Policy::lower, a}) return bmm(s(a), s(b));
+  if (Scope s{Policy::lower, {&a, &b}}) return bmm(s(a), s(b));
   matmul_dtype("bmm", a, b);
   if (a.dim() != 3 || b.dim() != 3)
     EMBER_FAIL("bmm", "expects 3-d tensors, got shapes ", shape_str(a.shape()), " and ",
@@ -162,7 +162,7 @@ Tensor outer(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  if (Scope s{Policy::lower, x}) return linear(s(x), s(weight), s(bias));
+  if (Scope s{Policy::lower, {&x, &weight, &bias}}) return linear(s(x), s(weight), s(bias));
   detail::check_same_device(x, weight, "linear");
   if (weight.dim() != 1 && weight.dim() != 2)
     EMBER_FAIL("linear", "weight must be [out_features, in_features], got shape ",
@@ -188,7 +188,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
              const Scalar& alpha) {
-  if (Scope s{Policy::lower, input}) return addmm(s(input), s(mat1), s(mat2), beta, alpha);
+  if (Scope s{Policy::lower, {&input, &mat1, &mat2}})
+    return addmm(s(input), s(mat1), s(mat2), beta, alpha);
   check_defined(input, "addmm");
   detail::check_same_device(input, mat1, "addmm");
   if (mat1.dim() != 2 || mat2.dim() != 2)
@@ -199,7 +200,8 @@ Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const 
 
 Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
                const Scalar& alpha) {
-  if (Scope s{Policy::lower, input}) return baddbmm(s(input), s(batch1), s(batch2), beta, alpha);
+  if (Scope s{Policy::lower, {&input, &batch1, &batch2}})
+    return baddbmm(s(input), s(batch1), s(batch2), beta, alpha);
   check_defined(input, "baddbmm");
   detail::check_same_device(input, batch1, "baddbmm");
   return add_product("baddbmm", input, batch1, batch2, beta, alpha, &bmm);

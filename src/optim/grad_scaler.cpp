@@ -2,6 +2,7 @@
 // update rule is the kernel _amp_update_scale_ in aten/src/ATen/native/cuda/AmpKernels.cu).
 #include "ember/optim/grad_scaler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -19,12 +20,17 @@ namespace ember::optim {
 namespace {
 
 constexpr double kMaxScale = double(std::numeric_limits<float>::max());
+// The smallest scale: f32's smallest normal number, whose reciprocal is still finite (a scale
+// that backs off to 0, or to a subnormal, would make unscale_ turn zero gradients into NaN).
+constexpr double kMinScale = double(std::numeric_limits<float>::min());
 constexpr int64_t kMaxInterval = std::numeric_limits<int32_t>::max();  // torch's int tracker
 
 void validate(const GradScalerOptions& o) {
   constexpr const char* op = "GradScaler";
-  if (!(std::isfinite(o.init_scale()) && o.init_scale() > 0 && o.init_scale() <= kMaxScale))
-    EMBER_FAIL(op, "init_scale must be finite, > 0 and at most f32's max, got ", o.init_scale());
+  if (!(std::isfinite(o.init_scale()) && o.init_scale() >= kMinScale &&
+        o.init_scale() <= kMaxScale))
+    EMBER_FAIL(op, "init_scale must be finite, between f32's smallest normal number (", kMinScale,
+               ") and its max, got ", o.init_scale());
   if (!(std::isfinite(o.growth_factor()) && o.growth_factor() > 1))
     EMBER_FAIL(op, "growth_factor must be finite and > 1, got ", o.growth_factor());
   if (!(o.backoff_factor() > 0 && o.backoff_factor() < 1))
@@ -93,6 +99,7 @@ void GradScaler::unscale_(Optimizer& optimizer) {
   bool found = false;
   for (const auto& [dev, flag] : flags) found = flag.item<bool>() || found;
   st.found_inf = found;
+  st.checked = !grads.empty();
   st.stage = Stage::unscaled;
 }
 
@@ -105,6 +112,10 @@ bool GradScaler::step(Optimizer& optimizer) {
   if (st.stage == Stage::stepped)
     EMBER_FAIL("GradScaler::step", "step() has already been called since the last update()");
   if (st.stage == Stage::ready) unscale_(optimizer);
+  if (!st.checked)
+    EMBER_FAIL("GradScaler::step",
+               "no inf checks were recorded for this optimizer: none of its parameters has a "
+               "gradient (call backward() on scale(loss) first)");
   st.stage = Stage::stepped;
   if (st.found_inf) return false;
   optimizer.step();
@@ -125,7 +136,7 @@ void GradScaler::update() {
                "step() or unscale_() first)");
   // _amp_update_scale_: products in f64 (its factors are doubles), stored in f32.
   if (found_inf) {
-    scale_ = float(double(scale_) * backoff_factor_);
+    scale_ = float(std::max(double(scale_) * backoff_factor_, kMinScale));
     tracker_ = 0;
   } else if (tracker_ + 1 == growth_interval_) {
     const float grown = float(double(scale_) * growth_factor_);
@@ -184,8 +195,8 @@ void GradScaler::load_state_dict(const nn::StateDict& dict) {
       checked_int64(field("growth_interval"), dict.at("growth_interval"), 1, kMaxInterval);
   const int64_t tracker =
       checked_int64(field("_growth_tracker"), dict.at("_growth_tracker"), 0, interval - 1);
-  if (!(float(scale) > 0))  // a positive double below f32's smallest subnormal
-    EMBER_FAIL(op, "field 'scale' = ", scale, " rounds to 0 in f32");
+  if (!(scale >= kMinScale))
+    EMBER_FAIL(op, "field 'scale' = ", scale, " is below f32's smallest normal number");
   scale_ = float(scale);
   growth_factor_ = growth;
   backoff_factor_ = backoff;

@@ -103,8 +103,11 @@ void Scope::init(Policy p, const Device& d) {
       lower_ = true;
       break;
   }
-  on_ = true;
   low_ = g_state.types[int(d.type())].dtype;
+  if (lower_ && !supports_dtype(d, low_))
+    EMBER_FAIL("autocast", d.str(), " has no ", dtype_name(low_), " (its ops would run in it); ",
+               "use autocast with ", low_ == DType::f16 ? "bf16" : "f16", " there, or f32");
+  on_ = true;
   ++g_state.suspended;
 }
 
@@ -112,6 +115,16 @@ Scope::Scope(Policy p, const Device& d) { init(p, d); }
 
 Scope::Scope(Policy p, const Tensor& t) {
   if (t.defined()) init(p, t.device());
+}
+
+Scope::Scope(Policy p, std::initializer_list<const Tensor*> inputs) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : inputs) {
+    if (!t->defined()) continue;
+    if (t->dtype() == DType::f64) return;
+    if (!first) first = t;
+  }
+  if (first) init(p, first->device());
 }
 
 Scope::~Scope() {

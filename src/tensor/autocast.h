@@ -2,7 +2,9 @@
 // A listed op calls one of these at entry; when autocast is on for its device it gets its inputs
 // cast and runs its body under Suspend, so the ops it is built from are not cast again.
 #pragma once
+#include <initializer_list>
 #include "ember/autocast.h"
+
 #include "ember/tensor.h"
 
 namespace ember::detail::amp {
@@ -38,6 +40,9 @@ class Scope {
   Scope(Policy p, const Device& d);
   /// The device of `t`; off when t is undefined (the op's own check reports it).
   Scope(Policy p, const Tensor& t);
+  /// A low-precision op's inputs: the first defined one's device; off when any input is f64
+  /// (the op then runs as outside autocast, in f64, instead of rounding the others to 16 bits).
+  Scope(Policy p, std::initializer_list<const Tensor*> inputs);
   ~Scope();
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;

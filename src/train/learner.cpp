@@ -160,6 +160,11 @@ Learner::Learner(std::shared_ptr<nn::Module> model, std::shared_ptr<optim::Optim
   if (opts_.early_stopping && opts_.early_stopping->patience < 0)
     EMBER_FAIL(op, "early_stopping.patience must be >= 0, got ", opts_.early_stopping->patience);
   if (!nlohmann::json::accept(opts_.user_json)) EMBER_FAIL(op, "user_json is not valid JSON");
+  if (const std::optional<DType> low = detail::autocast_dtype(opts_.precision))
+    if (!supports_dtype(opts_.device, *low))
+      EMBER_FAIL(op, "precision ", precision_name(opts_.precision), " runs ops in ",
+                 dtype_name(*low), ", which ", opts_.device.str(), " does not have (",
+                 *low == DType::f16 ? "bf16" : "f16", " or f32 may work there)");
   best_ = std::numeric_limits<double>::quiet_NaN();
   run_id_ = detail::new_run_id();
   model_->to(opts_.device);

@@ -73,7 +73,8 @@ class GradScalerOptions {
 class GradScaler {
  public:
   /// Throws ember::Error("[GradScaler] <option> must be ..., got v") naming the option: init_scale
-  /// not finite and > 0 (or beyond f32's range), growth_factor <= 1, backoff_factor outside
+  /// not finite, below f32's smallest normal number or beyond its max, growth_factor <= 1,
+  /// backoff_factor outside
   /// (0, 1), growth_interval < 1 or above 2^31 - 1 (checked whether enabled or not).
   explicit GradScaler(GradScalerOptions options = {});
   /// A scaler for training in `dtype` (the autocast dtype): enabled only for f16 (and only when
@@ -95,11 +96,13 @@ class GradScaler {
   void unscale_(Optimizer& optimizer);
   /// unscale_(optimizer) unless it was called since the last update(), then optimizer.step()
   /// unless a gradient held inf / NaN. Returns whether optimizer.step() ran. Throws
-  /// ember::Error("[GradScaler::step] ...") when called twice before update(). Disabled: calls
-  /// optimizer.step() and returns true.
+  /// ember::Error("[GradScaler::step] ...") when called twice before update(), and when none of
+  /// the optimizer's parameters has a gradient (as torch's "No inf checks were recorded").
+  /// Disabled: calls optimizer.step() and returns true.
   bool step(Optimizer& optimizer);
   /// Ends the iteration: after inf / NaN in any optimizer's gradients since the last update(),
-  /// scale *= backoff_factor and the growth tracker resets; otherwise the tracker counts one
+  /// scale *= backoff_factor (never below f32's smallest normal number, whose reciprocal is
+  /// finite: torch's can reach 0) and the growth tracker resets; otherwise the tracker counts one
   /// more, and on reaching growth_interval scale *= growth_factor (unless that overflows f32)
   /// and the tracker resets. Throws ember::Error("[GradScaler::update] ...") when no optimizer
   /// was unscaled since the last update(). Disabled: does nothing.
@@ -132,6 +135,7 @@ class GradScaler {
   struct PerOptimizer {
     Stage stage = Stage::ready;
     bool found_inf = false;
+    bool checked = false;  // unscale_ saw at least one gradient
   };
   bool enabled_;
   float scale_;

@@ -1,10 +1,11 @@
 // The cpu backend's max / average pooling through oneDNN (ir/fused.h): ir::Pool (forward) and
 // ir::PoolBackward; f32, 1d/2d/3d, strided, padded, dilated (pooling_v2). Channels-last tensors
-// are pooled as they are (NHWC / NDHWC, no reorder); plain NCHW ones are reordered to and from
-// oneDNN's blocked nChw8c, as its plain-layout pooling is a reference loop slower than the
-// composite. A tensor that is not dense in its memory format is copied first. Primitives are
-// created once per geometry and cached, keyed by every shape, stride and parameter; a geometry
-// oneDNN declines (it throws at creation) is remembered and reported as not taken.
+// are pooled as they are (NHWC / NDHWC, no reorder); f16/bf16 are pooled in f32 and rounded once;
+// plain NCHW ones are reordered to and from oneDNN's blocked nChw8c, as its plain-layout pooling is
+// a reference loop slower than the composite. A tensor that is not dense in its memory format is
+// copied first. Primitives are created once per geometry and cached, keyed by every shape, stride
+// and parameter; a geometry oneDNN declines (it throws at creation) is remembered and reported as
+// not taken.
 //
 // oneDNN's max pooling starts each window from the lowest finite float and skips NaN, where
 // torch gives -inf for a window of -inf and NaN for a window holding NaN: max pooling of an input
@@ -26,6 +27,8 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/ref/dispatch.h"
+#include "backends/ref/kernels.h"
+#include "tensor/internal.h"
 
 namespace ember::cpu {
 
@@ -227,9 +230,35 @@ struct Mem {
   }
 };
 
+bool half(const Tensor& t) {
+  return t.defined() && (t.dtype() == DType::bf16 || t.dtype() == DType::f16);
+}
+
+// An f32 copy of an f16/bf16 operand (exact) in the layout `f` (undefined stays undefined).
+Tensor widen(const Tensor& t, MemoryFormat f) {
+  return t.defined() ? dense_copy(t, DType::f32, f) : t;
+}
+
+// Rounds the f32 result `r` into `dst` once (cpu copy kernel, else the reference one).
+void narrow_into(const Tensor& r, const Tensor& dst) {
+  const ir::Copy c{r, dst};
+  if (!copy(c)) ref::copy(c);
+}
+
 }  // namespace
 
 bool pool_dnnl(const ir::Pool& op) {
+  // f16/bf16: pooled in f32 (every bf16/f16 value is an f32 one, so max is exact and the average
+  // is rounded once, as the reference kernel), then rounded into dst.
+  if (half(op.src) && op.dst.dtype() == op.src.dtype()) {
+    const MemoryFormat f = op.dst.memory_format();
+    ir::Pool wide = op;
+    wide.src = widen(op.src, f);
+    wide.dst = detail::make_tensor(op.dst.shape(), DType::f32, op.dst.device(), f);
+    if (!pool_dnnl(wide)) return false;
+    narrow_into(wide.dst, op.dst);
+    return true;
+  }
   if (!g_enabled.load(std::memory_order_relaxed) || !usable(op.src) || !usable(op.dst) ||
       !op.dst.is_contiguous(op.dst.memory_format()))
     return false;
@@ -253,6 +282,16 @@ bool pool_dnnl(const ir::Pool& op) {
 
 bool pool_dnnl_backward(const ir::PoolBackward& op) {
   const Tensor& gx = op.grad_src;
+  if (half(op.grad_dst) && gx.dtype() == op.grad_dst.dtype()) {
+    const MemoryFormat f = gx.memory_format();
+    ir::PoolBackward wide = op;
+    wide.grad_dst = widen(op.grad_dst, f);
+    wide.src = op.is_max ? widen(op.src, f) : op.src;
+    wide.grad_src = detail::make_tensor(gx.shape(), DType::f32, gx.device(), f);
+    if (!pool_dnnl_backward(wide)) return false;
+    narrow_into(wide.grad_src, gx);
+    return true;
+  }
   if (!g_enabled.load(std::memory_order_relaxed) || !usable(op.grad_dst) || !usable(gx) ||
       !gx.is_contiguous(gx.memory_format()) || (op.is_max && !usable(op.src)))
     return false;

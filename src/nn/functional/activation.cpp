@@ -170,7 +170,7 @@ Tensor glu(const Tensor& input, int64_t dim) {
 }
 
 Tensor prelu(const Tensor& input, const Tensor& weight) {
-  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::lower_gpu, input})
+  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::lower_gpu, {&input, &weight}})
     return prelu(s(input), s(weight));
   ember::detail::check_defined(input, "prelu");
   ember::detail::check_defined(weight, "prelu");

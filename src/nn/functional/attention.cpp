@@ -18,7 +18,8 @@ using ember::detail::describe;
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale) {
-  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::lower, query})
+  if (ember::detail::amp::Scope s{ember::detail::amp::Policy::lower,
+                                  {&query, &key, &value, &attn_mask}})
     return scaled_dot_product_attention(s(query), s(key), s(value), s(attn_mask), dropout_p,
                                         is_causal, scale);
   const char* op = "scaled_dot_product_attention";

@@ -177,7 +177,7 @@ Tensor conv_impl(const Tensor& input, const Tensor& weight, const Tensor& bias, 
 Tensor conv_sym(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t nd,
                 const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                 const std::vector<int64_t>& dilation, int64_t groups) {
-  if (ember::detail::amp::Scope c{ember::detail::amp::Policy::lower, input})
+  if (ember::detail::amp::Scope c{ember::detail::amp::Policy::lower, {&input, &weight, &bias}})
     return conv_sym(c(input), c(weight), c(bias), nd, stride, padding, dilation, groups);
   const char* op = conv_name(nd, false);
   auto s = expand_param(stride, nd, op, "stride");
@@ -192,7 +192,7 @@ Tensor conv_sym(const Tensor& input, const Tensor& weight, const Tensor& bias, i
 Tensor conv_str(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t nd,
                 const std::vector<int64_t>& stride, std::string_view padding,
                 const std::vector<int64_t>& dilation, int64_t groups) {
-  if (ember::detail::amp::Scope c{ember::detail::amp::Policy::lower, input})
+  if (ember::detail::amp::Scope c{ember::detail::amp::Policy::lower, {&input, &weight, &bias}})
     return conv_str(c(input), c(weight), c(bias), nd, stride, padding, dilation, groups);
   const char* op = conv_name(nd, false);
   auto s = expand_param(stride, nd, op, "stride");
@@ -224,7 +224,8 @@ Tensor conv_transpose_impl(const Tensor& input, const Tensor& weight, const Tens
                            const std::vector<int64_t>& padding,
                            const std::vector<int64_t>& output_padding, int64_t groups,
                            const std::vector<int64_t>& dilation) {
-  if (ember::detail::amp::Scope c{ember::detail::amp::Policy::lower_gpu_f32_host, input})
+  if (ember::detail::amp::Scope c{ember::detail::amp::Policy::lower_gpu_f32_host,
+                                  {&input, &weight, &bias}})
     return conv_transpose_impl(c(input), c(weight), c(bias), nd, stride, padding, output_padding,
                                groups, dilation);
   const char* op = conv_name(nd, true);
