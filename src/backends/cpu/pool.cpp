@@ -1,6 +1,7 @@
 // The cpu backend's max / average pooling through oneDNN (ir/fused.h): ir::Pool (forward) and
 // ir::PoolBackward; f32, 1d/2d/3d, strided, padded, dilated (pooling_v2). Channels-last tensors
-// are pooled as they are (NHWC / NDHWC, no reorder); f16/bf16 are pooled in f32 and rounded once;
+// are pooled as they are (NHWC / NDHWC, no reorder); f16/bf16 forwards on oneDNN's own kernels
+// where fast, else (and every f16/bf16 backward) in f32, rounded once;
 // plain NCHW ones are reordered to and from oneDNN's blocked nChw8c, as its plain-layout pooling is
 // a reference loop slower than the composite. A tensor that is not dense in its memory format is
 // copied first. Primitives are created once per geometry and cached, keyed by every shape, stride
@@ -81,10 +82,16 @@ memory::desc prim_src_desc(const Tensor& t, bool blocked) {
   if (!blocked) return strided_desc(t);
   using tag = memory::format_tag;
   const tag tg = t.dim() == 3 ? tag::nCw8c : t.dim() == 4 ? tag::nChw8c : tag::nCdhw8c;
-  return memory::desc(dims_of(t), memory::data_type::f32, tg);
+  return memory::desc(dims_of(t), dnnl_util::dnnl_type(t.dtype()), tg);
 }
 memory::desc any_like(const Tensor& t) {
-  return memory::desc(dims_of(t), memory::data_type::f32, memory::format_tag::any);
+  return memory::desc(dims_of(t), dnnl_util::dnnl_type(t.dtype()), memory::format_tag::any);
+}
+// f16/bf16 pooling only on a kernel of oneDNN's own (a reference loop declines: the f32 way runs).
+template <typename PD>
+void require_fast(const PD& pd, const Tensor& t) {
+  if (t.dtype() != DType::f32 && !dnnl_util::fast_impl(pd.impl_info_str()))
+    throw dnnl::error(dnnl_unimplemented, "reference pooling");
 }
 dnnl::reorder reorder(const memory::desc& from, const memory::desc& to) {
   if (from == to) return dnnl::reorder();
@@ -117,6 +124,7 @@ std::unique_ptr<Entry> make_forward(const Tensor& src, const Tensor& dst, const 
         g.forward(dnnl::prop_kind::forward_inference, e->prim_src,
                   blocked ? any_like(dst) : e->user_dst),
         engine());
+    require_fast(pd, src);
     e->prim_dst = pd.dst_desc();
     e->fwd = dnnl::pooling_v2_forward(pd);
     e->src_in = reorder(e->user_src, e->prim_src);
@@ -142,10 +150,13 @@ std::unique_ptr<Entry> make_backward(const Tensor& gy, const Tensor& gx, const O
     e->ws = hint.workspace_desc();
     e->workspace = op.is_max && e->ws.get_size() > 0;
     if (op.is_max) e->fwd = dnnl::pooling_v2_forward(hint);
-    e->bwd = dnnl::pooling_v2_backward(dnnl::pooling_v2_backward::primitive_desc(
+    const dnnl::pooling_v2_backward::primitive_desc bpd(
         dnnl::pooling_v2_backward::desc(g.alg, e->prim_src, e->prim_dst, g.stride, g.kernel, g.dil,
                                         g.pl, g.pr),
-        engine(), hint));
+        engine(), hint);
+    require_fast(hint, gx);
+    require_fast(bpd, gx);
+    e->bwd = dnnl::pooling_v2_backward(bpd);
     if (op.is_max) e->src_in = reorder(e->user_src, e->prim_src);
     e->src_out = reorder(e->prim_src, e->user_src);
     e->dst_in = reorder(e->user_dst, e->prim_dst);
@@ -157,6 +168,7 @@ template <typename Op>
 std::vector<int64_t> key_of(bool backward, const std::vector<const Tensor*>& ts, const Op& op) {
   std::vector<int64_t> k{int64_t(backward), int64_t(op.is_max), int64_t(op.count_include_pad)};
   for (const Tensor* t : ts) {
+    k.push_back(int64_t(t->dtype()));
     k.push_back(t->dim());
     k.insert(k.end(), t->shape().begin(), t->shape().end());
     k.insert(k.end(), t->strides().begin(), t->strides().end());
@@ -187,9 +199,10 @@ Entry* cached(const std::vector<int64_t>& key, Make make) {
   return it->second.get();  // entries are never erased, so the pointer stays valid
 }
 
-// True when every element of the dense f32 tensor is > -inf (no NaN, no -inf).
-bool above_neg_inf(const Tensor& t) {
-  const float* p = ref::ptr<float>(t);
+// True when every element of the dense f32 / f16 / bf16 tensor is > -inf (no NaN, no -inf).
+template <typename T>
+bool above_neg_inf_of(const Tensor& t) {
+  const T* p = ref::ptr<T>(t);
   const int64_t n = t.numel();
   std::atomic<bool> ok{true};
   parallel_for(0, (n + 4095) / 4096, 8, [&](int64_t lo, int64_t hi) {
@@ -197,23 +210,39 @@ bool above_neg_inf(const Tensor& t) {
     for (int64_t b = lo; b < hi && ok.load(std::memory_order_relaxed); ++b) {
       const int64_t e = std::min(n, (b + 1) * 4096);
       int bad = 0;
-      for (int64_t i = b * 4096; i < e; ++i) bad |= !(p[i] > ninf);
+      for (int64_t i = b * 4096; i < e; ++i) bad |= !(float(p[i]) > ninf);
       if (bad) ok.store(false, std::memory_order_relaxed);
     }
   });
   return ok.load();
 }
 
+bool above_neg_inf(const Tensor& t) {
+  switch (t.dtype()) {
+    case DType::bf16:
+      return above_neg_inf_of<BFloat16>(t);
+    case DType::f16:
+      return above_neg_inf_of<Half>(t);
+    default:
+      return above_neg_inf_of<float>(t);
+  }
+}
+
 memory mem(const memory::desc& d, const Tensor& t) {
-  return memory(d, engine(), const_cast<float*>(ref::ptr<float>(t)));
+  return memory(d, engine(), dnnl_util::data_of(t));
 }
 
 void fail(const dnnl::error& err) {
   EMBER_FAIL("pool", "oneDNN pooling failed: ", err.what(), " (status ", int(err.status), ")");
 }
 
+bool half(const Tensor& t) {
+  return t.defined() && (t.dtype() == DType::bf16 || t.dtype() == DType::f16);
+}
+
 bool usable(const Tensor& t) {
-  return t.defined() && t.dtype() == DType::f32 && t.numel() > 0 && t.dim() >= 3 && t.dim() <= 5;
+  return t.defined() && (t.dtype() == DType::f32 || half(t)) && t.numel() > 0 && t.dim() >= 3 &&
+         t.dim() <= 5;
 }
 
 // A tensor's memory for `user`, and for `prim` (a scratch buffer) when they differ.
@@ -230,10 +259,6 @@ struct Mem {
   }
 };
 
-bool half(const Tensor& t) {
-  return t.defined() && (t.dtype() == DType::bf16 || t.dtype() == DType::f16);
-}
-
 // An f32 copy of an f16/bf16 operand (exact) in the layout `f` (undefined stays undefined).
 Tensor widen(const Tensor& t, MemoryFormat f) {
   return t.defined() ? dense_copy(t, DType::f32, f) : t;
@@ -245,22 +270,9 @@ void narrow_into(const Tensor& r, const Tensor& dst) {
   if (!copy(c)) ref::copy(c);
 }
 
-}  // namespace
-
-bool pool_dnnl(const ir::Pool& op) {
-  // f16/bf16: pooled in f32 (every bf16/f16 value is an f32 one, so max is exact and the average
-  // is rounded once, as the reference kernel), then rounded into dst.
-  if (half(op.src) && op.dst.dtype() == op.src.dtype()) {
-    const MemoryFormat f = op.dst.memory_format();
-    ir::Pool wide = op;
-    wide.src = widen(op.src, f);
-    wide.dst = detail::make_tensor(op.dst.shape(), DType::f32, op.dst.device(), f);
-    if (!pool_dnnl(wide)) return false;
-    narrow_into(wide.dst, op.dst);
-    return true;
-  }
+bool pool_native(const ir::Pool& op) {
   if (!g_enabled.load(std::memory_order_relaxed) || !usable(op.src) || !usable(op.dst) ||
-      !op.dst.is_contiguous(op.dst.memory_format()))
+      op.src.dtype() != op.dst.dtype() || !op.dst.is_contiguous(op.dst.memory_format()))
     return false;
   const Tensor x = dense(op.src, op.src.memory_format());
   if (op.is_max && !above_neg_inf(x)) return false;
@@ -280,19 +292,10 @@ bool pool_dnnl(const ir::Pool& op) {
   return true;
 }
 
-bool pool_dnnl_backward(const ir::PoolBackward& op) {
+bool pool_native_backward(const ir::PoolBackward& op) {
   const Tensor& gx = op.grad_src;
-  if (half(op.grad_dst) && gx.dtype() == op.grad_dst.dtype()) {
-    const MemoryFormat f = gx.memory_format();
-    ir::PoolBackward wide = op;
-    wide.grad_dst = widen(op.grad_dst, f);
-    wide.src = op.is_max ? widen(op.src, f) : op.src;
-    wide.grad_src = detail::make_tensor(gx.shape(), DType::f32, gx.device(), f);
-    if (!pool_dnnl_backward(wide)) return false;
-    narrow_into(wide.grad_src, gx);
-    return true;
-  }
   if (!g_enabled.load(std::memory_order_relaxed) || !usable(op.grad_dst) || !usable(gx) ||
+      gx.dtype() != op.grad_dst.dtype() || (op.is_max && op.src.dtype() != gx.dtype()) ||
       !gx.is_contiguous(gx.memory_format()) || (op.is_max && !usable(op.src)))
     return false;
   // src and grad_dst in grad_src's layout, so the primitives see one format.
@@ -331,6 +334,39 @@ bool pool_dnnl_backward(const ir::PoolBackward& op) {
     fail(err);
   }
   g_runs.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace
+
+// f16/bf16 forward: oneDNN's own f16/bf16 pooling where it has a fast kernel (AVX-512 and up), else
+// pooled in f32 (every f16/bf16 value is an f32 one, so max is exact and the average is rounded
+// once, as the reference kernel) and rounded into dst.
+bool pool_dnnl(const ir::Pool& op) {
+  if (pool_native(op)) return true;
+  if (!half(op.src) || op.dst.dtype() != op.src.dtype()) return false;
+  const MemoryFormat f = op.dst.memory_format();
+  ir::Pool wide = op;
+  wide.src = widen(op.src, f);
+  wide.dst = detail::make_tensor(op.dst.shape(), DType::f32, op.dst.device(), f);
+  if (!pool_native(wide)) return false;
+  narrow_into(wide.dst, op.dst);
+  return true;
+}
+
+// The backward of f16/bf16 always runs in f32: oneDNN's bf16 backward sums the gradients of
+// overlapping windows in bf16 (two units in the last place off at 3x3 / stride 2).
+bool pool_dnnl_backward(const ir::PoolBackward& op) {
+  const Tensor& gx = op.grad_src;
+  if (gx.dtype() == DType::f32) return pool_native_backward(op);
+  if (!half(op.grad_dst) || gx.dtype() != op.grad_dst.dtype()) return false;
+  const MemoryFormat f = gx.memory_format();
+  ir::PoolBackward wide = op;
+  wide.grad_dst = widen(op.grad_dst, f);
+  wide.src = op.is_max ? widen(op.src, f) : op.src;
+  wide.grad_src = detail::make_tensor(gx.shape(), DType::f32, gx.device(), f);
+  if (!pool_native_backward(wide)) return false;
+  narrow_into(wide.grad_src, gx);
   return true;
 }
 
