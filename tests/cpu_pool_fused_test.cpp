@@ -82,6 +82,10 @@ const std::vector<Case>& fused_cases() {
        {1, 2, 9, 9},
        [](const Tensor& x) { return F::avg_pool2d(x, {3}, {2}, {1}, true, true); }},
       {"avg1d", {2, 3, 11}, [](const Tensor& x) { return F::avg_pool1d(x, {4}, {3}, {2}); }},
+      {"max2d_disjoint",  // windows share no input: the f16/bf16 backward runs natively too
+       {2, 6, 8, 8},
+       [](const Tensor& x) { return F::max_pool2d(x, {2}); }},
+      {"avg2d_disjoint", {2, 6, 8, 8}, [](const Tensor& x) { return F::avg_pool2d(x, {2}); }},
       {"avg3d_nopad",
        {1, 2, 5, 5, 4},
        [](const Tensor& x) { return F::avg_pool3d(x, {2}, {2}, {1}, true, false); }},

@@ -1,7 +1,7 @@
 // The cpu backend's max / average pooling through oneDNN (ir/fused.h): ir::Pool (forward) and
 // ir::PoolBackward; f32, 1d/2d/3d, strided, padded, dilated (pooling_v2). Channels-last tensors
 // are pooled as they are (NHWC / NDHWC, no reorder); f16/bf16 forwards on oneDNN's own kernels
-// where fast, else (and every f16/bf16 backward) in f32, rounded once;
+// where fast, else in f32 and rounded once (backwards: natively for disjoint windows only);
 // plain NCHW ones are reordered to and from oneDNN's blocked nChw8c, as its plain-layout pooling is
 // a reference loop slower than the composite. A tensor that is not dense in its memory format is
 // copied first. Primitives are created once per geometry and cached, keyed by every shape, stride
@@ -354,11 +354,20 @@ bool pool_dnnl(const ir::Pool& op) {
   return true;
 }
 
-// The backward of f16/bf16 always runs in f32: oneDNN's bf16 backward sums the gradients of
-// overlapping windows in bf16 (two units in the last place off at 3x3 / stride 2).
+// Whether no two windows share an input element (each grad_src element gets one term at most).
+bool disjoint_windows(const ir::PoolBackward& op) {
+  for (size_t d = 0; d < op.kernel.size(); ++d)
+    if (op.stride[d] < op.dilation[d] * (op.kernel[d] - 1) + 1) return false;
+  return true;
+}
+
+// The backward of f16/bf16 runs on oneDNN's own kernel only for disjoint windows: it sums the
+// gradients of overlapping windows in bf16 (two units in the last place off at 3x3 / stride 2),
+// so those run in f32 and round once.
 bool pool_dnnl_backward(const ir::PoolBackward& op) {
   const Tensor& gx = op.grad_src;
   if (gx.dtype() == DType::f32) return pool_native_backward(op);
+  if (half(gx) && disjoint_windows(op) && pool_native_backward(op)) return true;
   if (!half(op.grad_dst) || gx.dtype() != op.grad_dst.dtype()) return false;
   const MemoryFormat f = gx.memory_format();
   ir::PoolBackward wide = op;
