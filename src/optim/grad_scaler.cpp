@@ -39,7 +39,8 @@ void validate(const GradScalerOptions& o) {
     EMBER_FAIL(op, "growth_interval must be in [1, ", kMaxInterval, "], got ", o.growth_interval());
 }
 
-Tensor scalar_f64(double v) { return scalar_tensor(v, DType::f64); }
+// A 0-d f64 tensor (from_vector: a Scalar would also convert v, up to f32's max, to int64).
+Tensor scalar_f64(double v) { return from_vector(std::vector<double>{v}, Shape{}, Device::cpu()); }
 
 }  // namespace
 

@@ -404,7 +404,8 @@ void Learner::resume(const std::string& dir) {
       if (!v.is_number())
         EMBER_FAIL(op, path, ": field 'learner.grad_scaler.", k, "' = ", v.dump(),
                    " is not a number");
-      sd.set(k, scalar_tensor(v.get<double>(), DType::f64));
+      // from_vector, not a Scalar: the file's number may be past int64 (Scalar keeps both).
+      sd.set(k, from_vector(std::vector<double>{v.get<double>()}, Shape{}, Device::cpu()));
     }
     try {
       scaler.load_state_dict(sd);
