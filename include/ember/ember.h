@@ -1,9 +1,9 @@
 // The core in one header: tensors, devices, autograd, every op, nn and optim. Data loading,
 // model files and training have their own: ember/data/data.h, ember/record/*.h, ember/train/*.h.
 #pragma once
+#include "ember/autocast.h"
 #include "ember/autograd.h"
 #include "ember/autograd/function.h"
-#include "ember/autocast.h"
 #include "ember/device.h"
 #include "ember/dtype.h"
 #include "ember/error.h"

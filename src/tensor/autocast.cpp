@@ -75,12 +75,6 @@ namespace detail::amp {
 Suspend::Suspend() { ++g_state.suspended; }
 Suspend::~Suspend() { --g_state.suspended; }
 
-}  // namespace detail::amp
-
-}  // namespace ember
-
-namespace ember::detail::amp {
-
 void Scope::init(Policy p, const Device& d) {
   if (g_state.suspended != 0 || !g_state.types[int(d.type())].enabled) return;
   const bool gpu = !d.is_host();
@@ -110,8 +104,6 @@ void Scope::init(Policy p, const Device& d) {
   on_ = true;
   ++g_state.suspended;
 }
-
-Scope::Scope(Policy p, const Device& d) { init(p, d); }
 
 Scope::Scope(Policy p, const Tensor& t) {
   if (t.defined()) init(p, t.device());
@@ -143,4 +135,6 @@ Tensor Scope::operator()(const Tensor& t) const {
   return t;
 }
 
-}  // namespace ember::detail::amp
+}  // namespace detail::amp
+
+}  // namespace ember

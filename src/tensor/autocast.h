@@ -3,8 +3,8 @@
 // cast and runs its body under Suspend, so the ops it is built from are not cast again.
 #pragma once
 #include <initializer_list>
-#include "ember/autocast.h"
 
+#include "ember/autocast.h"
 #include "ember/tensor.h"
 
 namespace ember::detail::amp {
@@ -18,10 +18,6 @@ class Suspend {
   Suspend& operator=(const Suspend&) = delete;
 };
 
-}  // namespace ember::detail::amp
-
-namespace ember::detail::amp {
-
 /// An op's autocast list (ember/autocast.h):
 ///  - lower: its float inputs (not f64) go to the low dtype on every device type;
 ///  - f32: its f16/bf16 inputs go to f32 on every device type;
@@ -31,13 +27,12 @@ namespace ember::detail::amp {
 ///  - lower_gpu: the low dtype on GPU device types, untouched on host ones (prelu).
 enum class Policy : uint8_t { lower, f32, f32_gpu, lower_gpu_f32_host, lower_gpu };
 
-/// At a listed op's entry: `if (amp::Scope s{amp::Policy::lower, x.device()}) return op(s(x));`.
+/// At a listed op's entry: `if (amp::Scope s{amp::Policy::f32, x}) return op(s(x));`.
 /// True when autocast applies to the op now; then autocast is suspended for the scope and s(t)
 /// casts one input (undefined, non-float and f64 tensors, and tensors already of the target
 /// dtype, come back as they are). The cast is an ordinary Tensor::to, recorded by autodiff.
 class Scope {
  public:
-  Scope(Policy p, const Device& d);
   /// The device of `t`; off when t is undefined (the op's own check reports it).
   Scope(Policy p, const Tensor& t);
   /// A low-precision op's inputs: the first defined one's device; off when any input is f64

@@ -169,13 +169,6 @@ dnnl::convolution_forward::desc forward_desc(dnnl::prop_kind prop, const Dims& x
                                          act_desc(y, cl, dt), g.stride, g.dil, g.pl, g.pr);
 }
 
-// Low precision: oneDNN's reference kernels (scalar loops) count as declined, so the composite's
-// matmul runs instead (f32 is never declined for that).
-void require_fast(const char* impl, DT dt) {
-  if (dt != kF32 && !dnnl_util::fast_impl(impl))
-    throw dnnl::error(dnnl_unimplemented, "reference low-precision convolution");
-}
-
 // Tensors: x, w, [bias], y.
 std::unique_ptr<Entry> make_forward(const std::vector<const Tensor*>& t, const Geo& g) {
   const Tensor &x = *t[0], &w = *t[1], &y = *t.back();
@@ -185,7 +178,7 @@ std::unique_ptr<Entry> make_forward(const std::vector<const Tensor*>& t, const G
       forward_desc(dnnl::prop_kind::forward_inference, dims_of(x), weight_dims(w, g.groups),
                    has_b ? &bmd : nullptr, dims_of(y), g, g.nhwc),
       engine());
-  require_fast(pd.impl_info_str(), g.dt);
+  dnnl_util::require_fast(pd.impl_info_str(), g.dt);  // else the composite
   auto e = std::make_unique<Entry>();
   e->prim = dnnl::convolution_forward(pd);
   e->winograd = g.winograd;
@@ -210,7 +203,7 @@ std::unique_ptr<Entry> make_backward_data(const std::vector<const Tensor*>& t, c
           dnnl::algorithm::convolution_direct, act_desc(dims_of(gx), cl, g.dt), any_desc(wd, g.dt),
           act_desc(dims_of(gy), cl, g.dt), g.stride, g.dil, g.pl, g.pr),
       engine(), hint);
-  require_fast(pd.impl_info_str(), g.dt);
+  dnnl_util::require_fast(pd.impl_info_str(), g.dt);  // else the composite
   auto e = std::make_unique<Entry>();
   e->prim = dnnl::convolution_backward_data(pd);
   e->binds.push_back(bind(DNNL_ARG_DIFF_DST, false, strided_desc(gy), pd.diff_dst_desc()));
@@ -238,7 +231,7 @@ std::unique_ptr<Entry> make_backward_weights(const std::vector<const Tensor*>& t
                           : dnnl::convolution_backward_weights::desc(alg, xd, wany, gyd, g.stride,
                                                                      g.dil, g.pl, g.pr);
   const dnnl::convolution_backward_weights::primitive_desc pd(desc, engine(), hint);
-  require_fast(pd.impl_info_str(), g.dt);
+  dnnl_util::require_fast(pd.impl_info_str(), g.dt);  // else the composite
   auto e = std::make_unique<Entry>();
   e->prim = dnnl::convolution_backward_weights(pd);
   e->binds.push_back(bind(DNNL_ARG_SRC, false, strided_desc(x), pd.src_desc()));

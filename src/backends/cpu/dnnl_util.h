@@ -60,6 +60,14 @@ inline bool fast_impl(const char* impl) {
   return impl && std::strncmp(impl, "ref", 3) != 0 && !std::strstr(impl, ":ref");
 }
 
+/// For a low-precision (not f32) primitive: throws dnnl::error(unimplemented) when oneDNN offers
+/// only a reference implementation, so the caller's cache records it as declined and the f32 (or
+/// composite) way runs. f32 primitives are always kept.
+inline void require_fast(const char* impl, dnnl::memory::data_type dt) {
+  if (dt != dnnl::memory::data_type::f32 && !fast_impl(impl))
+    throw dnnl::error(dnnl_unimplemented, "reference low-precision primitive");
+}
+
 inline dnnl::memory::dims dims_of(const Tensor& t) {
   return dnnl::memory::dims(t.shape().begin(), t.shape().end());
 }

@@ -241,7 +241,7 @@ std::shared_ptr<const Native> native_for(const Tensor& a, char ta, int64_t lda, 
       n->made = true;
     }
   } catch (const dnnl::error&) {
-    n->made = false;  // unimplemented for this dtype, ISA or layout
+    // unimplemented for this dtype, ISA or layout: made stays false
   }
   slot = n;
   return slot;
@@ -249,13 +249,27 @@ std::shared_ptr<const Native> native_for(const Tensor& a, char ta, int64_t lda, 
 
 // d = a @ b in a's dtype (f16/bf16): native when oneDNN has a fast kernel for it, else (or when
 // the autotuner finds it faster) the f32 way.
+// The operands and destination the native primitive reads and writes (packed where the GEMM
+// needs it; a destination without row-major matrices gets a temporary), and its primitive.
+struct NativeCall {
+  Tensor ac, bc, out;
+  std::shared_ptr<const Native> n;
+  explicit NativeCall(const ir::Matmul& op) {
+    char ta, tb;
+    int64_t lda, ldb;
+    ac = gemm_operand(op.a, ta, lda);
+    bc = gemm_operand(op.b, tb, ldb);
+    const Tensor& d = op.dst;
+    const bool rows = d.stride(2) == 1 && d.stride(1) >= std::max<int64_t>(d.size(2), 1);
+    out = rows ? d : detail::make_tensor(d.shape(), d.dtype(), d.device());
+    n = native_for(ac, ta, lda, bc, tb, ldb, out);
+  }
+};
+
 void half_matmul(const Tensor& a, const Tensor& b, const Tensor& d) {
-  char ta, tb;
-  int64_t lda, ldb;
-  const Tensor ac = gemm_operand(a, ta, lda), bc = gemm_operand(b, tb, ldb);
-  const bool rows = d.stride(2) == 1 && d.stride(1) >= std::max<int64_t>(d.size(2), 1);
-  const Tensor out = rows ? d : detail::make_tensor(d.shape(), d.dtype(), d.device());
-  const auto n = native_for(ac, ta, lda, bc, tb, ldb, out);
+  const NativeCall call(ir::Matmul{a, b, d});
+  const Tensor &ac = call.ac, &bc = call.bc, &out = call.out;
+  const auto& n = call.n;
   if (!n->made) return f32_way(a, b, d);
   auto native = [&] {
     auto& eng = dnnl_util::engine();
@@ -299,14 +313,8 @@ void half_matmul(const Tensor& a, const Tensor& b, const Tensor& d) {
 int64_t native_half_matmul_runs() { return g_native_runs.load(std::memory_order_relaxed); }
 
 std::string native_half_matmul_impl(const ir::Matmul& op) {
-  char ta, tb;
-  int64_t lda, ldb;
-  const Tensor ac = gemm_operand(op.a, ta, lda), bc = gemm_operand(op.b, tb, ldb);
-  const Tensor& d = op.dst;
-  const bool rows = d.stride(2) == 1 && d.stride(1) >= std::max<int64_t>(d.size(2), 1);
-  const Tensor out = rows ? d : detail::make_tensor(d.shape(), d.dtype(), d.device());
-  const auto n = native_for(ac, ta, lda, bc, tb, ldb, out);
-  return n->made ? n->impl : "";
+  const NativeCall call(op);
+  return call.n->made ? call.n->impl : "";
 }
 
 bool sgemm_runs_onednn(const ir::Matmul& op) {

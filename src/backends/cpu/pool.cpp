@@ -87,12 +87,6 @@ memory::desc prim_src_desc(const Tensor& t, bool blocked) {
 memory::desc any_like(const Tensor& t) {
   return memory::desc(dims_of(t), dnnl_util::dnnl_type(t.dtype()), memory::format_tag::any);
 }
-// f16/bf16 pooling only on a kernel of oneDNN's own (a reference loop declines: the f32 way runs).
-template <typename PD>
-void require_fast(const PD& pd, const Tensor& t) {
-  if (t.dtype() != DType::f32 && !dnnl_util::fast_impl(pd.impl_info_str()))
-    throw dnnl::error(dnnl_unimplemented, "reference pooling");
-}
 dnnl::reorder reorder(const memory::desc& from, const memory::desc& to) {
   if (from == to) return dnnl::reorder();
   return dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to));
@@ -124,7 +118,7 @@ std::unique_ptr<Entry> make_forward(const Tensor& src, const Tensor& dst, const 
         g.forward(dnnl::prop_kind::forward_inference, e->prim_src,
                   blocked ? any_like(dst) : e->user_dst),
         engine());
-    require_fast(pd, src);
+    dnnl_util::require_fast(pd.impl_info_str(), dnnl_util::dnnl_type(src.dtype()));
     e->prim_dst = pd.dst_desc();
     e->fwd = dnnl::pooling_v2_forward(pd);
     e->src_in = reorder(e->user_src, e->prim_src);
@@ -154,8 +148,8 @@ std::unique_ptr<Entry> make_backward(const Tensor& gy, const Tensor& gx, const O
         dnnl::pooling_v2_backward::desc(g.alg, e->prim_src, e->prim_dst, g.stride, g.kernel, g.dil,
                                         g.pl, g.pr),
         engine(), hint);
-    require_fast(hint, gx);
-    require_fast(bpd, gx);
+    dnnl_util::require_fast(hint.impl_info_str(), dnnl_util::dnnl_type(gx.dtype()));
+    dnnl_util::require_fast(bpd.impl_info_str(), dnnl_util::dnnl_type(gx.dtype()));
     e->bwd = dnnl::pooling_v2_backward(bpd);
     if (op.is_max) e->src_in = reorder(e->user_src, e->prim_src);
     e->src_out = reorder(e->prim_src, e->user_src);
