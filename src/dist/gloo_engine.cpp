@@ -25,6 +25,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/env.h"
 #include "dist/engine.h"
 #include "dist/gloo_store.h"
 #include "ember/error.h"
@@ -41,14 +42,9 @@ using detail::TcpStore;
 
 // --- the launcher's environment ---------------------------------------------------------------
 
-const char* env(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : nullptr;
-}
-
 std::string required(const char* name) {
-  const char* v = env(name);
-  if (!v)
+  std::string v = env_string(name);
+  if (v.empty())
     EMBER_FAIL(kInit, "the gloo engine needs ", name,
                " (torchrun-style launch: RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT on every "
                "process; or start the processes with mpirun for the mpi engine)");
@@ -194,6 +190,11 @@ class GlooEngine final : public ProcessGroup::Engine {
     std::string addr = required("MASTER_ADDR");
     int port = parse_int("MASTER_PORT", required("MASTER_PORT"), 1, 65535, "[1, 65535]");
     auto timeout = to_ms(timeout_seconds);
+    std::string lr = env_string("LOCAL_RANK"), lws = env_string("LOCAL_WORLD_SIZE");
+    if (!lr.empty() && !lws.empty()) {
+      local_size_ = parse_int("LOCAL_WORLD_SIZE", lws, 1, size_, "[1, WORLD_SIZE]");
+      local_rank_ = parse_int("LOCAL_RANK", lr, 0, local_size_ - 1, "[0, LOCAL_WORLD_SIZE)");
+    }
 
     // A peer that dies makes Gloo's writev on its socket raise SIGPIPE, whose default action
     // ends the process silently; ignored, the write fails and the collective throws.
@@ -321,9 +322,9 @@ class GlooEngine final : public ProcessGroup::Engine {
 
   uint32_t next_tag() { return tag_++; }
 
-  // Every rank publishes its host name; ranks sharing one are on the same machine (network
-  // namespaces of one machine share its host name, and its cores). LOCAL_RANK and
-  // LOCAL_WORLD_SIZE, when both set (torchrun), win.
+  // The rendezvous (its wait names the ranks that never arrived): every rank publishes its host
+  // name; ranks sharing one are on the same machine (network namespaces of one machine share its
+  // host name, and its cores), unless torchrun's LOCAL_RANK and LOCAL_WORLD_SIZE said already.
   void set_local_ranks() {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
@@ -331,19 +332,13 @@ class GlooEngine final : public ProcessGroup::Engine {
     std::vector<std::string> keys;
     for (int r = 0; r < size_; ++r) keys.push_back("ember/host/" + std::to_string(r));
     store_->wait(keys);
+    if (local_size_ > 0) return;
     local_rank_ = 0;
-    local_size_ = 0;
     for (int r = 0; r < size_; ++r) {
       auto h = store_->get(keys[size_t(r)]);
       if (std::string(h.begin(), h.end()) != host) continue;
       if (r < rank_) ++local_rank_;
       ++local_size_;
-    }
-    if (env("LOCAL_RANK") && env("LOCAL_WORLD_SIZE")) {
-      local_size_ =
-          parse_int("LOCAL_WORLD_SIZE", env("LOCAL_WORLD_SIZE"), 1, size_, "[1, WORLD_SIZE]");
-      local_rank_ =
-          parse_int("LOCAL_RANK", env("LOCAL_RANK"), 0, local_size_ - 1, "[0, LOCAL_WORLD_SIZE)");
     }
   }
 
@@ -404,7 +399,7 @@ class GlooEngine final : public ProcessGroup::Engine {
     return os.str();
   }
 
-  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 0;  // 0: from the host names
   uint32_t tag_ = 0;
   std::string last_error_;
   std::unique_ptr<TcpStore> store_;
