@@ -23,6 +23,8 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/env.h"
@@ -304,15 +306,20 @@ class GlooEngine final : public ProcessGroup::Engine {
   }
 
   // Tells the others why this rank stops (they read it when its connections close), then
-  // closes every pair so that no peer waits for its timeout.
+  // closes every pair so that no peer waits for its timeout. The group may call this from a
+  // waiter that timed out while the communication thread is still inside Gloo.
   void on_failure() noexcept override {
     try {
-      std::string why = last_error_.empty() ? "an earlier error" : last_error_;
-      if (store_) store_->set(failed_key(rank_), {why.begin(), why.end()});
-    } catch (...) {
+      std::string why;
+      {
+        std::lock_guard<std::mutex> lock(error_mutex_);
+        why = last_error_.empty() ? "its collective timed out or failed" : last_error_;
+      }
+      store_->set(failed_key(rank_), {why.begin(), why.end()});
+    } catch (...) {  // the store may be gone with rank 0
     }
     try {
-      if (ctx_) ctx_->closeConnections();
+      ctx_->closeConnections();
     } catch (...) {
     }
   }
@@ -349,13 +356,17 @@ class GlooEngine final : public ProcessGroup::Engine {
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
-      last_error_ = explain(op, gloo_text(e.what()), timeout_seconds);
-      throw Error(last_error_);
+      std::string message = explain(op, gloo_text(e.what()), timeout_seconds);
+      {
+        std::lock_guard<std::mutex> lock(error_mutex_);
+        last_error_ = message;
+      }
+      throw Error(message);
     }
   }
 
-  // The ember::Error for a Gloo failure: a timeout, or a peer that closed its connection (the
-  // store says which rank left, or which one stopped after its own error).
+  // The ember::Error's message for a Gloo failure: a timeout, or a peer that closed its
+  // connection.
   std::string explain(const char* op, const std::string& what, double timeout_seconds) {
     std::ostringstream os;
     os << '[' << op << "] ";
@@ -365,43 +376,53 @@ class GlooEngine final : public ProcessGroup::Engine {
          << "): a rank is hung, slower than the timeout, or did not call " << op
          << "; raise EMBER_DIST_TIMEOUT if the work between collectives takes longer";
     } else {
-      // The store notices a dead rank's closed socket about when Gloo does: give it a moment.
-      std::vector<int> gone;
-      std::vector<std::pair<int, std::string>> failed;
-      for (int i = 0; i < 40 && gone.empty() && failed.empty(); ++i) {
-        if (i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        for (int r : store_->departed_ranks())
-          if (r != rank_) gone.push_back(r);
-        if (!gone.empty() && gone[0] == 0 && rank_ != 0) break;  // the store went with rank 0
-        for (int r = 0; r < size_; ++r) {
-          if (r == rank_) continue;
-          try {
-            if (auto v = store_->try_get(failed_key(r)))
-              failed.emplace_back(r, std::string(v->begin(), v->end()));
-          } catch (...) {
-            break;
-          }
-        }
-      }
-      if (!failed.empty()) {
-        os << "rank " << failed[0].first
-           << " closed its connection after its own error: " << failed[0].second;
-      } else if (!gone.empty()) {
-        os << ranks_text(gone)
-           << (gone.size() > 1 ? " closed their connections (they exited or died)"
-                               : " closed its connection (it exited or died)");
-      } else {
-        os << "a peer closed its connection (it exited, died, or stopped after its own error)";
-      }
+      os << who_closed();
       os << "; rank " << rank_ << " of " << size_ << " cannot continue";
     }
     os << " (gloo: " << what << ")";
     return os.str();
   }
 
+  // Which peer closed its connection, from the store: ranks that left without an error of
+  // their own (exited or died) first, the root cause; else one that stopped after its error.
+  std::string who_closed() {
+    std::vector<int> died;
+    std::vector<std::pair<int, std::string>> failed;
+    // The store notices a dead rank's closed socket about when Gloo does: give it a moment.
+    for (int i = 0; i < 40 && died.empty() && failed.empty(); ++i) {
+      if (i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::vector<int> gone = store_->departed_ranks();
+      if (rank_ != 0 && gone == std::vector<int>{0}) {
+        // The store went with rank 0, or rank 0 left after its own error: no more to learn.
+        died = gone;
+        break;
+      }
+      for (int r = 0; r < size_; ++r) {
+        if (r == rank_) continue;
+        std::optional<std::vector<char>> why;
+        try {
+          why = store_->try_get(failed_key(r));
+        } catch (...) {
+        }
+        if (why)
+          failed.emplace_back(r, std::string(why->begin(), why->end()));
+        else if (std::count(gone.begin(), gone.end(), r))
+          died.push_back(r);
+      }
+    }
+    if (!died.empty())
+      return ranks_text(died) + (died.size() > 1 ? " closed their connections (they exited or died)"
+                                                 : " closed its connection (it exited or died)");
+    if (!failed.empty())
+      return "rank " + std::to_string(failed[0].first) +
+             " closed its connection after its own error: " + failed[0].second;
+    return "a peer closed its connection (it exited, died, or stopped after its own error)";
+  }
+
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 0;  // 0: from the host names
   uint32_t tag_ = 0;
-  std::string last_error_;
+  std::mutex error_mutex_;
+  std::string last_error_;  // under error_mutex_
   std::unique_ptr<TcpStore> store_;
   std::shared_ptr<gloo::rendezvous::Context> ctx_;
 };

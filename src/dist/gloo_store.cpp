@@ -212,6 +212,15 @@ class TcpStore::Server {
     accept_thread_ = std::thread([this] { accept_loop(); });
   }
 
+  // Waits until every other rank that arrived has closed its connection, or `limit` passes.
+  void linger(std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> lock(m_);
+    cv_.wait_for(lock, limit, [&] {
+      return std::all_of(arrived_.begin(), arrived_.end(),
+                         [&](int r) { return r == 0 || departed_.count(r) > 0; });
+    });
+  }
+
   ~Server() {
     {
       std::lock_guard<std::mutex> lock(m_);
@@ -478,6 +487,9 @@ TcpStore::TcpStore(const std::string& host, int port, int rank, int world_size, 
 }
 
 TcpStore::~TcpStore() {
+  // Rank 0 keeps the store up a moment for the ranks still reading it: a failed rank's reason
+  // (engine: who_closed) or the last rendezvous keys.
+  if (server_) server_->linger(std::min(timeout_, std::chrono::milliseconds(5000)));
   if (fd_ >= 0) ::close(fd_);
   server_.reset();
 }

@@ -25,6 +25,7 @@ class TcpStore final : public gloo::rendezvous::Store {
   /// rank the server rejects (world size mismatch, duplicate rank).
   TcpStore(const std::string& host, int port, int rank, int world_size, bool serve,
            std::chrono::milliseconds timeout);
+  /// Rank 0's waits until the other ranks have disconnected, at most min(timeout, 5 s).
   ~TcpStore() override;
   TcpStore(const TcpStore&) = delete;
   TcpStore& operator=(const TcpStore&) = delete;
