@@ -354,12 +354,11 @@ class TcpStore::Server {
       return out;
     }
     out.push_back(1);
-    put_u32(out, 0);
-    uint32_t missing = 0;
+    std::vector<std::string> missing;
     for (const auto& k : keys)
-      if (!data_.count(k)) put_str(out, k), ++missing;
-    uint32_t be = htonl(missing);
-    std::memcpy(out.data() + 1, &be, 4);
+      if (!data_.count(k)) missing.push_back(k);
+    put_u32(out, uint32_t(missing.size()));
+    for (const auto& k : missing) put_str(out, k);
     std::vector<int> absent;
     for (int r = 0; r < world_size_; ++r)
       if (!arrived_.count(r)) absent.push_back(r);
@@ -478,12 +477,17 @@ TcpStore::TcpStore(const std::string& host, int port, int rank, int world_size, 
   std::vector<char> msg{char(kHello)};
   put_u32(msg, uint32_t(rank));
   put_u32(msg, uint32_t(world_size));
-  Reply rep = request(msg, timeout);
-  Reader r{rep.body};
-  r.at = 1;
-  std::string err = r.str();
-  if (rep.body.empty() || rep.body[0] != 0)
-    EMBER_FAIL(kOp, "the rendezvous at ", where_, " rejected rank ", rank, ": ", err);
+  try {
+    Reply rep = request(msg, timeout);
+    Reader r{rep.body};
+    r.at = 1;
+    std::string err = r.str();
+    if (rep.body[0] != 0)
+      EMBER_FAIL(kOp, "the rendezvous at ", where_, " rejected rank ", rank, ": ", err);
+  } catch (...) {
+    ::close(fd_);  // the destructor does not run for a throwing constructor
+    throw;
+  }
 }
 
 TcpStore::~TcpStore() {
