@@ -103,17 +103,18 @@ TEST(DistLocal, LocalGroupCollectives) {
   expect_error([&] { g.broadcast(rs, 1); }, {"[dist::broadcast]", "src 1 is not a rank"});
 }
 
-// A world of `size` ranks that all hold this rank's values; reduces only f32, i64, u8.
+// A world of `size` ranks that all hold this rank's values; reduces only f32, i64, u8 (and f16
+// when `f16`).
 class MirrorEngine : public dist::ProcessGroup::Engine {
  public:
-  explicit MirrorEngine(int size) : size_(size) {}
+  explicit MirrorEngine(int size, bool f16 = false) : size_(size), f16_(f16) {}
   const char* name() const override { return "mirror"; }
   int rank() const override { return 0; }
   int size() const override { return size_; }
   int local_rank() const override { return 0; }
   int local_size() const override { return size_; }
   bool reduces(DType t) const override {
-    return t == DType::f32 || t == DType::i64 || t == DType::u8;
+    return t == DType::f32 || t == DType::i64 || t == DType::u8 || (f16_ && t == DType::f16);
   }
   void all_reduce(const char*, void* data, int64_t count, DType dtype, ReduceOp op,
                   double) override {
@@ -124,6 +125,10 @@ class MirrorEngine : public dist::ProcessGroup::Engine {
       if (dtype == DType::f32) static_cast<float*>(data)[i] *= float(size_);
       if (dtype == DType::i64) static_cast<int64_t*>(data)[i] *= size_;
       if (dtype == DType::u8) static_cast<uint8_t*>(data)[i] *= uint8_t(size_);
+      if (dtype == DType::f16) {
+        Half& h = static_cast<Half*>(data)[i];
+        h = Half(float(h) * float(size_));
+      }
     }
   }
   void broadcast(const char*, void*, int64_t, int, double) override {}
@@ -142,6 +147,7 @@ class MirrorEngine : public dist::ProcessGroup::Engine {
 
  private:
   int size_;
+  bool f16_;
 };
 
 TEST(DistGroup, ConvertsWhatTheEngineDoesNotReduce) {
@@ -178,6 +184,16 @@ TEST(DistGroup, ConvertsWhatTheEngineDoesNotReduce) {
       },
       {"[dist::all_reduce]", "the mirror engine cannot reduce uint64"});
   EXPECT_FALSE(g.broken());
+}
+
+TEST(DistGroup, MeanInTheDtypeTheEngineReduces) {
+  auto engine = std::make_unique<MirrorEngine>(4, /*f16=*/true);
+  MirrorEngine& e = *engine;
+  dist::ProcessGroup g(std::move(engine), 10);
+  Tensor h = tensor<float>({1, 2.5f, -3, 0.1f}).to(DType::f16);
+  g.all_reduce(h, ReduceOp::mean);  // sum of 4 in f16, then / 4 in f16
+  expect_near(h, {1, 2.5, -3, 0.1}, 1e-3);
+  EXPECT_EQ(e.seen, std::vector<DType>{DType::f16});
 }
 
 // all_reduce blocks until released (a peer that never arrives); counts on_failure calls.
