@@ -1,13 +1,18 @@
-// ember_dist_probe: one process of a multi-process scenario the gtest suite cannot hold (a rank
-// that dies or hangs, a measured transfer). Every rank runs the same mode; the exit status says
-// whether this rank saw what it should. Run under a launcher (tests/dist/launch.sh, mpirun):
-//   allreduce MB   all_reduce of MB MiB of f32 (rank r holds r + 1), checks the sum
+// ember_dist_probe MODE: one process of a multi-process scenario the gtest suite cannot hold. Every
+// rank runs the same mode; the exit status says whether this rank saw what it should.
+// Under mpirun (tests/dist/faults.sh), the last rank misbehaves and the job must end:
+//   hang           the last rank sleeps instead of calling the collective
+//   die            the last rank kills itself (SIGKILL)
+//   ok             every rank takes part
+//   The other ranks all_reduce and print the error they get ("rank R: [dist::all_reduce] ...")
+//   and exit 3, or print "rank R: ok".
+// Under tests/dist/launch.sh or netns_test.sh (gloo), every rank must end as expected:
+//   allreduce MB   all_reduce of MB MiB of f32 (rank r holds r + 1); checks the sum
 //   kill VICTIM    rank VICTIM dies (SIGKILL) after one all_reduce; the others' next all_reduce
 //                  must throw "rank VICTIM closed its connection" within 20 s (not the timeout)
-//   hang           rank 1 sleeps past the others' timeout (EMBER_DIST_TIMEOUT); they must throw
+//   stall          rank 1 sleeps past the others' timeout (EMBER_DIST_TIMEOUT); they must throw
 //                  "timed out after" within the timeout + 30 s; rank 1's next collective, once
 //                  awake, must throw too
-//   bench [ITERS]  times a 40 MB f32 all_reduce (ITERS times, 20 by default), prints GB/s
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -23,8 +28,24 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
+// faults.sh's modes: hang, die, ok.
+int mpi_fault(const std::string& mode) {
+  const int rank = dist::rank();
+  const bool culprit = rank == dist::world_size() - 1 && mode != "ok";
+  if (culprit && mode == "die") std::raise(SIGKILL);
+  if (culprit) {  // hang: far longer than the test's timeout; mpirun ends it
+    std::this_thread::sleep_for(std::chrono::seconds(600));
+    return 0;
+  }
+  try {
+    Tensor x = ones({1000});
+    dist::all_reduce(x);
+    std::printf("rank %d: ok, sum %g\n", rank, x.sum().item<double>());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+    return 3;
+  }
+  return 0;
 }
 
 int check_allreduce(int64_t mib) {
@@ -48,7 +69,7 @@ int expect_failure(const std::string& want, double limit_s) {
     std::printf("rank %d: FAILED: no error\n", dist::rank());
     return 1;
   } catch (const Error& e) {
-    const double s = since(t0);
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     const bool ok = std::string(e.what()).find(want) != std::string::npos && s <= limit_s;
     std::printf("rank %d: %s: error after %.2f s (limit %.0f s): %s\n", dist::rank(),
                 ok ? "ok" : "FAILED", s, limit_s, e.what());
@@ -63,7 +84,7 @@ int kill_mode(int victim) {
   return expect_failure("rank " + std::to_string(victim) + " closed its connection", 20);
 }
 
-int hang_mode() {
+int stall_mode() {
   const double timeout = dist::default_group().timeout_seconds();
   Tensor x = full({1000}, 1.0f, Device::cpu());
   dist::all_reduce(x);
@@ -79,35 +100,21 @@ int hang_mode() {
   }
 }
 
-int bench(int iters) {
-  Tensor x = full({10'000'000}, 1.0f, Device::cpu());  // 40 MB
-  for (int i = 0; i < 3; ++i) dist::all_reduce(x);
-  dist::barrier();
-  const auto t0 = Clock::now();
-  for (int i = 0; i < iters; ++i) dist::all_reduce(x);
-  const double s = since(t0) / iters;
-  const int n = dist::world_size();
-  std::printf(
-      "rank %d of %d (%s): 40 MB f32 all_reduce: %.2f ms, %.2f GB/s (bytes / time), bus "
-      "%.2f GB/s\n",
-      dist::rank(), n, dist::default_group().backend().c_str(), s * 1e3, 0.04 / s,
-      0.04 / s * 2 * (n - 1) / n);
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
+  const bool mpi_mode = mode == "hang" || mode == "die" || mode == "ok";
+  if (!mpi_mode && !(mode == "stall") && !((mode == "allreduce" || mode == "kill") && argc > 2)) {
+    std::fprintf(stderr, "usage: ember_dist_probe hang|die|ok|allreduce MB|kill VICTIM|stall\n");
+    return 2;
+  }
   try {
     dist::init_process_group();
-    int rc = 2;
-    if (mode == "allreduce" && argc > 2) rc = check_allreduce(std::atoll(argv[2]));
-    if (mode == "kill" && argc > 2) rc = kill_mode(std::atoi(argv[2]));
-    if (mode == "hang") rc = hang_mode();
-    if (mode == "bench") rc = bench(argc > 2 ? std::atoi(argv[2]) : 20);
-    if (rc == 2)
-      std::fprintf(stderr, "usage: ember_dist_probe allreduce MB|kill VICTIM|hang|bench [ITERS]\n");
+    if (mpi_mode) return mpi_fault(mode);
+    int rc = mode == "allreduce" ? check_allreduce(std::atoll(argv[2]))
+             : mode == "kill"    ? kill_mode(std::atoi(argv[2]))
+                                 : stall_mode();
     std::fflush(stdout);
     // After a failure the group is broken; ending it must not hang either.
     dist::destroy_process_group();
