@@ -21,7 +21,7 @@ using nn::DistributedDataParallelOptions;
 namespace {
 
 // Bucket caps small enough that these models have several buckets.
-constexpr double kSmallBucketsMb = 0.001;
+constexpr double kSmallBucketsMb = 0.0002;  // about 200 bytes
 
 int world() { return dist::world_size(); }
 int rank() { return dist::rank(); }
@@ -160,8 +160,9 @@ TEST(DistributedDataParallelTest, NoSyncAccumulatesLocallyThenAverages) {
     EXPECT_TRUE(ddp.require_backward_grad_sync());
     nn::functional::mse_loss((*local)(shard(x, b)), shard(y, b)).backward();
     nn::functional::mse_loss((*full)(x), y).backward();
-    if (!last)  // inside no_sync: this rank's own accumulated gradients
+    if (!last) {  // inside no_sync: this rank's own accumulated gradients
       EXPECT_LE(worst(values(grads(*model)), values(grads(*local)), 1e-6, 1e-5), 1.0);
+    }
   }
   // The synced backward averaged the sums over the micro-batches: the whole batch's gradient.
   EXPECT_LE(worst(values(grads(*model)), values(grads(*full)), 1e-5, 1e-4), 1.0);
@@ -172,7 +173,9 @@ TEST(DistributedDataParallelTest, ConstructionBroadcastsRankZerosParameters) {
   manual_seed(uint64_t(40 + rank()));
   auto model = small_cnn();
   const auto before = gather_all(values(model->parameters()));
-  if (world() > 1) EXPECT_NE(before[0], before[1]) << "ranks start from different values";
+  if (world() > 1) {
+    EXPECT_NE(before[0], before[1]) << "ranks start from different values";
+  }
   DistributedDataParallel ddp(model);
   const auto after = gather_all(values(model->parameters()));
   for (int r = 0; r < world(); ++r) EXPECT_EQ(after[size_t(r)], before[0]) << "rank " << r;
@@ -190,8 +193,8 @@ TEST(DistributedDataParallelTest, DifferentModelsThrowOnEveryRank) {
     ADD_FAILURE() << "expected an error on rank " << rank();
   } catch (const Error& e) {
     const std::string msg = e.what();
-    for (const char* part : {"[DistributedDataParallel]", "'2.weight'", "[3, 16] on rank 0",
-                             "[5, 16] on rank 1"})
+    for (const char* part :
+         {"[DistributedDataParallel]", "'2.weight'", "[3, 16] on rank 0", "[5, 16] on rank 1"})
       EXPECT_NE(msg.find(part), std::string::npos) << msg;
   }
   // A parameter that only rank 1 has.
@@ -222,8 +225,8 @@ TEST(DistributedDataParallelTest, UnusedParametersNeedFindUnusedParameters) {
     ADD_FAILURE() << "expected an error for the unused fc2";
   } catch (const Error& e) {
     const std::string msg = e.what();
-    for (const char* part : {"[DistributedDataParallel]", "'fc2.weight'", "no gradient",
-                             "find_unused_parameters"})
+    for (const char* part :
+         {"[DistributedDataParallel]", "'fc2.weight'", "no gradient", "find_unused_parameters"})
       EXPECT_NE(msg.find(part), std::string::npos) << msg;
   }
   // The next backward that uses every parameter works and averages.
@@ -274,7 +277,9 @@ TEST(DistributedDataParallelTest, TrainingForwardTakesRankZerosBuffers) {
   const Tensor common = host_randn({3, 1, 6, 6}, 701);
   ddp(own);  // each rank's statistics move with its own batch
   const auto after_own = gather_all(buffers());
-  if (world() > 1) EXPECT_NE(after_own[0], after_own[1]);
+  if (world() > 1) {
+    EXPECT_NE(after_own[0], after_own[1]);
+  }
   // Before this forward every rank takes rank 0's statistics, then updates them alike.
   ddp(common);
   expect_same_on_all_ranks(buffers(), "buffers after a training forward");
@@ -283,7 +288,9 @@ TEST(DistributedDataParallelTest, TrainingForwardTakesRankZerosBuffers) {
   model->eval();
   ddp(own);
   const auto eval_after = gather_all(buffers());
-  if (world() > 1) EXPECT_NE(eval_after[0], eval_after[1]);
+  if (world() > 1) {
+    EXPECT_NE(eval_after[0], eval_after[1]);
+  }
   ddp.broadcast_buffers();  // by hand
   expect_same_on_all_ranks(buffers(), "buffers after broadcast_buffers()");
   model->train();
@@ -292,7 +299,9 @@ TEST(DistributedDataParallelTest, TrainingForwardTakesRankZerosBuffers) {
   no_bcast(own);
   no_bcast(common);
   const auto kept = gather_all(values(model2->buffers()));
-  if (world() > 1) EXPECT_NE(kept[0], kept[1]);
+  if (world() > 1) {
+    EXPECT_NE(kept[0], kept[1]);
+  }
 }
 
 TEST(DistributedDataParallelTest, MixedDtypesAverageInEachDtype) {
