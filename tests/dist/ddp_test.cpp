@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "dist_test_util.h"
+#include "dist_util.h"
 #include "ember/dist/dist.h"
 #include "ember/ember.h"
 #include "ember/nn/parallel/distributed.h"
@@ -151,11 +153,13 @@ TEST(DistributedDataParallelTest, NoSyncAccumulatesLocallyThenAverages) {
     const Tensor x = host_randn({world() * b, 6}, uint32_t(300 + m));
     const Tensor y = host_randn({world() * b, 4}, uint32_t(400 + m));
     const bool last = m == micro - 1;
-    {
-      std::optional<DistributedDataParallel::NoSync> guard;
-      if (!last) guard.emplace(ddp);
-      EXPECT_EQ(ddp.require_backward_grad_sync(), last);
-      nn::functional::mse_loss(ddp(shard(x, b)), shard(y, b)).backward();
+    auto step = [&] { nn::functional::mse_loss(ddp(shard(x, b)), shard(y, b)).backward(); };
+    if (last) {
+      step();
+    } else {
+      auto guard = ddp.no_sync();
+      EXPECT_FALSE(ddp.require_backward_grad_sync());
+      step();
     }
     EXPECT_TRUE(ddp.require_backward_grad_sync());
     nn::functional::mse_loss((*local)(shard(x, b)), shard(y, b)).backward();
@@ -322,6 +326,55 @@ TEST(DistributedDataParallelTest, MixedDtypesAverageInEachDtype) {
     for (size_t i = 0; i < v.size(); ++i) mean[i] += v[i] / float(world());
   EXPECT_LE(worst(values(grads(*model)), mean, 1e-5, 1e-2), 1.0);
   expect_same_on_all_ranks(values(grads(*model)), "gradients");
+}
+
+TEST(DistributedDataParallelTest, BackwardThatFailsMidwayLeavesItUsable) {
+  manual_seed(95);
+  auto model = mlp();
+  DistributedDataParallel ddp(model, {.bucket_cap_mb = kSmallBucketsMb});
+  // The first layer's weight gets its gradient last: by then the last layer's bucket is out.
+  bool fail = true;
+  Tensor w0 = model->parameters()[0];
+  auto h = w0.register_hook([&](const Tensor&) {
+    if (fail) throw std::runtime_error("hook failure");
+  });
+  const Tensor x = host_randn({2, 6}, uint32_t(950 + rank()));
+  EXPECT_THROW(ddp(x).sum().backward(), std::runtime_error);
+  fail = false;
+  model->zero_grad();
+  ddp(x).sum().backward();
+  auto local = mlp();
+  copy_into(*local, *model);
+  (*local)(x).sum().backward();
+  const auto all = gather_all(values(grads(*local)));
+  std::vector<float> mean(all[0].size(), 0.f);
+  for (const auto& v : all)
+    for (size_t i = 0; i < v.size(); ++i) mean[i] += v[i] / float(world());
+  EXPECT_LE(worst(values(grads(*model)), mean, 1e-6, 1e-4), 1.0);
+  h.remove();
+}
+
+TEST(DistributedDataParallelTest, ParametersOnEveryDevice) {
+  // ref, cpu and the GPUs (the same list on every rank): buckets live on the parameters' device.
+  for (const Device& device : dist_util::devices()) {
+    SCOPED_TRACE(device.str());
+    manual_seed(90);
+    auto model = mlp();
+    model->to(device);
+    DistributedDataParallel ddp(model, {.bucket_cap_mb = kSmallBucketsMb});
+    auto local = mlp();
+    local->to(device);
+    copy_into(*local, *model);
+    const Tensor x = host_randn({3, 6}, uint32_t(900 + rank())).to(device);
+    ddp(x).sum().backward();
+    (*local)(x).sum().backward();
+    for (const Tensor& p : model->parameters()) EXPECT_EQ(p.grad().device(), device);
+    const auto all = gather_all(values(grads(*local)));
+    std::vector<float> mean(all[0].size(), 0.f);
+    for (const auto& v : all)
+      for (size_t i = 0; i < v.size(); ++i) mean[i] += v[i] / float(world());
+    EXPECT_LE(worst(values(grads(*model)), mean, 1e-6, 1e-4), 1.0);
+  }
 }
 
 TEST(DistributedDataParallelTest, BadOptionsAndModules) {
