@@ -292,6 +292,9 @@ struct FitResult {
 };
 
 namespace detail {
+/// Throws "[Learner] data-parallel training needs ... DistributedSampler".
+[[noreturn]] void fail_sampler();
+
 /// A loader with the step function of its batch type, its types erased (the Learner's loop
 /// lives in src/train and sees only this).
 class BatchSource {
@@ -347,8 +350,7 @@ class LoaderSource final : public BatchSource {
 
 /// Throws "[op] the loader's batch type is not the one of the Learner's step function".
 [[noreturn]] void fail_batch_type(const char* op);
-/// Throws "[Learner] data-parallel training needs ... DistributedSampler".
-[[noreturn]] void fail_sampler();
+
 }  // namespace detail
 
 class Learner {
