@@ -1,6 +1,6 @@
 // The core in one header: tensors, devices, autograd, every op, nn and optim, and dist's
-// process group and collectives. Data loading,
-// model files and training have their own: ember/data/data.h, ember/record/*.h, ember/train/*.h.
+// process group and collectives. Data loading, model files and training have their own:
+// ember/data/data.h, ember/record/*.h, ember/train/*.h.
 #pragma once
 #include "ember/autocast.h"
 #include "ember/autograd.h"
