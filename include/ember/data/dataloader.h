@@ -217,6 +217,15 @@ class DataLoader {
       opts_.device = device;
   }
 
+  /// Reads epochs through `sampler` from the next epoch on and turns shuffle off (the sampler
+  /// decides the order; null goes back to the dataset's order, unshuffled). Stops an epoch in
+  /// progress. What the Learner does to shard a loader for data-parallel training.
+  void set_sampler(std::shared_ptr<const Sampler> sampler) {
+    stop();
+    opts_.sampler = std::move(sampler);
+    opts_.shuffle = false;
+  }
+
   /// Batches per epoch.
   int64_t size() const {
     const int64_t n = dataset_->size();
