@@ -1,12 +1,10 @@
 // ProcessGroup's collectives: argument checks, then each tensor as a contiguous host buffer for
 // the engine (its own storage when it is one already, else a staging copy written back in
 // wait()), then a job for the communication thread.
-#include <cstring>
 
 #include "dist/group.h"
 #include "ember/autograd.h"
 #include "ember/error.h"
-#include "tensor/internal.h"
 
 namespace ember::dist {
 
@@ -26,7 +24,11 @@ const char* reduce_op_name(ReduceOp op) {
 
 namespace {
 
-using ember::detail::describe;
+// "float32 [2, 3] on cpu".
+std::string describe(const Tensor& t) {
+  return std::string(dtype_name(t.dtype())) + " " + shape_str(t.shape()) + " on " +
+         t.device().str();
+}
 using Engine = ProcessGroup::Engine;
 
 // A sync op is an async one waited at once: the same queue keeps the call order.
@@ -117,13 +119,28 @@ ReduceOp engine_op(DType t, ReduceOp op) {
   return op;
 }
 
+// mean = sum / world, in the dtype the engine reduced in (f16 and bf16 when it reduces them).
+template <typename T>
+void divide_as(void* data, int64_t count, int world) {
+  T* p = static_cast<T*>(data);
+  for (int64_t i = 0; i < count; ++i) p[i] = T(float(p[i]) / float(world));
+}
 void divide(void* data, int64_t count, DType dtype, int world) {
-  if (dtype == DType::f64) {
-    double* p = static_cast<double*>(data);
-    for (int64_t i = 0; i < count; ++i) p[i] /= world;
-  } else {  // f32 (f16 and bf16 are reduced in f32)
-    float* p = static_cast<float*>(data);
-    for (int64_t i = 0; i < count; ++i) p[i] /= float(world);
+  if (world == 1) return;
+  switch (dtype) {
+    case DType::f64: {
+      double* p = static_cast<double*>(data);
+      for (int64_t i = 0; i < count; ++i) p[i] /= world;
+      return;
+    }
+    case DType::f32:
+      return divide_as<float>(data, count, world);
+    case DType::f16:
+      return divide_as<Half>(data, count, world);
+    case DType::bf16:
+      return divide_as<BFloat16>(data, count, world);
+    default:
+      return;  // mean is refused on other dtypes
   }
 }
 

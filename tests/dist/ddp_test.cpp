@@ -75,6 +75,14 @@ std::vector<Tensor> grads(const nn::Module& m) {
 // This rank's rows [rank * b, (rank + 1) * b) of a batch of world * b rows.
 Tensor shard(const Tensor& full, int64_t b) { return full.narrow(0, rank() * b, b); }
 
+// The average over the ranks of each rank's `v`, in f32.
+std::vector<float> mean_over_ranks(const std::vector<float>& v) {
+  std::vector<float> mean(v.size(), 0.f);
+  for (const auto& r : gather_all(v))
+    for (size_t i = 0; i < r.size(); ++i) mean[i] += r[i] / float(world());
+  return mean;
+}
+
 // Whether every rank holds the same values (within f32 noise).
 void expect_same_on_all_ranks(const std::vector<float>& v, const char* what) {
   const auto all = gather_all(v);
@@ -320,10 +328,7 @@ TEST(DistributedDataParallelTest, MixedDtypesAverageInEachDtype) {
   (*local)(x).sum().backward();
   EXPECT_EQ(model->fc2->weight.grad().dtype(), DType::bf16);
   // The average of the ranks' local gradients (computed here in f32), rounded once.
-  const auto all = gather_all(values(grads(*local)));
-  std::vector<float> mean(all[0].size(), 0.f);
-  for (const auto& v : all)
-    for (size_t i = 0; i < v.size(); ++i) mean[i] += v[i] / float(world());
+  const std::vector<float> mean = mean_over_ranks(values(grads(*local)));
   EXPECT_LE(worst(values(grads(*model)), mean, 1e-5, 1e-2), 1.0);
   expect_same_on_all_ranks(values(grads(*model)), "gradients");
 }
@@ -346,12 +351,25 @@ TEST(DistributedDataParallelTest, BackwardThatFailsMidwayLeavesItUsable) {
   auto local = mlp();
   copy_into(*local, *model);
   (*local)(x).sum().backward();
-  const auto all = gather_all(values(grads(*local)));
-  std::vector<float> mean(all[0].size(), 0.f);
-  for (const auto& v : all)
-    for (size_t i = 0; i < v.size(); ++i) mean[i] += v[i] / float(world());
+  const std::vector<float> mean = mean_over_ranks(values(grads(*local)));
   EXPECT_LE(worst(values(grads(*model)), mean, 1e-6, 1e-4), 1.0);
   h.remove();
+}
+
+TEST(DistributedDataParallelTest, TiedParameterIsReducedOnce) {
+  manual_seed(97);
+  auto fc = std::make_shared<nn::Linear>(6, 6);
+  auto model = nn::make_sequential(fc, std::make_shared<nn::Tanh>(), fc);  // fc used twice
+  DistributedDataParallel ddp(model);
+  EXPECT_EQ(model->parameters().size(), 2u);
+  const Tensor x = host_randn({2, 6}, uint32_t(970 + rank()));
+  ddp(x).sum().backward();
+  auto local_fc = std::make_shared<nn::Linear>(6, 6);
+  auto local = nn::make_sequential(local_fc, std::make_shared<nn::Tanh>(), local_fc);
+  copy_into(*local, *model);
+  (*local)(x).sum().backward();
+  const std::vector<float> mean = mean_over_ranks(values(grads(*local)));
+  EXPECT_LE(worst(values(grads(*model)), mean, 1e-6, 1e-4), 1.0);
 }
 
 TEST(DistributedDataParallelTest, ParametersOnEveryDevice) {
@@ -369,10 +387,7 @@ TEST(DistributedDataParallelTest, ParametersOnEveryDevice) {
     ddp(x).sum().backward();
     (*local)(x).sum().backward();
     for (const Tensor& p : model->parameters()) EXPECT_EQ(p.grad().device(), device);
-    const auto all = gather_all(values(grads(*local)));
-    std::vector<float> mean(all[0].size(), 0.f);
-    for (const auto& v : all)
-      for (size_t i = 0; i < v.size(); ++i) mean[i] += v[i] / float(world());
+    const std::vector<float> mean = mean_over_ranks(values(grads(*local)));
     EXPECT_LE(worst(values(grads(*model)), mean, 1e-6, 1e-4), 1.0);
   }
 }

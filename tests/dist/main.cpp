@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "ember/dist/dist.h"
+#include "dist_util.h"
 
 namespace {
 
@@ -32,6 +32,13 @@ int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
   ember::dist::init_process_group();
   const int rank = ember::dist::rank();
+  if (rank == 0) {
+    std::printf("ember_dist_tests: backend %s, %d ranks, devices",
+                ember::dist::default_group().backend().c_str(), ember::dist::world_size());
+    for (const ember::Device& d : ember::test::dist_util::devices())
+      std::printf(" %s", d.str().c_str());
+    std::printf("\n");
+  }
   if (rank != 0) {
     testing::TestEventListeners& ls = testing::UnitTest::GetInstance()->listeners();
     delete ls.Release(ls.default_result_printer());

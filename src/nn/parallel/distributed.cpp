@@ -22,11 +22,9 @@ constexpr int64_t kFirstBucketBytes = kMiB;
 /// Largest coalesced broadcast (torch broadcasts module states in 250 MB pieces).
 constexpr int64_t kBroadcastBytes = 256 * kMiB;
 
-int64_t nbytes(const Tensor& t) { return t.numel() * t.element_size(); }
-
 /// Tensors packed back to back in one flat buffer of their common dtype and device.
 struct Pack {
-  DType dtype;
+  DType dtype = DType::f32;
   Device device;
   std::vector<Tensor> tensors;
   std::vector<int64_t> offsets;  // elements
@@ -161,7 +159,7 @@ void check_same_model(dist::ProcessGroup& group, const Module& m) {
                " parameters and buffers, rank ", r, " ", b.size(),
                "); every rank must build the same module");
   }
-  // Equal texts with different hashes cannot happen; other ranks differ from rank 0 only.
+  // Not reached: differing (hash, length) pairs mean some rank's text differs from rank 0's.
 }
 
 }  // namespace
@@ -208,7 +206,6 @@ struct DistributedDataParallel::Impl {
     // compute_bucket_assignment_by_size); buckets are ordered by their first parameter.
     struct Open {
       Bucket b;
-      int64_t bytes = 0;
       bool first = true;
     };
     std::vector<Open> open;
@@ -218,7 +215,6 @@ struct DistributedDataParallel::Impl {
       o.b = Bucket{};
       o.b.pack.dtype = done.back().second.pack.dtype;
       o.b.pack.device = done.back().second.pack.device;
-      o.bytes = 0;
       o.first = false;
     };
     for (size_t pos = 0; pos < reversed.size(); ++pos) {
@@ -238,8 +234,8 @@ struct DistributedDataParallel::Impl {
       pk.offsets.push_back(pk.numel);
       pk.numel += p.numel();
       it->b.ids.push_back(id);
-      it->bytes += nbytes(p);
-      if (it->bytes >= (it->first ? std::min(kFirstBucketBytes, cap) : cap)) close(*it);
+      const int64_t limit = it->first ? std::min(kFirstBucketBytes, cap) : cap;
+      if (pk.numel * dtype_size(pk.dtype) >= limit) close(*it);
     }
     for (Open& o : open)
       if (!o.b.ids.empty()) close(o);
