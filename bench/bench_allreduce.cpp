@@ -11,9 +11,12 @@
 
 #include "bench_util.h"
 #include "ember/dist/dist.h"
+#include "ember/error.h"
 #include "ember/tensor.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   using namespace ember;
   double mb = 40;
   int iters = 20, warmup = 5;
@@ -53,4 +56,15 @@ int main(int argc, char** argv) {
                 bytes / med / 1e9);
   dist::destroy_process_group();
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const ember::Error& e) {
+    std::fprintf(stderr, "bench_allreduce: %s\n", e.what());
+    return 1;
+  }
 }

@@ -34,7 +34,11 @@ gbps() { sed -n 's/.* \([0-9.]*\) GB\/s$/\1/p'; }
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 gloo=0
-if EMBER_DIST_BACKEND=gloo pair "$exe" --mb 1 --iters 1 --warmup 0 >/dev/null 2>&1; then gloo=1; fi
+if EMBER_DIST_BACKEND=gloo pair "$exe" --mb 1 --iters 1 --warmup 0 >/dev/null 2>&1; then
+  gloo=1
+else
+  echo "ember gloo: not in this build (or it failed: run it by hand to see why)"
+fi
 for r in $(seq 1 "$rounds"); do
   m=$("${mpirun[@]}" "$exe" --mb "$mb")
   echo "round $r: $m"

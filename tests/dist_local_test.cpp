@@ -196,6 +196,17 @@ TEST(DistGroup, MeanInTheDtypeTheEngineReduces) {
   EXPECT_EQ(e.seen, std::vector<DType>{DType::f16});
 }
 
+// A handle may outlive its group: the group's end ran the op, wait() writes the staged result.
+TEST(DistGroup, WorkOutlivesItsGroup) {
+  auto g = std::make_unique<dist::ProcessGroup>(std::make_unique<MirrorEngine>(3), 10);
+  Tensor x = tensor<float>({1, 2, 3, 4}, {2, 2}).t();  // staged: not contiguous
+  dist::Work w = g->all_reduce(x, ReduceOp::sum, true);
+  g.reset();
+  EXPECT_TRUE(w.is_completed());
+  w.wait();
+  expect_near(x, {3, 9, 6, 12});
+}
+
 // all_reduce blocks until released (a peer that never arrives); counts on_failure calls.
 class StuckEngine : public MirrorEngine {
  public:

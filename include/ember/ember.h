@@ -1,15 +1,19 @@
-// The core in one header: tensors, devices, autograd, every op, nn and optim. Data loading,
-// model files and training have their own: ember/data/data.h, ember/record/*.h, ember/train/*.h.
+// The core in one header: tensors, devices, autograd, every op, nn and optim, and dist's
+// process group and collectives. Data loading, model files and training have their own:
+// ember/data/data.h, ember/record/*.h, ember/train/*.h.
 #pragma once
 #include "ember/autocast.h"
 #include "ember/autograd.h"
 #include "ember/autograd/function.h"
+#include "ember/autograd/hooks.h"
 #include "ember/device.h"
+#include "ember/dist/dist.h"
 #include "ember/dtype.h"
 #include "ember/error.h"
 #include "ember/nn/functional.h"
 #include "ember/nn/init.h"
 #include "ember/nn/nn.h"
+#include "ember/nn/parallel/distributed.h"
 #include "ember/nn/utils.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/indexing.h"

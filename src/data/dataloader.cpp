@@ -53,6 +53,23 @@ void check_loader_options(const DataLoaderOptions& o) {
   if (o.num_workers < 0) EMBER_FAIL("DataLoader", "num_workers must be >= 0, got ", o.num_workers);
   if (o.prefetch_factor < 1)
     EMBER_FAIL("DataLoader", "prefetch_factor must be >= 1, got ", o.prefetch_factor);
+  if (o.sampler && o.shuffle)
+    EMBER_FAIL("DataLoader",
+               "sampler option is mutually exclusive with shuffle (the sampler decides the order; "
+               "a DistributedSampler shuffles with its own shuffle option)");
+}
+
+std::vector<int64_t> sampled_order(const Sampler& sampler, int64_t n, int64_t e) {
+  std::vector<int64_t> order = sampler.indices(n, e);
+  const int64_t want = sampler.num_samples(n);
+  if (int64_t(order.size()) != want)
+    EMBER_FAIL("DataLoader", "the sampler gave ", order.size(), " indices for epoch ", e,
+               " but its num_samples(", n, ") is ", want, "; they must agree");
+  for (size_t i = 0; i < order.size(); ++i)
+    if (order[i] < 0 || order[i] >= n)
+      EMBER_FAIL("DataLoader", "the sampler's index ", order[i], " (position ", i, " of epoch ", e,
+                 ") is outside the dataset's [0, ", n, ")");
+  return order;
 }
 
 int64_t loader_num_batches(int64_t n, const DataLoaderOptions& o) {

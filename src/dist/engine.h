@@ -42,7 +42,10 @@ class ProcessGroup::Engine {
                               ReduceOp red, double timeout_seconds) = 0;
   virtual void barrier(const char* op, double timeout_seconds) = 0;
   /// Called once after a failure, from the thread that saw it: make the other ranks stop (mpi:
-  /// MPI_Abort when the process exits) rather than wait forever. Must not throw.
+  /// MPI_Abort when the process exits) rather than wait forever. Must not throw. On a timeout
+  /// that is the waiting thread, while the communication thread may still be inside a call
+  /// above; if that call never returns, the engine is never destroyed (the group leaves the
+  /// thread behind when it ends).
   virtual void on_failure() noexcept {}
 };
 

@@ -24,12 +24,13 @@ const char* reduce_op_name(ReduceOp op) {
 
 namespace {
 
+using Engine = ProcessGroup::Engine;
+
 // "float32 [2, 3] on cpu".
 std::string describe(const Tensor& t) {
   return std::string(dtype_name(t.dtype())) + " " + shape_str(t.shape()) + " on " +
          t.device().str();
 }
-using Engine = ProcessGroup::Engine;
 
 // A sync op is an async one waited at once: the same queue keeps the call order.
 Work finish_call(Work w, bool async_op) {
@@ -151,25 +152,6 @@ Shape stacked_shape(int world, const Shape& s) {
   return out;
 }
 
-}  // namespace
-
-ProcessGroup::ProcessGroup(std::unique_ptr<Engine> engine, double timeout_seconds)
-    : impl_(std::make_unique<Impl>(std::move(engine), timeout_seconds)) {}
-ProcessGroup::~ProcessGroup() = default;
-
-std::string ProcessGroup::backend() const { return impl_->backend; }
-int ProcessGroup::rank() const { return impl_->rank; }
-int ProcessGroup::world_size() const { return impl_->size; }
-int ProcessGroup::local_rank() const { return impl_->local_rank; }
-int ProcessGroup::local_world_size() const { return impl_->local_size; }
-double ProcessGroup::timeout_seconds() const { return impl_->core->timeout_seconds; }
-bool ProcessGroup::broken() const {
-  std::lock_guard<std::mutex> lk(impl_->core->mu);
-  return impl_->core->broken;
-}
-
-namespace {
-
 // The engine reduces `in` ([world, n] host buffer) into `out`, written back into `output`.
 Work reduce_scatter_job(ProcessGroup::Impl& g, const char* name, const Tensor& output,
                         const Tensor& out, const Tensor& in, DType rd, ReduceOp op, bool async_op) {
@@ -190,6 +172,21 @@ Work reduce_scatter_job(ProcessGroup::Impl& g, const char* name, const Tensor& o
 }
 
 }  // namespace
+
+ProcessGroup::ProcessGroup(std::unique_ptr<Engine> engine, double timeout_seconds)
+    : impl_(std::make_unique<Impl>(std::move(engine), timeout_seconds)) {}
+ProcessGroup::~ProcessGroup() = default;
+
+std::string ProcessGroup::backend() const { return impl_->backend; }
+int ProcessGroup::rank() const { return impl_->rank; }
+int ProcessGroup::world_size() const { return impl_->size; }
+int ProcessGroup::local_rank() const { return impl_->local_rank; }
+int ProcessGroup::local_world_size() const { return impl_->local_size; }
+double ProcessGroup::timeout_seconds() const { return impl_->core->timeout_seconds; }
+bool ProcessGroup::broken() const {
+  std::lock_guard<std::mutex> lk(impl_->core->mu);
+  return impl_->core->broken;
+}
 
 Work ProcessGroup::all_reduce(const Tensor& tensor, ReduceOp op, bool async_op) {
   const char* name = "dist::all_reduce";

@@ -13,6 +13,7 @@
 
 #include "ember/autocast.h"
 #include "ember/autograd.h"
+#include "ember/dist/dist.h"
 #include "ember/nn/functional/loss.h"
 #include "ember/nn/utils.h"
 #include "ember/ops/elementwise.h"
@@ -110,6 +111,13 @@ LossFn mse_loss() {
 }
 
 namespace detail {
+[[noreturn]] void fail_sampler() {
+  EMBER_FAIL("Learner",
+             "data-parallel training needs each rank to read its own shard: the loader has a "
+             "sampler that is not a data::DistributedSampler (give it none, and the Learner "
+             "shards it, or a DistributedSampler)");
+}
+
 [[noreturn]] void fail_batch_type(const char* op) {
   EMBER_FAIL(op,
              "the loader's batch type is not the one of the Learner's step function (a Learner "
@@ -124,7 +132,7 @@ namespace {
 std::any unary_step(nn::UnaryModule* model, LossFn loss) {
   if (!loss) return {};
   return StepFn<data::Example>([model, loss = std::move(loss)](const data::Example& b) {
-    Tensor out = model->forward(b.data);
+    Tensor out = (*model)(b.data);  // with the forward hooks (DistributedDataParallel's)
     Tensor l = loss(out, b.target);
     return StepOutput{std::move(l), std::move(out), b.target,
                       b.data.dim() > 0 ? b.data.size(0) : 1};
@@ -168,6 +176,52 @@ Learner::Learner(std::shared_ptr<nn::Module> model, std::shared_ptr<optim::Optim
   best_ = std::numeric_limits<double>::quiet_NaN();
   run_id_ = detail::new_run_id();
   model_->to(opts_.device);
+  const bool group = dist::is_initialized();
+  if (opts_.strategy == Strategy::ddp && !group)
+    EMBER_FAIL(op, "strategy ddp needs a process group: call dist::init_process_group() first");
+  if (opts_.strategy == Strategy::ddp ||
+      (opts_.strategy == Strategy::automatic && group && dist::world_size() > 1)) {
+    ddp_ = std::make_shared<nn::DistributedDataParallel>(model_, opts_.ddp);
+    writer_ = dist::rank() == 0;
+  }
+}
+
+void Learner::distribute(detail::BatchSource& loader, bool pad) {
+  if (ddp_) loader.distribute(dist::rank(), dist::world_size(), pad);
+}
+
+bool Learner::any_interrupted() const {
+  if (!ddp_) return g_interrupted != 0;
+  const Tensor flag = from_vector(std::vector<int32_t>{g_interrupted ? 1 : 0}, {1}, Device::cpu());
+  dist::all_reduce(flag, dist::ReduceOp::max);
+  return flag.item<int32_t>() != 0;
+}
+
+std::map<std::string, double> Learner::gather_metrics(MetricAccumulator& acc) {
+  const int64_t samples = acc.samples();  // this rank's, which weight its add_metric() values
+  if (ddp_) acc.all_reduce();
+  std::map<std::string, double> out = acc.compute();
+  if (!ddp_) {
+    for (const auto& m : metrics_) out[m->name()] = m->compute();
+    return out;
+  }
+  // Per metric: (value x samples, samples) summed over the ranks; a rank without a value (NaN,
+  // no batches) adds nothing. NaN when no rank has one.
+  std::vector<double> v;
+  for (const auto& m : metrics_) {
+    const double x = m->compute();
+    const bool has = std::isfinite(x) && samples > 0;
+    v.push_back(has ? x * double(samples) : 0.0);
+    v.push_back(has ? double(samples) : 0.0);
+  }
+  if (v.empty()) return out;
+  const Tensor t = from_vector(v, {int64_t(v.size())}, Device::cpu());
+  dist::all_reduce(t, dist::ReduceOp::sum);
+  v = t.to_vector<double>();
+  for (size_t i = 0; i < metrics_.size(); ++i)
+    out[metrics_[i]->name()] = v[2 * i + 1] > 0 ? v[2 * i] / v[2 * i + 1]
+                                                : std::numeric_limits<double>::quiet_NaN();
+  return out;
 }
 
 void Learner::add_metric(std::shared_ptr<Metric> metric) {
@@ -246,9 +300,7 @@ std::map<std::string, double> Learner::evaluate_source(detail::BatchSource& load
     throw;
   }
   model_->train(was_training);
-  std::map<std::string, double> out = acc.compute();
-  for (const auto& m : metrics_) out[m->name()] = m->compute();
-  return out;
+  return gather_metrics(acc);
 }
 
 void Learner::train_epoch(detail::BatchSource& train, Run& run) {
@@ -279,8 +331,13 @@ void Learner::train_epoch(detail::BatchSource& train, Run& run) {
     const std::optional<StepOutput> s = run_step(train, opts_);
     if (!s) EMBER_FAIL("Learner", "the train loader ended after ", b, " of ", nb, " batches");
     const Tensor& loss = step_loss(*s);
-    // Outside autocast (as torch's recipe); the scaler multiplies only with f16.
-    scaler_.scale(group_size == 1 ? loss : loss / double(group_size)).backward();
+    // Outside autocast (as torch's recipe); the scaler multiplies only with f16. With ddp the
+    // gradients are averaged over the ranks only in the backward of a step's last micro-batch.
+    {
+      std::optional<nn::DistributedDataParallel::NoSync> local;
+      if (ddp_ && !step_due) local.emplace(*ddp_);
+      scaler_.scale(group_size == 1 ? loss : loss / double(group_size)).backward();
+    }
     const double loss_value = loss.item<double>();
     ++run.batches;
     update_metrics(run.acc, loss_value, *s);
@@ -321,14 +378,14 @@ void Learner::train_epoch(detail::BatchSource& train, Run& run) {
     }
     // Ctrl-C: stop once the current optimizer step is complete (not after the last batch:
     // that epoch is finished normally and fit() stops after it).
-    if (g_interrupted && step_due && b < nb - 1) {
+    if (step_due && b < nb - 1 && any_interrupted()) {
       if (run.bar) *run.out << "\n";
       run.interrupted = true;
       train.set_epoch(epoch_);  // stops the epoch (and its workers)
       const int64_t consumed = b + 1;
       if (!opts_.output_dir.empty()) {
         run.last_checkpoint = detail::checkpoint_dir(opts_) + "/interrupted.safetensors";
-        write_checkpoint(run.last_checkpoint, consumed);
+        if (writer_) write_checkpoint(run.last_checkpoint, consumed);
       }
       if (run.lines) {
         *run.out << "interrupted at epoch " << epoch_ + 1 << ", batch " << consumed << "/" << nb;
@@ -346,6 +403,8 @@ FitResult Learner::fit_sources(detail::BatchSource& train, detail::BatchSource* 
                                int64_t epochs) {
   constexpr const char* op = "Learner::fit";
   if (epochs < 0) EMBER_FAIL(op, "epochs must be >= 0, got ", epochs);
+  distribute(train, true);
+  if (valid) distribute(*valid, false);
   if (train.size() == 0) EMBER_FAIL(op, "the train loader has no batches");
   if (resume_seed_ && *resume_seed_ != train.seed())
     EMBER_FAIL(op, "the train loader's seed ", train.seed(), " differs from the resumed run's ",
@@ -356,13 +415,14 @@ FitResult Learner::fit_sources(detail::BatchSource& train, detail::BatchSource* 
   loader_seed_ = train.seed();
   // Before any training: a bad output folder fails now, and a Ctrl-C in the first epoch has a
   // place for its checkpoint.
-  if (!opts_.output_dir.empty()) detail::ensure_dir(detail::checkpoint_dir(opts_));
+  if (!opts_.output_dir.empty() && writer_) detail::ensure_dir(detail::checkpoint_dir(opts_));
   Run run;
   run.out = opts_.out ? opts_.out : &std::cout;
   run.total_epochs = epochs;
   const bool tty = ::isatty(STDOUT_FILENO) && run.out == &std::cout;
   run.bar = opts_.progress == Progress::bar || (opts_.progress == Progress::automatic && tty);
   run.lines = opts_.progress != Progress::none;
+  if (!writer_) run.bar = run.lines = false;  // rank 0 speaks for all
   SigintGuard sigint(opts_.handle_sigint);
   optimizer_->zero_grad();
   FitStatus status = FitStatus::completed;
@@ -377,7 +437,7 @@ FitResult Learner::fit_sources(detail::BatchSource& train, detail::BatchSource* 
       status = FitStatus::early_stopped;
       break;
     }
-    if (g_interrupted) {  // arrived during the last batch or validation: the epoch is saved
+    if (any_interrupted()) {  // arrived during the last batch or validation: the epoch is saved
       status = FitStatus::interrupted;
       if (run.lines) *run.out << "interrupted after epoch " << epoch_ << "\n" << std::flush;
       break;
@@ -391,6 +451,8 @@ FitResult Learner::fit_sources(detail::BatchSource& train, detail::BatchSource* 
   r.best_metric = best_;
   r.best_epoch = best_epoch_;
   r.last_checkpoint = run.last_checkpoint;
+  // Rank 0's files are complete before any rank goes on (a resume() right after fit() reads them).
+  if (ddp_) dist::barrier();
   if (opts_.on_fit_end) opts_.on_fit_end(r);
   return r;
 }

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "ember/checked.h"
+#include "ember/dist/dist.h"
 #include "ember/record/checkpoint.h"
 #include "ember/train/learner.h"
 #include "ember/train/report.h"
@@ -101,8 +102,7 @@ bool Learner::end_epoch(detail::BatchSource* valid, Run& run) {
   EpochSummary s;
   s.epoch = epoch_ + 1;
   const double train_seconds = seconds_since(run.epoch_start);
-  for (const auto& [k, v] : run.acc.compute()) s.metrics["train_" + k] = v;
-  for (const auto& m : metrics_) s.metrics["train_" + m->name()] = m->compute();
+  for (const auto& [k, v] : gather_metrics(run.acc)) s.metrics["train_" + k] = v;
   if (train_seconds > 0) s.metrics["samples_per_sec"] = double(run.acc.samples()) / train_seconds;
   if (run.batches > 0) {
     // Kernels the device launched per training batch: fused graphs plus ops run one by one.
@@ -148,7 +148,7 @@ bool Learner::end_epoch(detail::BatchSource* valid, Run& run) {
 
   if (!opts_.output_dir.empty()) {
     const std::string dir = detail::checkpoint_dir(opts_);
-    detail::ensure_dir(dir);
+    if (writer_) detail::ensure_dir(dir);
     if (opts_.keep_last > 0) {
       const std::string name = epoch_checkpoint_name(epoch_);
       const std::string path = dir + "/" + name;
@@ -160,17 +160,18 @@ bool Learner::end_epoch(detail::BatchSource* valid, Run& run) {
         kept_.erase(kept_.begin());
       }
       // The new checkpoint first: a failed write leaves the older ones in place.
-      write_checkpoint(path, 0);
+      if (writer_) write_checkpoint(path, 0);
       if (std::find(written_.begin(), written_.end(), name) == written_.end())
         written_.push_back(name);
-      for (const std::string& n : old) remove_old_checkpoint(n);
+      if (writer_)
+        for (const std::string& n : old) remove_old_checkpoint(n);
       run.last_checkpoint = path;
     }
     if (improved) {
-      write_checkpoint(dir + "/best.safetensors", 0);
+      if (writer_) write_checkpoint(dir + "/best.safetensors", 0);
       if (opts_.keep_last == 0) run.last_checkpoint = dir + "/best.safetensors";
     }
-    write_logs();
+    if (writer_) write_logs();
   }
   if (run.lines) {
     std::string line = "epoch " + std::to_string(epoch_) + "/" + std::to_string(run.total_epochs);
@@ -294,6 +295,9 @@ void Learner::write_logs() const {
     return false;
   };
   if (!given("device")) info.settings.emplace_back("device", opts_.device.str());
+  if (ddp_ && !given("processes"))
+    info.settings.emplace_back("processes", std::to_string(dist::world_size()) + " (" +
+                                                dist::default_group().backend() + ", data-parallel)");
   if (!given("precision") && opts_.precision != Precision::f32)
     info.settings.emplace_back(
         "precision", std::string("mixed ") + dtype_name(*detail::autocast_dtype(opts_.precision)) +
@@ -496,6 +500,17 @@ void Learner::resume(const std::string& dir) {
   resume_seed_ = st.loader_seed;
   best_ = st.best_metric;
   best_epoch_ = best_epoch;
+  if (ddp_) {
+    // Every rank must continue from the same point: the same checkpoint (rank 0's output_dir).
+    const Tensor at = from_vector(std::vector<int64_t>{step_, -step_, st.batch, -st.batch}, {4},
+                                  Device::cpu());
+    dist::all_reduce(at, dist::ReduceOp::max);
+    const std::vector<int64_t> v = at.to_vector<int64_t>();
+    if (v[0] != -v[1] || v[2] != -v[3])
+      EMBER_FAIL(op, path, ": the ranks resumed from different checkpoints (optimizer steps ",
+                 -v[1], " to ", v[0],
+                 "); every rank must see rank 0's output folder (a shared one between machines)");
+  }
 }
 
 }  // namespace ember::train

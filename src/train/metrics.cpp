@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "ember/dist/dist.h"
 #include "ember/train/learner.h"
 
 namespace ember::train {
@@ -46,6 +47,33 @@ void MetricAccumulator::add(double loss, int64_t batch_size, const Tensor& outpu
     topk_correct_ += above < k;
     ++cls_samples_;
   }
+}
+
+void MetricAccumulator::all_reduce() {
+  // The class count first: a rank that saw no classification batch has none yet.
+  const Tensor classes = from_vector(std::vector<int64_t>{classes_, -classes_}, {2}, Device::cpu());
+  dist::all_reduce(classes, dist::ReduceOp::max);
+  const std::vector<int64_t> c = classes.to_vector<int64_t>();
+  if (classes_ != 0 && (c[0] != classes_ || -c[1] != classes_))
+    EMBER_FAIL("metrics", "the ranks saw different class counts (", -c[1], " to ", c[0],
+               "): every rank must run the same model");
+  if (classes_ == 0 && c[0] > 0) {
+    classes_ = c[0];
+    confusion_.assign(size_t(classes_ * classes_), 0);
+  }
+  // Counts below 2^53 are exact in f64.
+  std::vector<double> v = {double(samples_), loss_sum_, double(correct_), double(topk_correct_),
+                           double(cls_samples_)};
+  for (int64_t n : confusion_) v.push_back(double(n));
+  const Tensor t = from_vector(v, {int64_t(v.size())}, Device::cpu());
+  dist::all_reduce(t, dist::ReduceOp::sum);
+  v = t.to_vector<double>();
+  samples_ = int64_t(v[0]);
+  loss_sum_ = v[1];
+  correct_ = int64_t(v[2]);
+  topk_correct_ = int64_t(v[3]);
+  cls_samples_ = int64_t(v[4]);
+  for (size_t i = 0; i < confusion_.size(); ++i) confusion_[i] = int64_t(v[5 + i]);
 }
 
 std::map<std::string, double> MetricAccumulator::compute() const {

@@ -183,13 +183,16 @@ TEST(DistCollectives, BarrierAndRanks) {
   EXPECT_LT(dist::local_rank(), dist::local_world_size());
   EXPECT_LE(dist::local_world_size(), dist::world_size());
   EXPECT_FALSE(dist::default_group().broken());
-  // mpirun's variable, or torchrun-style WORLD_SIZE (tests/dist/launch.sh: gloo).
+  // The launcher's world: mpirun's, or torchrun-style variables (gloo), or none (local).
   const std::string mpi = env("OMPI_COMM_WORLD_SIZE"), torchrun = env("WORLD_SIZE");
-  const std::string launched = !mpi.empty() ? mpi : !torchrun.empty() ? torchrun : "1";
-  EXPECT_EQ(std::to_string(dist::world_size()), launched);
-  EXPECT_EQ(dist::default_group().backend(), !mpi.empty()        ? "mpi"
-                                             : !torchrun.empty() ? "gloo"
-                                                                 : "local");
+  EXPECT_EQ(std::to_string(dist::world_size()), !mpi.empty()        ? mpi
+                                                : !torchrun.empty() ? torchrun
+                                                                    : "1");
+  const std::string backend = !env("EMBER_DIST_BACKEND").empty() ? env("EMBER_DIST_BACKEND")
+                              : !mpi.empty()                     ? "mpi"
+                              : !torchrun.empty()                ? "gloo"
+                                                                 : "local";
+  EXPECT_EQ(dist::default_group().backend(), backend);
   // Every rank sees the same ranks: their sum is 0 + 1 + ... + (world - 1).
   Tensor r = scalar_tensor(int64_t(dist::rank()), {DType::i64, Device::cpu()});
   dist::all_reduce(r);

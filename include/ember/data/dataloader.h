@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ember/data/dataset.h"
+#include "ember/data/sampler.h"
 
 namespace ember::data {
 
@@ -119,6 +120,7 @@ B batch_to_device(const B& b, const Device& d) {
 struct DataLoaderOptions {
   int64_t batch_size = 1;
   /// A new order every epoch: epoch e reads the dataset in permutation(size, seed, e) order.
+  /// Not together with `sampler`.
   bool shuffle = false;
   uint64_t seed = 0;
   /// Drops the last batch when it has fewer than batch_size items.
@@ -133,11 +135,19 @@ struct DataLoaderOptions {
   /// BatchToDevice<B>. Batches are built on the host by the workers and moved in the consumer's
   /// thread. The loader's constructor throws ember::Error when B has no BatchToDevice.
   std::optional<Device> device;
+  /// When set, epoch e reads sampler->indices(dataset size, e) (a DistributedSampler gives each
+  /// rank its shard) and size() counts sampler->num_samples(dataset size) items. Exclusive with
+  /// shuffle (as torch: the sampler decides the order).
+  std::shared_ptr<const Sampler> sampler;
 };
 
 namespace detail {
-/// Checks options (batch_size >= 1, num_workers >= 0, prefetch_factor >= 1); throws naming them.
+/// Checks options (batch_size >= 1, num_workers >= 0, prefetch_factor >= 1, not both sampler and
+/// shuffle); throws naming them.
 void check_loader_options(const DataLoaderOptions& o);
+/// sampler.indices(n, e), checked: every index in [0, n). Throws "[DataLoader] ..." naming the
+/// first index out of range.
+std::vector<int64_t> sampled_order(const Sampler& sampler, int64_t n, int64_t e);
 /// Batches per epoch for n items.
 int64_t loader_num_batches(int64_t n, const DataLoaderOptions& o);
 /// Throws "[DataLoader] cannot place batches on <device>: the batch type has no BatchToDevice".
@@ -170,7 +180,8 @@ class Prefetcher {
 /// when an epoch's batches are all read, next() returns nullopt once and epoch() becomes e+1.
 /// set_epoch(e) makes the next epoch e, so a resumed run reads the same batches as the original.
 /// With shuffle, epoch e reads indices permutation(size, seed, e) (Philox-4x32-10 keyed by
-/// splitmix64(seed, e); see permutation()); without, 0..size-1. Datasets are told the epoch
+/// splitmix64(seed, e); see permutation()); with a sampler, sampler->indices(size, e); with
+/// neither, 0..size-1. Datasets are told the epoch
 /// (Dataset::set_epoch) before its first item is read. A failure in a dataset or batcher (in any
 /// worker) reaches the consumer as ember::Error "[DataLoader] batch b: ..." at batch b (so it is
 /// reproducible too); the epoch then stops, and the next begin()/next() restarts it.
@@ -206,8 +217,20 @@ class DataLoader {
       opts_.device = device;
   }
 
+  /// Reads epochs through `sampler` from the next epoch on and turns shuffle off (the sampler
+  /// decides the order; null goes back to the dataset's order, unshuffled). Stops an epoch in
+  /// progress. What the Learner does to shard a loader for data-parallel training.
+  void set_sampler(std::shared_ptr<const Sampler> sampler) {
+    stop();
+    opts_.sampler = std::move(sampler);
+    opts_.shuffle = false;
+  }
+
   /// Batches per epoch.
-  int64_t size() const { return detail::loader_num_batches(dataset_->size(), opts_); }
+  int64_t size() const {
+    const int64_t n = dataset_->size();
+    return detail::loader_num_batches(opts_.sampler ? opts_.sampler->num_samples(n) : n, opts_);
+  }
   const DataLoaderOptions& options() const { return opts_; }
   /// The epoch being read, or the next one to start.
   int64_t epoch() const { return epoch_; }
@@ -219,6 +242,7 @@ class DataLoader {
   /// The dataset indices epoch e reads, in order.
   std::vector<int64_t> epoch_order(int64_t e) const {
     const int64_t n = dataset_->size();
+    if (opts_.sampler) return detail::sampled_order(*opts_.sampler, n, e);
     if (opts_.shuffle) return permutation(n, opts_.seed, uint64_t(e));
     std::vector<int64_t> v(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) v[size_t(i)] = i;

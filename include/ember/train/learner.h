@@ -48,6 +48,24 @@
 // at the end of the epoch) and "skipped_steps" (optimizer steps the scaler skipped for inf / NaN
 // gradients in the epoch, counted from the resume point after a mid-epoch resume).
 //
+// Data-parallel training (LearnerOptions::strategy, docs/distributed.md): with ddp every rank of
+// the default dist process group runs fit() with the same model, optimizer, options and loaders
+// (each reads the whole dataset's description; the Learner shards it):
+//  - the model is wrapped in nn::DistributedDataParallel (rank 0's parameters copied to all;
+//    gradients averaged over the ranks during backward; an accumulation group's micro-batches
+//    but the last run under no_sync), so every rank takes the same optimizer steps;
+//  - a train loader without a sampler gets a data::DistributedSampler with the loader's shuffle
+//    and seed (padded: every rank runs the same number of batches; batch_size is per rank, so
+//    a step sees world_size x batch_size samples), and its shuffle is turned off; a validation
+//    loader without one gets an exact shard (pad = false). A loader with another kind of
+//    sampler is an error;
+//  - the built-in metrics are computed over all ranks' samples (MetricAccumulator::all_reduce);
+//    add_metric() metrics are averaged over the ranks weighted by their samples (exact for
+//    per-sample means); samples_per_sec counts every rank's samples;
+//  - Ctrl-C on any rank stops all of them after the same step (the ranks agree at each step);
+//  - only rank 0 prints, writes checkpoints, logs and the report; every rank can resume() from
+//    them (output_dir must be the same folder for all ranks: a shared one between machines).
+//
 // Mixed precision (LearnerOptions::precision, docs/mixed_precision.md): with bf16 or f16 each
 // step function (the forward pass and the loss) runs under ember::autocast(device type, dtype),
 // in training and evaluation; backward() runs outside it. Parameters, gradients and optimizer
@@ -69,7 +87,9 @@
 #include <vector>
 
 #include "ember/data/dataloader.h"
+#include "ember/data/sampler.h"
 #include "ember/nn/module.h"
+#include "ember/nn/parallel/distributed.h"
 #include "ember/optim/grad_scaler.h"
 #include "ember/optim/lr_scheduler.h"
 #include "ember/optim/optimizer.h"
@@ -190,6 +210,10 @@ Precision parse_precision(const std::string& name);
 /// learner state is unreadable.
 Precision checkpoint_precision(const std::string& dir);
 
+/// How fit() uses several processes (as Lightning's Trainer(strategy=...) / Burn's DDP
+/// strategy; see "Data-parallel training" at the top).
+enum class Strategy { automatic, single, ddp };
+
 struct EpochSummary;
 struct FitResult;
 
@@ -208,6 +232,11 @@ struct LearnerOptions {
   /// The training step's precision (see "Mixed precision" at the top). A run keeps it: resume()
   /// refuses a checkpoint of another precision.
   Precision precision = Precision::f32;
+  /// Data-parallel training: automatic is ddp when dist::is_initialized() and
+  /// dist::world_size() > 1, single otherwise. ddp without a process group is an error.
+  Strategy strategy = Strategy::automatic;
+  /// The DistributedDataParallel options with ddp (bucket size, find_unused_parameters...).
+  nn::DistributedDataParallelOptions ddp;
   /// The loss scaler's options with Precision::f16 (ignored otherwise; enabled(false) trains
   /// f16 without loss scaling). The constructor validates them whatever the precision.
   optim::GradScalerOptions grad_scaler;
@@ -263,6 +292,9 @@ struct FitResult {
 };
 
 namespace detail {
+/// Throws "[Learner] data-parallel training needs ... DistributedSampler".
+[[noreturn]] void fail_sampler();
+
 /// A loader with the step function of its batch type, its types erased (the Learner's loop
 /// lives in src/train and sees only this).
 class BatchSource {
@@ -273,6 +305,9 @@ class BatchSource {
   virtual void set_epoch(int64_t epoch) = 0;
   /// Reads the next batch and drops it; false at the end of the epoch.
   virtual bool skip() = 0;
+  /// Gives the loader a data::DistributedSampler for `rank` of `world` (see "Data-parallel
+  /// training") unless it has one; throws for another kind of sampler.
+  virtual void distribute(int64_t rank, int64_t world, bool pad) = 0;
   /// Reads the next batch, moves it to `device` (when the batch type can move) and runs the
   /// step on it; nullopt at the end of the epoch.
   virtual std::optional<StepOutput> step(const Device& device) = 0;
@@ -287,6 +322,20 @@ class LoaderSource final : public BatchSource {
   uint64_t seed() const override { return loader_.options().seed; }
   void set_epoch(int64_t epoch) override { loader_.set_epoch(epoch); }
   bool skip() override { return loader_.next().has_value(); }
+  void distribute(int64_t rank, int64_t world, bool pad) override {
+    const data::DataLoaderOptions& o = loader_.options();
+    if (o.sampler) {
+      if (!dynamic_cast<const data::DistributedSampler*>(o.sampler.get())) fail_sampler();
+      return;
+    }
+    data::DistributedSamplerOptions so;
+    so.num_replicas = world;
+    so.rank = rank;
+    so.shuffle = o.shuffle;
+    so.seed = o.seed;
+    so.pad = pad;
+    loader_.set_sampler(std::make_shared<data::DistributedSampler>(so));
+  }
   std::optional<StepOutput> step(const Device& device) override {
     std::optional<B> b = loader_.next();
     if (!b) return std::nullopt;
@@ -301,6 +350,7 @@ class LoaderSource final : public BatchSource {
 
 /// Throws "[op] the loader's batch type is not the one of the Learner's step function".
 [[noreturn]] void fail_batch_type(const char* op);
+
 }  // namespace detail
 
 class Learner {
@@ -375,9 +425,11 @@ class Learner {
 
   /// Mean loss and metrics over a loader, in eval mode without gradients ("loss", "accuracy"...
   /// and the add_metric() names, without a prefix). Restores the training mode afterwards.
+  /// With ddp the loader is sharded (see "Data-parallel training") and every rank must call it.
   template <typename T, typename B>
   std::map<std::string, double> evaluate(data::DataLoader<T, B>& loader) {
     detail::LoaderSource<T, B> src(loader, step_fn<B>("Learner::evaluate"));
+    distribute(src, false);
     return evaluate_source(src);
   }
 
@@ -391,6 +443,10 @@ class Learner {
   std::vector<EpochSummary> history() && { return history_; }  // a copy on a temporary
   /// The loss scaler (disabled unless options().precision is f16).
   const optim::GradScaler& grad_scaler() const { return scaler_; }
+  /// The DistributedDataParallel wrapping model() with the ddp strategy; null otherwise.
+  nn::DistributedDataParallel* ddp() const { return ddp_.get(); }
+  /// Whether this process prints and writes files: rank 0 with ddp, always otherwise.
+  bool is_writer() const { return writer_; }
   int64_t epochs_completed() const { return epoch_; }
   int64_t steps() const { return step_; }
 
@@ -406,6 +462,12 @@ class Learner {
   }
   FitResult fit_sources(detail::BatchSource& train, detail::BatchSource* valid, int64_t epochs);
   std::map<std::string, double> evaluate_source(detail::BatchSource& loader);
+  /// With ddp: loader.distribute(rank, world, pad).
+  void distribute(detail::BatchSource& loader, bool pad);
+  /// acc's metrics and the add_metric() ones; with ddp over every rank's samples.
+  std::map<std::string, double> gather_metrics(MetricAccumulator& acc);
+  /// With ddp: whether any rank saw Ctrl-C (a collective); g_interrupted otherwise.
+  bool any_interrupted() const;
   void train_epoch(detail::BatchSource& train, Run& run);
   /// Adds one step's loss, output and target to `acc` and to the add_metric() metrics.
   void update_metrics(MetricAccumulator& acc, double loss, const StepOutput& s);
@@ -425,6 +487,8 @@ class Learner {
   std::shared_ptr<optim::ReduceLROnPlateau> plateau_;
   std::string plateau_metric_;
   optim::GradScaler scaler_;
+  std::shared_ptr<nn::DistributedDataParallel> ddp_;  // with the ddp strategy
+  bool writer_ = true;                                 // prints and writes files
 
   int64_t epoch_ = 0;         // epochs completed
   int64_t step_ = 0;          // optimizer steps

@@ -27,6 +27,11 @@ class MetricAccumulator {
   /// in targets or predictions; a class with no predicted samples has precision 0, as
   /// sklearn's zero_division=0). Values are fractions in [0, 1].
   std::map<std::string, double> compute() const;
+  /// Sums this accumulator's counts with those of every rank of the default process group
+  /// (dist::all_reduce; a collective: every rank calls it), so compute() then gives the metrics
+  /// over all ranks' samples, as one process would. Throws ember::Error("[metrics] ...") when
+  /// the ranks saw different class counts, and the collectives' errors.
+  void all_reduce();
 
  private:
   int64_t top_k_;
