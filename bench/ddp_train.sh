@@ -2,7 +2,7 @@
 # Issue 19's training-speed targets: the Fashion-MNIST CNN (batch 64 per process, Adam) in
 #   1 process x 1 thread, 1 process x 2 threads, and 2 processes x 1 thread (data-parallel, mpi),
 # in Ember (`ember train`, the second epoch's training samples/s from summary.json) and in
-# PyTorch 1.13 (bench/ddp_torch.py; its DDP on Gloo), one after the other in this run. Prints
+# PyTorch 1.13 (bench/peers/ddp_torch.py; its DDP on Gloo), one after the other in this run. Prints
 # samples/s and the ratios the targets name (2x1 >= 1.8x 1x1 and >= 1.3x 1x2).
 #   bench/ddp_train.sh [EMBER] [TRAIN_IMAGES]     EMBER: the ember command (default build/tools/ember)
 set -euo pipefail
@@ -21,11 +21,11 @@ EMBER_NUM_THREADS=2 OMP_NUM_THREADS=2 "$ember" "${common[@]}" --out "$out/e12" >
 "$ember" "${common[@]}" --nproc 2 --out "$out/e21" >/dev/null  # 1 thread each (2 cores / 2)
 e11=$(rate "$out/e11") e12=$(rate "$out/e12") e21=$(rate "$out/e21")
 py=/usr/bin/python3
-t11=$($py bench/ddp_torch.py --threads 1 | $py -c 'import json,sys; print(json.load(sys.stdin)["samples_per_s"])')
-t12=$($py bench/ddp_torch.py --threads 2 | $py -c 'import json,sys; print(json.load(sys.stdin)["samples_per_s"])')
+t11=$($py bench/peers/ddp_torch.py --threads 1 | $py -c 'import json,sys; print(json.load(sys.stdin)["samples_per_s"])')
+t12=$($py bench/peers/ddp_torch.py --threads 2 | $py -c 'import json,sys; print(json.load(sys.stdin)["samples_per_s"])')
 port=$((29600 + RANDOM % 300))
-$py bench/ddp_torch.py --world 2 --rank 1 --port $port >/dev/null &
-t21=$($py bench/ddp_torch.py --world 2 --rank 0 --port $port | $py -c 'import json,sys; print(json.load(sys.stdin)["samples_per_s"])')
+$py bench/peers/ddp_torch.py --world 2 --rank 1 --port $port >/dev/null &
+t21=$($py bench/peers/ddp_torch.py --world 2 --rank 0 --port $port | $py -c 'import json,sys; print(json.load(sys.stdin)["samples_per_s"])')
 wait
 $py - "$e11" "$e12" "$e21" "$t11" "$t12" "$t21" <<'PY'
 import sys

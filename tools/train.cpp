@@ -282,17 +282,15 @@ int run_train(TrainArgs a) {
   }
 
   console << "training " << a.model << " on "
-            << (images
-                    ? data_json["dir"].get<std::string>() + " (" + std::to_string(shape.classes) +
-                          " classes, " + std::to_string(shape.channels) + "x" +
-                          std::to_string(shape.image_size) + "x" +
-                          std::to_string(shape.image_size) + ")"
-                    : a.dataset)
-            << " (" << train_set->size() << " training, " << test_set->size()
-            << (images && data_json["test_folder"] == "" ? " validation" : " test")
-            << " images) on " << device.str() << ", " << a.epochs
-            << (a.epochs == 1 ? " epoch" : " epochs") << ", batch " << a.batch_size << ", Adam lr "
-            << a.lr << ", precision " << a.precision;
+          << (images ? data_json["dir"].get<std::string>() + " (" + std::to_string(shape.classes) +
+                           " classes, " + std::to_string(shape.channels) + "x" +
+                           std::to_string(shape.image_size) + "x" +
+                           std::to_string(shape.image_size) + ")"
+                     : a.dataset)
+          << " (" << train_set->size() << " training, " << test_set->size()
+          << (images && data_json["test_folder"] == "" ? " validation" : " test") << " images) on "
+          << device.str() << ", " << a.epochs << (a.epochs == 1 ? " epoch" : " epochs")
+          << ", batch " << a.batch_size << ", Adam lr " << a.lr << ", precision " << a.precision;
   if (world > 1)
     console << ", " << world << " processes (" << dist::default_group().backend() << ", "
             << get_num_threads() << (get_num_threads() == 1 ? " thread" : " threads") << " each)";

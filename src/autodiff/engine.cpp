@@ -194,8 +194,9 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
 
 void queue_callback(std::function<void()> fn) {
   if (!g_callbacks)
-    EMBER_FAIL("queue_callback", "no backward pass is running on this thread (call it from a "
-                                 "gradient hook)");
+    EMBER_FAIL("queue_callback",
+               "no backward pass is running on this thread (call it from a "
+               "gradient hook)");
   if (!fn) EMBER_FAIL("queue_callback", "the callback is empty");
   g_callbacks->push_back(std::move(fn));
 }

@@ -219,8 +219,8 @@ std::map<std::string, double> Learner::gather_metrics(MetricAccumulator& acc) {
   dist::all_reduce(t, dist::ReduceOp::sum);
   v = t.to_vector<double>();
   for (size_t i = 0; i < metrics_.size(); ++i)
-    out[metrics_[i]->name()] = v[2 * i + 1] > 0 ? v[2 * i] / v[2 * i + 1]
-                                                : std::numeric_limits<double>::quiet_NaN();
+    out[metrics_[i]->name()] =
+        v[2 * i + 1] > 0 ? v[2 * i] / v[2 * i + 1] : std::numeric_limits<double>::quiet_NaN();
   return out;
 }
 

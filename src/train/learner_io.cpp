@@ -297,7 +297,8 @@ void Learner::write_logs() const {
   if (!given("device")) info.settings.emplace_back("device", opts_.device.str());
   if (ddp_ && !given("processes"))
     info.settings.emplace_back("processes", std::to_string(dist::world_size()) + " (" +
-                                                dist::default_group().backend() + ", data-parallel)");
+                                                dist::default_group().backend() +
+                                                ", data-parallel)");
   if (!given("precision") && opts_.precision != Precision::f32)
     info.settings.emplace_back(
         "precision", std::string("mixed ") + dtype_name(*detail::autocast_dtype(opts_.precision)) +
@@ -502,8 +503,8 @@ void Learner::resume(const std::string& dir) {
   best_epoch_ = best_epoch;
   if (ddp_) {
     // Every rank must continue from the same point: the same checkpoint (rank 0's output_dir).
-    const Tensor at = from_vector(std::vector<int64_t>{step_, -step_, st.batch, -st.batch}, {4},
-                                  Device::cpu());
+    const Tensor at =
+        from_vector(std::vector<int64_t>{step_, -step_, st.batch, -st.batch}, {4}, Device::cpu());
     dist::all_reduce(at, dist::ReduceOp::max);
     const std::vector<int64_t> v = at.to_vector<int64_t>();
     if (v[0] != -v[1] || v[2] != -v[3])

@@ -63,8 +63,8 @@ std::string shared_dir() {
     EXPECT_NE(::mkdtemp(tmpl), nullptr);
     name.replace(0, std::strlen(tmpl), tmpl);
   }
-  const Tensor t = from_vector<uint8_t>(std::vector<uint8_t>(name.begin(), name.end()), {256},
-                                        Device::cpu());
+  const Tensor t =
+      from_vector<uint8_t>(std::vector<uint8_t>(name.begin(), name.end()), {256}, Device::cpu());
   dist::broadcast(t, 0);
   const std::vector<uint8_t> v = t.to_vector<uint8_t>();
   return std::string(reinterpret_cast<const char*>(v.data()));
@@ -84,7 +84,8 @@ TEST(LearnerDdpTest, TrainsAsOneProcessOnTheWholeBatch) {
   copy_into(*reference, *model);
 
   auto opt = std::make_shared<optim::SGD>(model->parameters(), optim::SGDOptions(0.2));
-  train::Learner learner(model, opt, train::cross_entropy_loss(), quiet(train::Strategy::automatic));
+  train::Learner learner(model, opt, train::cross_entropy_loss(),
+                         quiet(train::Strategy::automatic));
   ASSERT_EQ(learner.ddp() != nullptr, w > 1);
   auto tl = loader(ds, kBatch, false);
   auto vl = loader(valid, 5, false);
@@ -117,8 +118,8 @@ TEST(LearnerDdpTest, OnlyRankZeroWritesAndEveryRankResumesAsIfUninterrupted) {
     auto m = mlp();
     auto opt = std::make_shared<optim::Adam>(m->parameters(), optim::AdamOptions(1e-2));
     o.output_dir = out;
-    return std::make_pair(m, std::make_shared<train::Learner>(m, opt, train::cross_entropy_loss(),
-                                                              std::move(o)));
+    return std::make_pair(
+        m, std::make_shared<train::Learner>(m, opt, train::cross_entropy_loss(), std::move(o)));
   };
   // Uninterrupted: 3 epochs.
   auto [m0, l0] = make("", quiet(train::Strategy::ddp));

@@ -120,8 +120,8 @@ class ProcessGroup {
                       ReduceOp op = ReduceOp::sum, bool async_op = false);
   /// Rank r gets slice r (along dim 0) of the op over ranks of `input`: input.shape[0] =
   /// world_size * output.shape[0] (torch's reduce_scatter_tensor).
-  Work reduce_scatter_tensor(const Tensor& output, const Tensor& input,
-                             ReduceOp op = ReduceOp::sum, bool async_op = false);
+  Work reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp op = ReduceOp::sum,
+                             bool async_op = false);
   /// Returns once every rank has called it (or throws after the timeout).
   void barrier();
 

@@ -488,7 +488,7 @@ class Learner {
   std::string plateau_metric_;
   optim::GradScaler scaler_;
   std::shared_ptr<nn::DistributedDataParallel> ddp_;  // with the ddp strategy
-  bool writer_ = true;                                 // prints and writes files
+  bool writer_ = true;                                // prints and writes files
 
   int64_t epoch_ = 0;         // epochs completed
   int64_t step_ = 0;          // optimizer steps
