@@ -1,6 +1,7 @@
 // The machinery under ProcessGroup (internal): the communication thread and its queue of jobs,
 // the Work states it completes, and the failure state that breaks the group.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -28,11 +29,15 @@ struct Core {
   bool quit = false;
   bool thread_exited = false;
   bool broken = false;
-  std::string failure;  // the first failure's message
+  std::string failure;                        // the first failure's message
+  std::atomic<bool> failure_reported{false};  // engine->on_failure() was called
 
   /// Marks the group broken with `message` (the first one is kept) and wakes every waiter; the
-  /// caller holds `lk`, which is released. Calls engine->on_failure() once, unlocked.
+  /// caller holds `lk`, which is released. Then report_failure(), unlocked.
   void fail(std::unique_lock<std::mutex>& lk, const std::string& message);
+  /// engine->on_failure(), once per group whoever calls it first. The communication thread calls
+  /// it before an op's waiter can see that op's error.
+  void report_failure() noexcept;
   /// The communication thread's body: runs the queued jobs in order until quit and drained.
   void loop();
   /// Throws "[op] the process group is unusable ..." when it is broken (caller holds mu).

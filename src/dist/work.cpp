@@ -31,7 +31,11 @@ void Core::fail(std::unique_lock<std::mutex>& lk, const std::string& message) {
   }
   done_cv.notify_all();
   lk.unlock();
-  if (first) engine->on_failure();
+  if (first) report_failure();
+}
+
+void Core::report_failure() noexcept {
+  if (!failure_reported.exchange(true)) engine->on_failure();
 }
 
 void Core::check_usable(const char* op) const {
@@ -63,6 +67,7 @@ void Core::loop() {
     } catch (...) {
       error = "[" + std::string(s->op) + "] failed with an unknown exception";
     }
+    if (!error.empty()) report_failure();  // before the op's waiter can see its error
     lk.lock();
     if (!s->done) {  // a waiter that timed out has already given it its error
       s->done = true;
