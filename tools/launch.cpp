@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -18,7 +19,9 @@
 namespace ember::tools {
 
 bool launched_as_rank() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("WORLD_SIZE") != nullptr;
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "WORLD_SIZE", "RANK"})
+    if (std::getenv(v) != nullptr) return true;
+  return false;
 }
 
 namespace {
@@ -68,8 +71,21 @@ void exec_under_mpirun(int nproc) {
   if (args.empty()) EMBER_FAIL("train", "--nproc: cannot read this command's arguments");
   std::vector<std::string> cmd = {mpirun, "-np", std::to_string(nproc)};
   if (::geteuid() == 0) cmd.push_back("--allow-run-as-root");
-  const unsigned hw = std::thread::hardware_concurrency();
-  if (hw == 0 || unsigned(nproc) > hw) cmd.push_back("--oversubscribe");
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  // Each rank holds the model, the data and its buffers (about 150 MB for the CNN): --nproc 1000
+  // on 2 cores started hundreds of processes. More ranks than hardware threads only share them.
+  if (unsigned(nproc) > 4 * hw)
+    EMBER_FAIL("train", "--nproc ", nproc,
+               " is more than 4 processes per hardware thread of this "
+               "machine (",
+               hw, "); use at most ", hw,
+               " here, or start ranks on several machines: "
+               "mpirun -np N -H host1:K,host2:K ember train ...");
+  if (unsigned(nproc) > hw) {
+    std::cerr << "warning: [train] --nproc " << nproc << " on " << hw
+              << " hardware threads: the processes share them (slower than --nproc " << hw << ")\n";
+    cmd.push_back("--oversubscribe");
+  }
   char exe[4096];  // this ember, by its full path (argv[0] may be relative or a bare name)
   const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) EMBER_FAIL("train", "--nproc: cannot find this program (", std::strerror(errno), ")");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "ember/dist/dist.h"
 #include "ember/error.h"
 
 int main(int argc, char** argv) {
@@ -80,6 +81,9 @@ int main(int argc, char** argv) {
     std::string tag = "ember";
     for (const CLI::App* sub : app.get_subcommands()) tag = sub->get_name();
     std::cerr << "error: " << (tagged ? "" : "[" + tag + "] ") << what << "\n";
+    // One rank of a data-parallel run: the others must not wait for it (mpi would wait in
+    // MPI_Finalize until the timeout; this makes the job end at once).
+    ember::dist::abort_process_group(what);
     return ember::tools::kExitFailure;
   }
   return 0;

@@ -135,9 +135,10 @@ constexpr int64_t kMaxTrainImageSize = 4096;
 int run_train(TrainArgs a) {
   if (a.nproc > 1) {
     if (launched_as_rank())
-      EMBER_FAIL("train", "--nproc ", a.nproc,
-                 " with a launcher's environment (OMPI_COMM_WORLD_SIZE or WORLD_SIZE is set): "
-                 "this process is already one rank; drop --nproc");
+      EMBER_FAIL(
+          "train", "--nproc ", a.nproc,
+          " with a launcher's environment (OMPI_COMM_WORLD_SIZE, WORLD_SIZE or RANK is set): "
+          "this process is already one rank; drop --nproc");
     exec_under_mpirun(int(a.nproc));
   }
   // One rank of a data-parallel run: the Learner then trains with the ddp strategy.
@@ -427,7 +428,10 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   add_int_option(cmd, "--nproc", a->nproc,
                  "Data-parallel training in N processes started through mpirun (Open MPI), "
-                 "--batch-size each; or start them yourself: mpirun -np N ember train ...",
+                 "--batch-size each (scale --lr with N, or divide the batch). Or start them "
+                 "yourself: mpirun -np N ember train ..., or one process per rank with "
+                 "RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set (Gloo). EMBER_DIST_TIMEOUT: "
+                 "seconds to wait for a rank that hangs (300); docs/distributed.md",
                  int64_t(1), int64_t(1024))
       ->capture_default_str();
   add_int_option(cmd, "--workers", a->workers, "DataLoader worker threads (at most 256)",

@@ -186,7 +186,9 @@ std::string gloo_text(const std::string& what) {
 class GlooEngine final : public ProcessGroup::Engine {
  public:
   explicit GlooEngine(double timeout_seconds) {
-    size_ = parse_int("WORLD_SIZE", required("WORLD_SIZE"), 1, INT_MAX, "[1, 2^31)");
+    // Each rank costs rank 0 a connection and a few keys: 65536 is far past any machine count
+    // here, and 2^31 ranks exhausted the memory of rank 0's machine before an error.
+    size_ = parse_int("WORLD_SIZE", required("WORLD_SIZE"), 1, 65536, "[1, 65536]");
     rank_ = parse_int("RANK", required("RANK"), 0, size_ - 1,
                       ("[0, WORLD_SIZE=" + std::to_string(size_) + ")").c_str());
     std::string addr = required("MASTER_ADDR");

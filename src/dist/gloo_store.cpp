@@ -33,9 +33,12 @@ using Clock = std::chrono::steady_clock;
 
 std::string errno_text(int err) { return std::strerror(err); }
 
+// "1, 2, 5", or the first 16 and how many more (an error line, not a dump of 65,535 ranks).
 std::string list_ranks(const std::vector<int>& ranks) {
   std::string s;
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  const size_t shown = std::min<size_t>(ranks.size(), 16);
+  for (size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  if (ranks.size() > shown) s += " and " + std::to_string(ranks.size() - shown) + " more";
   return s;
 }
 
@@ -559,7 +562,11 @@ void TcpStore::wait(const std::vector<std::string>& keys,
   r.at = 1;
   uint32_t n = r.u32();
   std::string missing;
-  for (uint32_t i = 0; i < n && !r.bad; ++i) missing += (i ? ", " : "") + r.str();
+  for (uint32_t i = 0; i < n && !r.bad; ++i) {
+    const std::string k = r.str();
+    if (i < 16) missing += (i ? ", " : "") + k;
+  }
+  if (n > 16) missing += " and " + std::to_string(n - 16) + " more";
   std::vector<int> absent = r.ranks(), departed = r.ranks();
   std::ostringstream why;
   why << "the rendezvous at MASTER_ADDR:MASTER_PORT = " << where_ << " timed out after "

@@ -31,7 +31,9 @@ std::string choose_backend(const std::string& asked) {
   }
   if (b == "auto") {
     if (!env_string("OMPI_COMM_WORLD_SIZE").empty()) return "mpi";
-    if (!env_string("WORLD_SIZE").empty()) return "gloo";
+    // RANK alone is a torchrun-style launch missing WORLD_SIZE: gloo's engine says so (training
+    // alone would overwrite rank 0's run folder).
+    if (!env_string("WORLD_SIZE").empty() || !env_string("RANK").empty()) return "gloo";
     return "local";
   }
   if (b != "mpi" && b != "gloo" && b != "local")
@@ -99,6 +101,11 @@ void init_process_group(const InitOptions& options) {
   // The group ends before the process does (MPI must be finalized, or aborted after a failure).
   static const bool registered = (std::atexit(destroy_at_exit), true);
   (void)registered;
+}
+
+void abort_process_group(const std::string& reason) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (g_group) g_group->abort(reason);
 }
 
 bool is_initialized() {

@@ -40,6 +40,38 @@ Work finish_call(Work w, bool async_op) {
 
 // ---- argument checks ----
 
+// Every rank must make the same call: the same collective on as many elements of one dtype with
+// one op. A mismatch is undefined in MPI (it wrote past a buffer: "malloc(): corrupted top size")
+// and ends the process in Gloo's I/O thread, so the communication thread checks each call first
+// with one 8-value all-reduce (the max of each value and of its negation), which tells every rank
+// alike; then the op's error breaks the group on all of them.
+void check_same_call(Engine& en, const char* name, int64_t count, DType dtype, int op,
+                     double timeout) {
+  if (en.size() == 1) return;
+  uint32_t h = 2166136261u;  // FNV-1a of the collective's name
+  for (const char* c = name; *c; ++c) h = (h ^ uint8_t(*c)) * 16777619u;
+  const int64_t mine[4] = {int64_t(h), count, int64_t(dtype), op};
+  int64_t v[8];
+  for (int i = 0; i < 4; ++i) v[i] = mine[i], v[4 + i] = -mine[i];
+  en.all_reduce(name, v, 8, DType::i64, ReduceOp::max, timeout);
+  if (v[0] != -v[4])
+    EMBER_FAIL(name,
+               "the ranks called different collectives at this point (every rank must call "
+               "the same ones in the same order)");
+  if (v[1] != -v[5])
+    EMBER_FAIL(name, "the ranks passed tensors of different sizes (", -v[5], " to ", v[1],
+               " elements; this rank ", count, "): every rank needs the same shape");
+  if (v[2] != -v[6])
+    EMBER_FAIL(name, "the ranks passed tensors of different dtypes (this rank ", dtype_name(dtype),
+               "): every rank needs the same dtype");
+  if (v[3] != -v[7]) {
+    if (op < 0)  // broadcast's source, -src - 1
+      EMBER_FAIL(name, "the ranks named different source ranks (this rank: src ", -op - 1, ")");
+    EMBER_FAIL(name, "the ranks asked for different reduce ops (this rank ",
+               reduce_op_name(ReduceOp(op)), ")");
+  }
+}
+
 void check_tensor(const Tensor& t, const char* op, const char* what) {
   if (!t.defined()) EMBER_FAIL(op, what, " is undefined");
 }
@@ -161,8 +193,10 @@ Work reduce_scatter_job(ProcessGroup::Impl& g, const char* name, const Tensor& o
   const ReduceOp eop = engine_op(output.dtype(), op);
   const double timeout = g.core->timeout_seconds;
   const int world = g.size;
+  const DType ud = output.dtype();
   auto s = g.make_state(name);
   s->run = [=](Engine& en) {
+    check_same_call(en, name, n, ud, int(op), timeout);
     en.reduce_scatter(name, pi, po, n, rd, eop, timeout);
     if (op == ReduceOp::mean) divide(po, n, rd, world);
   };
@@ -183,6 +217,12 @@ int ProcessGroup::world_size() const { return impl_->size; }
 int ProcessGroup::local_rank() const { return impl_->local_rank; }
 int ProcessGroup::local_world_size() const { return impl_->local_size; }
 double ProcessGroup::timeout_seconds() const { return impl_->core->timeout_seconds; }
+void ProcessGroup::abort(const std::string& reason) {
+  std::unique_lock<std::mutex> lk(impl_->core->mu);
+  if (impl_->core->broken) return;
+  impl_->core->fail(lk, "[dist] rank " + std::to_string(impl_->rank) + " failed: " + reason);
+}
+
 bool ProcessGroup::broken() const {
   std::lock_guard<std::mutex> lk(impl_->core->mu);
   return impl_->core->broken;
@@ -200,8 +240,10 @@ Work ProcessGroup::all_reduce(const Tensor& tensor, ReduceOp op, bool async_op) 
   const int64_t n = buf.numel();
   const double timeout = timeout_seconds();
   const int world = world_size();
+  const DType ud = tensor.dtype();
   auto s = impl_->make_state(name);
   s->run = [=](Engine& en) {
+    check_same_call(en, name, n, ud, int(op), timeout);
     en.all_reduce(name, p, n, rd, eop, timeout);
     if (op == ReduceOp::mean) divide(p, n, rd, world);
   };
@@ -221,7 +263,11 @@ Work ProcessGroup::broadcast(const Tensor& tensor, int src, bool async_op) {
   const int64_t bytes = buf.numel() * buf.element_size();
   const double timeout = timeout_seconds();
   auto s = impl_->make_state(name);
-  s->run = [=](Engine& en) { en.broadcast(name, p, bytes, src, timeout); };
+  const DType ud = tensor.dtype();
+  s->run = [=](Engine& en) {
+    check_same_call(en, name, bytes, ud, -src - 1, timeout);
+    en.broadcast(name, p, bytes, src, timeout);
+  };
   s->finish = [tensor, buf] { write_back(tensor, buf); };
   s->keep = {tensor, buf};
   return finish_call(impl_->submit(std::move(s)), async_op);
@@ -243,7 +289,11 @@ Work ProcessGroup::all_gather(const std::vector<Tensor>& outputs, const Tensor& 
   const int64_t bytes = in.numel() * in.element_size();
   const double timeout = timeout_seconds();
   auto s = impl_->make_state(name);
-  s->run = [=](Engine& en) { en.all_gather(name, pi, po, bytes, timeout); };
+  const DType ud = input.dtype();
+  s->run = [=](Engine& en) {
+    check_same_call(en, name, bytes, ud, -1, timeout);
+    en.all_gather(name, pi, po, bytes, timeout);
+  };
   s->finish = [outputs, out] {
     NoGradGuard no_grad;
     for (size_t r = 0; r < outputs.size(); ++r) Tensor(outputs[r]).copy_(out.select(0, int64_t(r)));
@@ -265,7 +315,11 @@ Work ProcessGroup::all_gather_into_tensor(const Tensor& output, const Tensor& in
   const int64_t bytes = in.numel() * in.element_size();
   const double timeout = timeout_seconds();
   auto s = impl_->make_state(name);
-  s->run = [=](Engine& en) { en.all_gather(name, pi, po, bytes, timeout); };
+  const DType ud = input.dtype();
+  s->run = [=](Engine& en) {
+    check_same_call(en, name, bytes, ud, -1, timeout);
+    en.all_gather(name, pi, po, bytes, timeout);
+  };
   s->finish = [output, out] { write_back(output, out); };
   s->keep = {output, out, in};
   return finish_call(impl_->submit(std::move(s)), async_op);

@@ -19,6 +19,16 @@ std::string seconds_text(double s) {
   return buf;
 }
 
+// Drops the communication thread's reference to a job. The last one belongs to a Work whose
+// wait() failed (it keeps the tensors for an engine that may still write them) and was
+// destroyed: the job is left allocated, not freed here, since this thread may still run while the
+// process exits and the backends' allocators are gone (a tensor freed then called a destroyed
+// allocator: "pure virtual method called"). Only failed jobs get here.
+void drop(std::shared_ptr<Work::State>& s) {
+  if (s.use_count() == 1) (void)new std::shared_ptr<Work::State>(std::move(s));
+  s.reset();
+}
+
 }  // namespace
 
 namespace detail {
@@ -55,6 +65,7 @@ void Core::loop() {
       s->done = true;
       s->error = "[" + std::string(s->op) + "] not run: the process group failed before it (" +
                  failure + ")";
+      drop(s);
       done_cv.notify_all();
       continue;
     }
@@ -73,7 +84,7 @@ void Core::loop() {
       s->done = true;
       s->error = error;
     }
-    s.reset();  // its tensors are released by the waiter, not here
+    drop(s);  // its tensors are released by the waiter, not here
     if (!error.empty()) {
       fail(lk, error);
       lk.lock();

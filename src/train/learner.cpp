@@ -405,6 +405,16 @@ FitResult Learner::fit_sources(detail::BatchSource& train, detail::BatchSource* 
   if (epochs < 0) EMBER_FAIL(op, "epochs must be >= 0, got ", epochs);
   distribute(train, true);
   if (valid) distribute(*valid, false);
+  if (ddp_) {  // every rank must run as many steps: the same dataset, sharded alike
+    const Tensor n =
+        from_vector(std::vector<int64_t>{train.size(), -train.size()}, {2}, Device::cpu());
+    dist::all_reduce(n, dist::ReduceOp::max);
+    const std::vector<int64_t> v = n.to_vector<int64_t>();
+    if (v[0] != -v[1])
+      EMBER_FAIL(op, "the ranks' train loaders have different numbers of batches (", -v[1], " to ",
+                 v[0], "; this rank ", train.size(),
+                 "): every rank must load the same dataset with the same batch size");
+  }
   if (train.size() == 0) EMBER_FAIL(op, "the train loader has no batches");
   if (resume_seed_ && *resume_seed_ != train.seed())
     EMBER_FAIL(op, "the train loader's seed ", train.seed(), " differs from the resumed run's ",

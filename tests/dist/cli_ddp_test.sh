@@ -6,6 +6,7 @@
 #   3. --nproc 3 --resume of a run trained by 2 (the checkpoint is the model's, not the ranks').
 #   4. A rank killed mid-epoch (SIGKILL): the job ends promptly with a non-zero status, and the
 #      checkpoints on disk still load (`ember eval`).
+#   5. An error on one rank ends the job at once (not after the others' timeout).
 # Usage: cli_ddp_test.sh EMBER MPIEXEC
 set -uo pipefail
 ember=$1 mpiexec=$2
@@ -70,4 +71,14 @@ took=$(($(date +%s) - start))
 for ck in "$d"/c/checkpoints/*.safetensors; do
   "$ember" eval --checkpoint "$ck" >/dev/null 2>&1 || fail "$ck does not load after the kill"
 done
-echo "dist/cli: all passed (the job ended ${took}s after the kill, status $rc)"
+echo "== 5. an error on one rank (an output folder it cannot create) ends the job at once"
+start=$(date +%s)
+EMBER_DIST_TIMEOUT=60 timeout 120 "$ember" "${small[@]}" --epochs 1 --nproc 2 --out /dev/null/x \
+  >"$d/e.log" 2>&1
+rc5=$?
+took5=$(($(date +%s) - start))
+[ $rc5 -ne 0 ] && [ $rc5 -ne 124 ] || { cat "$d/e.log"; fail "the failing job exited $rc5"; }
+[ $took5 -le 30 ] || { cat "$d/e.log"; fail "the job took ${took5}s: the other rank waited for its timeout"; }
+grep -q 'cannot create directory /dev/null/x' "$d/e.log" || { cat "$d/e.log"; fail "the error is not shown"; }
+
+echo "dist/cli: all passed (the job ended ${took}s after the kill, status $rc; ${took5}s after an error)"

@@ -28,10 +28,27 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// faults.sh's modes: hang, die, ok.
+// faults.sh's modes: hang, die, ok; mismatch (the last rank all-reduces 4,000,000 elements, the
+// others 4); error (rank 0 fails outside any collective and exits, as `ember` does on an error).
 int mpi_fault(const std::string& mode) {
   const int rank = dist::rank();
   const bool culprit = rank == dist::world_size() - 1 && mode != "ok";
+  if (mode == "error" && rank == 0) {
+    std::fprintf(stderr, "rank 0: failing on its own\n");
+    dist::abort_process_group("failing on its own");
+    return 1;
+  }
+  if (mode == "mismatch") {
+    try {
+      Tensor x = ones({culprit ? 4000000 : 4});
+      dist::all_reduce(x);
+      std::printf("rank %d: the mismatch went unnoticed\n", rank);
+      return 0;
+    } catch (const Error& e) {
+      std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+      return 3;
+    }
+  }
   if (culprit && mode == "die") std::raise(SIGKILL);
   if (culprit) {  // hang: far longer than the test's timeout; mpirun ends it
     std::this_thread::sleep_for(std::chrono::seconds(600));
@@ -104,9 +121,12 @@ int stall_mode() {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  const bool mpi_mode = mode == "hang" || mode == "die" || mode == "ok";
+  const bool mpi_mode =
+      mode == "hang" || mode == "die" || mode == "ok" || mode == "mismatch" || mode == "error";
   if (!mpi_mode && !(mode == "stall") && !((mode == "allreduce" || mode == "kill") && argc > 2)) {
-    std::fprintf(stderr, "usage: ember_dist_probe hang|die|ok|allreduce MB|kill VICTIM|stall\n");
+    std::fprintf(
+        stderr,
+        "usage: ember_dist_probe hang|die|ok|mismatch|error|allreduce MB|kill VICTIM|stall\n");
     return 2;
   }
   try {

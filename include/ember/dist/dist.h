@@ -124,6 +124,12 @@ class ProcessGroup {
                              bool async_op = false);
   /// Returns once every rank has called it (or throws after the timeout).
   void barrier();
+  /// Marks this rank failed, for a program's top-level error handler before it exits with an
+  /// error: the group breaks as after a failed collective, so its engine makes the other ranks
+  /// stop instead of waiting for this one (mpi: the job is aborted when this process exits;
+  /// gloo: its connections close, and the others' collectives fail at once naming `reason`).
+  /// Does nothing when the group is already broken.
+  void abort(const std::string& reason);
 
   struct Impl;
 
@@ -141,6 +147,8 @@ bool is_initialized();
 /// Ends the default group (waits for its pending ops); a later init_process_group makes a new one
 /// (not for mpi: MPI cannot be initialized twice in one process).
 void destroy_process_group();
+/// default_group().abort(reason) when the default group exists; nothing otherwise.
+void abort_process_group(const std::string& reason);
 /// Whether `backend` ("mpi", "gloo", "local") was built into this Ember.
 bool is_available(const std::string& backend);
 /// The default group; throws ember::Error("[dist] ... call dist::init_process_group() first").
