@@ -255,8 +255,15 @@ int run_train(TrainArgs a) {
   };
   // --resume without --precision continues in the checkpoint's precision; one given that differs
   // is refused by resume() (naming both).
-  o.precision = a.resume && !a.precision_given ? train::checkpoint_precision(out)
-                                               : train::parse_precision(a.precision);
+  try {
+    o.precision = a.resume && !a.precision_given ? train::checkpoint_precision(out)
+                                                 : train::parse_precision(a.precision);
+  } catch (const Error& e) {
+    if (world == 1) throw;
+    EMBER_FAIL("train", e.what(), " (rank ", dist::rank(),
+               "; every rank resumes from rank 0's run folder: between machines it must be "
+               "shared or copied)");
+  }
   a.precision = train::precision_name(o.precision);
   o.out = &console;
   train::Learner learner(model, opt, train::cross_entropy_loss(), o);
