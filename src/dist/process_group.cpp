@@ -184,6 +184,25 @@ Shape stacked_shape(int world, const Shape& s) {
   return out;
 }
 
+// The engine gathers every rank's `in` (input's host buffer) into `out` ([world, ...] host
+// buffer); `finish` then writes `out` where the caller wants it.
+Work all_gather_job(ProcessGroup::Impl& g, const char* name, const Tensor& input, const Tensor& out,
+                    const Tensor& in, std::function<void()> finish, bool async_op) {
+  const void* pi = host_ptr(in);
+  void* po = host_ptr(out);
+  const int64_t bytes = in.numel() * in.element_size();
+  const double timeout = g.core->timeout_seconds;
+  const DType ud = input.dtype();
+  auto s = g.make_state(name);
+  s->run = [=](Engine& en) {
+    check_same_call(en, name, bytes, ud, -1, timeout);
+    en.all_gather(name, pi, po, bytes, timeout);
+  };
+  s->finish = std::move(finish);
+  s->keep = {input, out, in};
+  return finish_call(g.submit(std::move(s)), async_op);
+}
+
 // The engine reduces `in` ([world, n] host buffer) into `out`, written back into `output`.
 Work reduce_scatter_job(ProcessGroup::Impl& g, const char* name, const Tensor& output,
                         const Tensor& out, const Tensor& in, DType rd, ReduceOp op, bool async_op) {
@@ -282,24 +301,15 @@ Work ProcessGroup::all_gather(const std::vector<Tensor>& outputs, const Tensor& 
                world_size(), ")");
   for (size_t r = 0; r < outputs.size(); ++r)
     check_like(outputs[r], input, name, "outputs[" + std::to_string(r) + "]", "input");
-  Tensor in = host_buffer(input, input.dtype(), true);
   Tensor out = empty(stacked_shape(world_size(), input.shape()), {input.dtype(), Device::cpu()});
-  const void* pi = host_ptr(in);
-  void* po = host_ptr(out);
-  const int64_t bytes = in.numel() * in.element_size();
-  const double timeout = timeout_seconds();
-  auto s = impl_->make_state(name);
-  const DType ud = input.dtype();
-  s->run = [=](Engine& en) {
-    check_same_call(en, name, bytes, ud, -1, timeout);
-    en.all_gather(name, pi, po, bytes, timeout);
-  };
-  s->finish = [outputs, out] {
-    NoGradGuard no_grad;
-    for (size_t r = 0; r < outputs.size(); ++r) Tensor(outputs[r]).copy_(out.select(0, int64_t(r)));
-  };
-  s->keep = {in, out};
-  return finish_call(impl_->submit(std::move(s)), async_op);
+  return all_gather_job(
+      *impl_, name, input, out, host_buffer(input, input.dtype(), true),
+      [outputs, out] {
+        NoGradGuard no_grad;
+        for (size_t r = 0; r < outputs.size(); ++r)
+          Tensor(outputs[r]).copy_(out.select(0, int64_t(r)));
+      },
+      async_op);
 }
 
 Work ProcessGroup::all_gather_into_tensor(const Tensor& output, const Tensor& input,
@@ -310,19 +320,8 @@ Work ProcessGroup::all_gather_into_tensor(const Tensor& output, const Tensor& in
   Tensor out = host_buffer(output, output.dtype(), false);
   Tensor in = host_buffer(input, input.dtype(), true);
   if (in.is_alias_of(out)) in = in.clone();  // the engine's input and output never overlap
-  const void* pi = host_ptr(in);
-  void* po = host_ptr(out);
-  const int64_t bytes = in.numel() * in.element_size();
-  const double timeout = timeout_seconds();
-  auto s = impl_->make_state(name);
-  const DType ud = input.dtype();
-  s->run = [=](Engine& en) {
-    check_same_call(en, name, bytes, ud, -1, timeout);
-    en.all_gather(name, pi, po, bytes, timeout);
-  };
-  s->finish = [output, out] { write_back(output, out); };
-  s->keep = {output, out, in};
-  return finish_call(impl_->submit(std::move(s)), async_op);
+  return all_gather_job(
+      *impl_, name, input, out, in, [output, out] { write_back(output, out); }, async_op);
 }
 
 Work ProcessGroup::reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
