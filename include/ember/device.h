@@ -10,7 +10,7 @@
 namespace ember {
 
 /// Backend families. `ref` is the portable reference (the oracle), `cpu` the fast default.
-enum class DeviceType : uint8_t { ref, cpu, vulkan, cuda, opencl };
+enum class DeviceType : uint8_t { ref, cpu, vulkan, cuda, opencl, webgpu };
 
 /// Which adapter a GPU backend should take, as Burn's WgpuDevice.
 /// DefaultDevice picks discrete, then integrated, virtual, CPU; Existing(id) names a device the
@@ -53,9 +53,13 @@ class Device {
   /// OpenCL device `index` (every device of every platform, in ICD enumeration order; see
   /// `ember devices`). Throws ember::Error ("backend not built" / "no such device").
   static Device opencl(int64_t index = 0);
+  /// The browser's WebGPU device (the WebAssembly build only: the page's navigator.gpu adapter,
+  /// which the JavaScript API opens before Ember starts). Throws ember::Error ("backend not
+  /// built" natively; "no WebGPU adapter" in a browser without one).
+  static Device webgpu();
   /// Parses "cpu", "cpu:0", "ref", "ref:0", "vulkan", "vulkan:0", "vulkan:IntegratedGpu(1)",
-  /// "cuda:0", "opencl", "opencl:1" (as torch.device: no spaces). Throws ember::Error on anything
-  /// else, "cpu:1" included.
+  /// "cuda:0", "opencl", "opencl:1", "webgpu" (as torch.device: no spaces). Throws ember::Error on
+  /// anything else, "cpu:1" included.
   static Device parse(const std::string& s);
   /// The device new tensors go to: env EMBER_DEVICE if set, else cpu; or set_default_device().
   /// Throws ember::Error naming EMBER_DEVICE when its value is not a usable device.
@@ -65,7 +69,7 @@ class Device {
   Device() : type_(DeviceType::cpu), index_(0) {}
   DeviceType type() const { return type_; }
   int64_t index() const { return index_; }
-  std::string str() const;  // "cpu", "ref", "vulkan:0", "cuda:0", "opencl:0"
+  std::string str() const;  // "cpu", "ref", "vulkan:0", "cuda:0", "opencl:0", "webgpu"
   bool operator==(const Device& o) const { return type_ == o.type_ && index_ == o.index_; }
   bool operator!=(const Device& o) const { return !(*this == o); }
   /// Host-addressable memory (ref and cpu): data pointers can be read directly.

@@ -114,6 +114,7 @@ Device Device::parse(const std::string& given) {
   if (s.rfind("cuda:", 0) == 0) return cuda(parse_index(s.substr(5), "device"));
   if (s == "opencl") return opencl(0);
   if (s.rfind("opencl:", 0) == 0) return opencl(parse_index(s.substr(7), "device"));
+  if (s == "webgpu" || s == "webgpu:0") return webgpu();
   EMBER_FAIL("device", "unknown device '", given, "' (expected ", device_choices_text(), ")");
 }
 
@@ -152,6 +153,8 @@ std::string Device::str() const {
       return "cuda:" + std::to_string(index_);
     case DeviceType::opencl:
       return "opencl:" + std::to_string(index_);
+    case DeviceType::webgpu:
+      return "webgpu";
   }
   return "?";
 }

@@ -4,8 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/cpu_backend.h"
 #include "backends/ref/ref_backend.h"
+#ifdef __EMSCRIPTEN__
+#include "backends/wasm/wasm_backend.h"
+#else
+#include "backends/cpu/cpu_backend.h"
+#endif
 #include "ember/device_choices.h"
 #include "ember/error.h"
 #include "runtime/backend.h"
@@ -15,12 +19,19 @@
 #ifdef EMBER_HAVE_OPENCL
 #include "backends/opencl/opencl_backend.h"
 #endif
+#ifdef EMBER_HAVE_WEBGPU
+#include "backends/webgpu/webgpu_backend.h"
+#endif
 
 namespace ember {
 
 Backend& backend_for(const Device& device) {
   static ref::RefBackend ref_backend;
+#ifdef __EMSCRIPTEN__
+  static wasm::WasmBackend cpu_backend;  // the browser's cpu: SIMD128 (+ threads) over ref
+#else
   static cpu::CpuBackend cpu_backend;
+#endif
   switch (device.type()) {
     case DeviceType::ref:
       return ref_backend;
@@ -39,6 +50,14 @@ Backend& backend_for(const Device& device) {
 #else
       EMBER_FAIL("device",
                  "backend not built: opencl (Ember was built without EMBER_BACKEND_OPENCL)");
+#endif
+    case DeviceType::webgpu:
+#ifdef EMBER_HAVE_WEBGPU
+      return webgpu::backend();
+#else
+      EMBER_FAIL("device",
+                 "backend not built: webgpu (only the WebAssembly build has it: "
+                 "scripts/build-wasm.sh)");
 #endif
     case DeviceType::cuda:
       EMBER_FAIL("device",
@@ -70,6 +89,12 @@ Device Device::cuda(int64_t index) {
              "NVIDIA GPU, or cpu)");
 }
 
+Device Device::webgpu() {
+  const Device d(DeviceType::webgpu, 0);
+  backend_for(d);  // throws without the backend or an adapter
+  return d;
+}
+
 Device Device::opencl(int64_t index) {
 #ifdef EMBER_HAVE_OPENCL
   const Device d(DeviceType::opencl, index);
@@ -90,6 +115,9 @@ std::vector<std::string> device_choices() {
 #ifdef EMBER_HAVE_OPENCL
   c.push_back("opencl[:N]");
 #endif
+#ifdef EMBER_HAVE_WEBGPU
+  c.push_back("webgpu");
+#endif
   return c;
 }
 
@@ -102,6 +130,9 @@ std::vector<DeviceInfo> available_devices() {
 #endif
 #ifdef EMBER_HAVE_OPENCL
   for (const Device& d : cl::devices()) gpus.push_back(d);
+#endif
+#ifdef EMBER_HAVE_WEBGPU
+  if (webgpu::available()) gpus.push_back(Device(DeviceType::webgpu, 0));
 #endif
   // Every usable device; none (and no error) without a loader or a device.
   for (const Device& d : gpus) {
