@@ -86,6 +86,13 @@ if(EMBER_WEB_SOURCES)
   endif()
 endif()
 
-if(EMBER_BUILD_TESTS AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/tests/wasm/CMakeLists.txt)
-  add_subdirectory(tests/wasm)
+# Tests of the wasm build: tests/wasm (run by node through ctest in this folder) and
+# tests/web (modules the browser tests load; run by the native build's ctest, tests/web/*.mjs).
+if(EMBER_BUILD_TESTS)
+  enable_testing()
+  foreach(dir tests/wasm tests/web)
+    if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${dir}/CMakeLists.txt)
+      add_subdirectory(${dir})
+    endif()
+  endforeach()
 endif()
