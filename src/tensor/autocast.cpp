@@ -8,7 +8,7 @@ namespace ember {
 
 namespace {
 
-constexpr int kTypes = 5;
+constexpr int kTypes = int(DeviceType::webgpu) + 1;  // one per DeviceType
 
 struct TypeState {
   bool enabled = false;
