@@ -247,6 +247,10 @@ std::tuple<Tensor, Tensor> max_pool(const Tensor& input, int64_t nd,
                             -std::numeric_limits<double>::infinity());
   // The values are gathered at torch's taps, so the gradient goes where torch sends it.
   const Tensor c4 = cols.view({n, c, w.k, w.l});
+  // Without a gradient to route the value is the plain maximum (NaN when a tap is NaN, as the
+  // taps' value): no index tensors, so devices without int64 (WebGPU) pool too.
+  if (!with_indices && !(is_grad_enabled() && x.requires_grad()))
+    return {keep_format(amax(c4, {2}).reshape(os), x), Tensor()};
   const Tensor taps = max_taps(c4, w);
   const Tensor values = gather(c4, 2, taps.unsqueeze(2)).squeeze(2);
   if (!with_indices) return {keep_format(values.reshape(os), x), Tensor()};
