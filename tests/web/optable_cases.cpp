@@ -21,6 +21,7 @@ struct OpCase {
   std::function<Outputs(const Device&)> run;
   double tol_scale = 1;
   bool needs_f16 = false;
+  double gpu_scale = 0;  // on webgpu, when not 0 (WGSL's own precision, below)
 };
 
 // Deterministic values in [lo, hi) (a 32-bit LCG), on ref.
@@ -119,6 +120,10 @@ std::vector<OpCase> op_cases() {
                     return Outputs{dst};
                   },
                   10});
+    // WGSL's sin and cos promise an absolute error of 2^-11 on [-pi, pi] (tan inherits it).
+    const bool trig =
+        t.op == ir::UnaryOp::sin || t.op == ir::UnaryOp::cos || t.op == ir::UnaryOp::tan;
+    if (trig) cs.back().gpu_scale = 500;
   }
   auto binary = [&](const ir::BinaryTraits& t, DType dt, Tensor a, Tensor b) {
     cs.push_back({std::string("binary/") + t.name + "_" + dtype_name(dt),
@@ -211,11 +216,10 @@ std::vector<OpCase> op_cases() {
                   return Outputs{F::conv2d(img.to(d), w.to(d), bias.to(d), {1}, {1})};
                 },
                 100});
-  cs.push_back({"nn/max_pool2d_avg_pool2d",
-                [img](const Device& d) {
-                  Tensor x = img.to(d);
-                  return Outputs{F::max_pool2d(x, {2}), F::avg_pool2d(x, {3}, {2}, {1})};
-                },
+  cs.push_back(
+      {"nn/max_pool2d", [img](const Device& d) { return Outputs{F::max_pool2d(img.to(d), {2})}; }});
+  cs.push_back({"nn/avg_pool2d",
+                [img](const Device& d) { return Outputs{F::avg_pool2d(img.to(d), {3}, {2}, {1})}; },
                 10});
   const Tensor logits = values({8, 100}, -5, 5, 14);
   cs.push_back({"nn/softmax_log_softmax",
@@ -263,14 +267,29 @@ std::vector<Case> optable_cases() {
           {name, [c, dev, f16]() -> Finish {
              if (c.needs_f16 && dev == Device::webgpu() && !f16)
                return [](const std::string&) { return std::string("skipped: no shader-f16"); };
-             Outputs want = c.run(Device::ref()), got = c.run(dev);
+             Outputs want = c.run(Device::ref()), got;
              std::vector<Tensor> host;
-             for (Tensor& t : got)
-               host.push_back(dev == Device::webgpu() ? webgpu::request_host_copy(t) : t);
-             return [c, want, host](const std::string& err) {
+             try {
+               got = c.run(dev);
+               for (Tensor& t : got)
+                 host.push_back(dev == Device::webgpu() ? webgpu::request_host_copy(t) : t);
+             } catch (const Error& e) {
+               // A known gap (docs/webgpu.md): reported, not failed.
+               const std::string m = e.what();
+               const bool gap =
+                   m.find("needs shaderFloat64") != std::string::npos ||
+                   m.find("int64 is not supported on device webgpu") != std::string::npos ||
+                   m.find("float64 is not supported on device webgpu") != std::string::npos;
+               if (dev == Device::webgpu() && gap)
+                 return [m](const std::string&) { return "gap: " + m; };
+               throw;
+             }
+             const double scale =
+                 dev == Device::webgpu() && c.gpu_scale > 0 ? c.gpu_scale : c.tol_scale;
+             return [want, host, scale](const std::string& err) {
                expect(err.empty(), "settle rejected: " + err);
                for (size_t i = 0; i < want.size(); ++i) {
-                 const std::string m = compare(want[i], host[i].to(Device::ref()), c.tol_scale);
+                 const std::string m = compare(want[i], host[i].to(Device::ref()), scale);
                  expect(m.empty(), "output " + std::to_string(i) + ": " + m);
                }
                return std::to_string(want.size()) + " outputs";

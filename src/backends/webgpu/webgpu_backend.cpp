@@ -59,8 +59,12 @@ WebGPUBackend::WebGPUBackend() : KernelBackend(kMaxTasks) {
   caps_.max_buffers = uint32_t(
       std::min({lim(kMaxStorageBuffersPerStage), lim(kMaxBindingsPerBindGroup) - 1, 31.0}));
   const std::string a = arch_ + " " + description_;
-  caps_.cpu = fallback_ || a.find("swiftshader") != std::string::npos ||
-              a.find("SwiftShader") != std::string::npos;
+  cpu_adapter_ = fallback_ || a.find("swiftshader") != std::string::npos ||
+                 a.find("SwiftShader") != std::string::npos;
+  // caps.cpu stays off even there: the kernels it picks for lavapipe (16 x 16 matmul blocks per
+  // thread) made SwiftShader's shader compiler run for minutes and lose the device (a 256 x 384
+  // x 320 matmul: > 170 s, against 3.2 s with the 8 x 8 blocks of GPUs).
+  caps_.cpu = false;
   uniform_align_ = std::max<int64_t>(16, int64_t(lim(kMinUniformBufferOffsetAlignment)));
 }
 
@@ -315,18 +319,41 @@ void WebGPUBackend::check_launch(const codegen::Launch& l) const {
 }
 
 // The params go up with queue.writeBuffer now (before the batch's submit, so before its
-// dispatches run); every buffer is bound whole (its bytes rounded up to 4).
-void WebGPUBackend::record(Batch&, const LaunchArgs& a) {
+// dispatches run); every buffer is bound whole. WebGPU forbids binding one buffer twice in a
+// dispatch when a binding is writable (every WGSL binding is read_write), so a buffer bound
+// again (an in-place op: an input aliasing the output) is read from a snapshot taken just
+// before the dispatch; the written binding keeps the buffer itself.
+void WebGPUBackend::record(Batch& b, const LaunchArgs& a) {
   const int program = *static_cast<const int*>(a.program);
   const int params = handle_of(a.params.handle);
   ember_wgpu_write_buffer(params, double(a.params_offset), a.params.host + a.params_offset,
                           double(round4(a.params_bytes)));
-  std::vector<int32_t> bufs(a.buffers.size());
-  for (size_t i = 0; i < a.buffers.size(); ++i) {
-    bufs[i] = handle_of(a.buffers[i]);
-    if (a.kernel->buffers[i].writable) wrote(bufs[i]);
+  const size_t n = a.buffers.size();
+  std::vector<int32_t> bufs(n);
+  for (size_t i = 0; i < n; ++i) bufs[i] = handle_of(a.buffers[i]);
+  for (size_t i = 0; i < n; ++i) {
+    // The binding that keeps the buffer: its first writable one, else its first.
+    size_t keep = n, writers = 0;
+    for (size_t j = 0; j < n; ++j)
+      if (bufs[j] == bufs[i] && a.kernel->buffers[j].writable) {
+        if (keep == n) keep = j;
+        writers++;
+      }
+    if (keep == n) keep = std::find(bufs.begin(), bufs.end(), bufs[i]) - bufs.begin();
+    if (keep == i) continue;
+    EMBER_CHECK(writers <= 1, "webgpu", "kernel ", a.kernel->name,
+                " writes one buffer through two bindings, which WebGPU does not allow");
+    const int64_t bytes = round4(std::max<int64_t>(a.buffer_bytes[i], 4));
+    const int snap = new_buffer(bytes, false);
+    b.scratch.push_back(ptr_of(snap));
+    ember_wgpu_copy(bufs[i], 0, snap, 0, double(bytes));
+    for (size_t j = i; j < n; ++j)
+      if (j != keep && bufs[j] == bufs[i] && j != i) bufs[j] = snap;
+    bufs[i] = snap;
   }
-  ember_wgpu_dispatch(program, bufs.data(), int(bufs.size()), params, double(a.params_offset),
+  for (size_t i = 0; i < n; ++i)
+    if (a.kernel->buffers[i].writable) wrote(bufs[i]);
+  ember_wgpu_dispatch(program, bufs.data(), int(n), params, double(a.params_offset),
                       double(codegen::kParamsBytes), double(a.groups));
 }
 
@@ -341,7 +368,7 @@ DeviceInfo WebGPUBackend::info() const {
   d.device = device();
   d.name = !description_.empty() ? description_
                                  : vendor_ + (arch_.empty() ? "" : " " + arch_) + " (WebGPU)";
-  d.kind = caps_.cpu ? "Cpu" : "Gpu";
+  d.kind = cpu_adapter_ ? "Cpu" : "Gpu";
   for (DType t : kAllDTypes)
     if (supports_dtype(t)) d.dtypes.push_back(t);
   std::ostringstream os;

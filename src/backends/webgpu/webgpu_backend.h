@@ -102,6 +102,7 @@ class WebGPUBackend : public runtime::KernelBackend {
   int64_t uniform_align_ = 256;
   std::string vendor_, arch_, dev_name_, description_;
   bool fallback_ = false;
+  bool cpu_adapter_ = false;          // a CPU implementation (SwiftShader, a fallback adapter)
   std::multimap<int64_t, int> free_;  // cached buffers by size class
   MemoryStats mem_;
   std::vector<ArenaBlock> free_arenas_;
