@@ -19,7 +19,7 @@
 
 namespace ember::codegen {
 
-enum class Dialect : uint8_t { glsl, opencl };  // later: cuda, wgsl
+enum class Dialect : uint8_t { glsl, opencl, wgsl };  // later: cuda
 
 /// What the device can do: lowering rejects dtypes and picks variants from it.
 struct Caps {
