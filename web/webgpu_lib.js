@@ -8,15 +8,19 @@
 // next check (ember_wgpu_take_error). Host copies land asynchronously: Module.emberWebGPU.settle()
 // resolves once every requested copy has landed in wasm memory.
 mergeInto(LibraryManager.library, {
+  // Sets and Maps do not survive emscripten's serialisation of this object: init() makes them.
+  $EmberGPU__postset: 'EmberGPU.init();',
   $EmberGPU: {
-    objs: [null],
-    free: [],
-    errors: [],
-    pending: new Set(),
-    copies: new Map(),
-    nextCopy: 1,
-    lost: false,
-    state: null,
+    init: function() {
+      EmberGPU.objs = [null];
+      EmberGPU.free = [];
+      EmberGPU.errors = [];
+      EmberGPU.pending = new Set();
+      EmberGPU.copies = new Map();
+      EmberGPU.nextCopy = 1;
+      EmberGPU.lost = false;
+      EmberGPU.state = null;
+    },
     // The page's {device, info, features, limits, adapter} (null without one); installs settle().
     ctx: function() {
       var g = Module['emberWebGPU'];

@@ -1,7 +1,7 @@
 // The kernel generator's interface: a primitive op (ir::Op) is lowered, once for every GPU
 // backend, into launches of kernels built in kir, Ember's typed kernel language (kir.h); the kir
-// renderer turns a kernel into one dialect's source (GLSL 450 compute, OpenCL C 1.2; CUDA C and
-// WGSL later). A GPU backend only compiles sources (cached by key), binds memory, writes params
+// renderer turns a kernel into one dialect's source (GLSL 450 compute, OpenCL C 1.2, WGSL; CUDA C
+// later). A GPU backend only compiles sources (cached by key), binds memory, writes params
 // and dispatches.
 //
 // The ABI every dialect shares: launches are 1-d (x only) and kernels use grid-stride loops, so

@@ -1,6 +1,6 @@
 // The identifiers kir gives to buffers, shared arrays, locals and helper functions: never a
-// keyword, type or built-in of a dialect it renders (GLSL 450, OpenCL C 1.2; CUDA C and WGSL
-// next), never a name the renderer's ABI or prelude declares.
+// keyword, type or built-in of a dialect it renders (GLSL 450, OpenCL C 1.2, WGSL; CUDA C next),
+// never a name the renderer's ABI or prelude declares (WGSL's: ember_w_*).
 #include <cctype>
 #include <cstring>
 #include <set>
@@ -32,10 +32,27 @@ const std::set<std::string>& reserved_words() {
       "output", "filter", "namespace", "using", "cast", "main", "atomic_uint", "float16_t",
       "float32_t", "float64_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
       "uint32_t", "uint64_t",
-      // CUDA C and WGSL words the next dialects will need
-      "let", "var", "fn", "loop", "array", "ptr", "f16", "f32", "f64", "i32", "u32", "vec2", "vec3",
-      "vec4", "workgroup", "storage", "function", "threadIdx", "blockIdx", "blockDim", "gridDim",
-      "warpSize", "__syncthreads",
+      // WGSL keywords, reserved words, predeclared types and the built-ins its renderer calls
+      "alias", "const_assert", "continuing", "diagnostic", "enable", "fallthrough", "override",
+      "requires", "let", "var", "fn", "loop", "array", "atomic", "ptr", "f16", "f32", "f64", "i32",
+      "u32", "i64", "u64", "vec2", "vec3", "vec4", "mat2x2", "mat3x3", "mat4x4", "workgroup",
+      "storage", "function", "private", "read", "write", "sampler", "texture_2d", "as", "async",
+      "await", "become", "binding_array", "catch", "co_await", "co_return", "co_yield",
+      "const_cast", "consteval", "constexpr", "constinit", "crate", "debugger", "decltype",
+      "delete", "demote", "demote_to_helper", "dynamic_cast", "enum", "explicit", "export", "final",
+      "finally", "friend", "from", "fxgroup", "get", "groupshared", "handle", "impl", "implements",
+      "import", "instanceof", "macro", "macro_rules", "match", "meta", "mod", "module", "move",
+      "mut", "mutable", "new", "nil", "noexcept", "nointerpolation", "null", "nullptr", "of",
+      "operator", "package", "packoffset", "pass", "pixelfragment", "premerge", "priv", "protected",
+      "pub", "ref", "regardless", "reinterpret_cast", "require", "self", "set", "snorm",
+      "static_assert", "static_cast", "std", "super", "target", "thread_local", "throw", "trait",
+      "try", "type", "typeid", "typename", "typeof", "unless", "unorm", "unsafe", "unsized", "use",
+      "virtual", "wgsl", "where", "with", "yield", "bitcast", "inverseSqrt", "fract",
+      "workgroupBarrier", "storageBarrier", "workgroupUniformLoad", "atomicLoad", "atomicStore",
+      "atomicAnd", "atomicOr", "atomicAdd", "unpack2x16float", "pack2x16float", "arrayLength",
+      "any", "all", "saturate", "degrees", "radians",
+      // CUDA C words
+      "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "__syncthreads",
       // built-in functions the dialect tables and rules call
       "exp", "exp2", "log", "log2", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh",
       "cosh", "tanh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "inversesqrt", "pow", "floor",
@@ -61,8 +78,8 @@ bool has_prefix(const std::string& s, const char* p) {
 bool reserved_name(const std::string& name) {
   if (reserved_words().count(name)) return true;
   // built-in families: gl_*, get_*, as_*, convert_*, atomic_*, __*, vector types, buffer blocks
-  for (const char* p :
-       {"gl_", "get_", "as_", "convert_", "atomic_", "__", "EmberBuf", "vload", "vstore"})
+  for (const char* p : {"gl_", "get_", "as_", "convert_", "atomic_", "__", "EmberBuf", "vload",
+                        "vstore", "ember_w_"})
     if (has_prefix(name, p)) return true;
   for (const char* t :
        {"char",   "uchar", "short",  "ushort", "int",    "uint",   "long",  "ulong", "float",

@@ -10,8 +10,9 @@
 //   } finally { await browser.close(); server.close(); }
 //
 // Pages are served from 127.0.0.1 (a secure context, which WebGPU needs). browser.close() always
-// kills Chromium and removes its profile folder; it also runs on process exit and when the
-// global timeout fires (which then rejects pending calls and exits the process with status 2).
+// kills Chromium's process group and removes its profile folder; it also runs on process exit,
+// SIGINT/SIGTERM, and when the global timeout fires (which then rejects pending calls and exits
+// the process with status 2).
 import {spawn} from 'node:child_process';
 import {mkdtempSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs';
 import {createServer} from 'node:http';
@@ -153,21 +154,30 @@ export async function launch({webgpu = true, timeoutMs = 300000, chromium = 'chr
                 `--user-data-dir=${profile}`, '--remote-debugging-port=0'];
   if (webgpu) args.push('--enable-unsafe-webgpu', '--use-webgpu-adapter=swiftshader');
   args.push('about:blank');
-  const proc = spawn(chromium, args, {stdio: ['ignore', 'ignore', 'pipe']});
+  // its own process group, so that close() kills every helper process with it
+  const proc = spawn(chromium, args, {stdio: ['ignore', 'ignore', 'pipe'], detached: true});
   let closed = false, conn = null;
   const close = () => {
     if (closed) return;
     closed = true;
     clearTimeout(timer);
     process.removeListener('exit', close);
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
     try { conn?.ws.close(); } catch {}
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    try { process.kill(-proc.pid, 'SIGKILL'); } catch {}
     // Chromium's helpers may still write to the profile for a moment after the kill
     for (let i = 0; i < 5; ++i) {
       try { rmSync(profile, {recursive: true, force: true}); break; } catch {}
     }
   };
+  const onSignal = (sig) => {
+    close();
+    process.exit(sig === 'SIGINT' ? 130 : 143);
+  };
   process.on('exit', close);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   const timer = setTimeout(() => {
     console.error(`cdp: timed out after ${timeoutMs} ms; closing the browser`);
     conn?.failAll(new Error('cdp: global timeout'));
