@@ -67,14 +67,19 @@ export class Ember {
     const cores = globalThis.navigator?.hardwareConcurrency ?? 1;
     const isolated = globalThis.crossOriginIsolated === true;
     const want = threads === 'auto' ? cores : Math.max(1, Math.floor(Number(threads)) || 1);
-    const threaded = !gpu && isolated && want > 1;
-    const file = threaded ? 'ember-threads.mjs' : 'ember.mjs';
-    const url = new URL(file, base);
+    let threaded = !gpu && isolated && want > 1;
+    let url = new URL(threaded ? 'ember-threads.mjs' : 'ember.mjs', base);
     let factory;
     try {
       ({default: factory} = await import(url.href));
     } catch (e) {
-      throw new Error(`Ember.create: cannot load ${url.href} (${e.message}); build it with scripts/build-wasm.sh`);
+      if (!threaded || threads !== 'auto')
+        throw new Error(`Ember.create: cannot load ${url.href} (${e.message}); build it with scripts/build-wasm.sh`);
+      // 'auto' settles for one thread when the threaded module was not built.
+      console.warn(`Ember.create: ${url.href}: ${e.message}; using one thread`);
+      threaded = false;
+      url = new URL('ember.mjs', base);
+      ({default: factory} = await import(url.href));
     }
     const opts = {locateFile: (p) => new URL(p, base).href, mainScriptUrlOrBlob: url.href};
     if (gpu) opts.emberWebGPU = gpu;
