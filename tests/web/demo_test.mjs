@@ -71,7 +71,11 @@ try {
     const p = await browser.newPage(server.url + page);
     try {
       // window.demo appears once the page's module ran (after its top-level awaits).
-      await p.evaluate(`new Promise((ok) => { const t = () => window.demo ? ok(demo.ready) : setTimeout(t, 10); t(); })`);
+      // Bounded: a backend that never settles fails this page, not the whole run.
+      await Promise.race([
+        p.evaluate(`new Promise((ok) => { const t = () => window.demo ? ok(demo.ready) : setTimeout(t, 10); t(); })`),
+        new Promise((ok, fail) => setTimeout(() => fail(new Error('no model after 90 s')), 90000).unref()),
+      ]);
     } catch (e) {
       throw new Error(`${page}: ${e.message}; console: ${JSON.stringify(p.consoleMessages)}`);
     }
@@ -174,6 +178,27 @@ try {
   check('fashion: the answer shown is the predicted class', f.answer === names[f.r.label], `${f.answer}`);
   check('fashion: the true label is marked', f.truth === names[f.r.truth] && f.stats.includes(names[f.r.truth]), `${f.truth}`);
   check('fashion: most shown images are classified right', f.right > f.n / 2, `${f.right} / ${f.n}`);
+
+  // A checkpoint (ember.checkpoint.v1) of an mlp, loaded from bytes: the same figure as native.
+  execFileSync(ember, ['train', 'mnist', '--model', 'mlp', '--epochs', '1', '--limit-train', '512',
+                       '--limit-test', '64', '--data', join(root, 'data/mnist'), '--out', join(tmp, 'mlp')]);
+  const ckDir = join(tmp, 'mlp/checkpoints');
+  const ck = join(ckDir, execFileSync('ls', [ckDir], {encoding: 'utf8'}).split('\n')[0]);
+  const ckEval = execFileSync(ember, ['eval', '--checkpoint', ck, '--data', join(root, 'data/mnist')], {encoding: 'utf8'});
+  const ckCorrect = Math.round(Number(/test accuracy: ([\d.]+)%/.exec(ckEval)[1]) * labels.length / 100);
+  const c = await page.evaluate(`(async () => {
+    const bytes = Uint8Array.from(atob('${readFileSync(ck).toString('base64')}'), (ch) => ch.charCodeAt(0));
+    const m = await demo.ember.loadModel(bytes);
+    const px = new Uint8Array(await (await fetch('assets/mnist-test-images.u8')).arrayBuffer());
+    const r = await m.predict(px);
+    const info = {name: m.name, inputShape: m.inputShape, classes: m.classes, format: m.metadata.format};
+    m.dispose();
+    return {info, classes: Array.from(r.classes)};
+  })()`);
+  const cRight = c.classes.filter((k, i) => k === labels[i]).length;
+  check('a checkpoint of an mlp loads', c.info.name === 'mlp' && c.info.classes === 10 &&
+        c.info.inputShape.join() === '1,28,28' && c.info.format === 'ember.checkpoint.v1', JSON.stringify(c.info));
+  check('the checkpoint scores as native', cRight === ckCorrect, `${cRight} correct (native ${ckCorrect})`);
 
   // (f) files that are not models: a visible error, not a blank page.
   const good = readFileSync(modelFile);
