@@ -1,63 +1,9 @@
 #include "models.h"
 
-#include <algorithm>
-
 #include "ember/error.h"
-#include "ember/nn/modules/activation.h"
-#include "ember/nn/modules/pooling.h"
 #include "ember/ops/elementwise.h"
 
 namespace ember::tools {
-
-Cnn::Cnn(const ModelShape& s) : nn::Sequential("Cnn") {
-  const int64_t pooled = (s.image_size - 4) / 2;  // 28 -> 26 -> 24 -> 12
-  conv1 = std::make_shared<nn::Conv2d>(s.channels, 32, 3);
-  conv2 = std::make_shared<nn::Conv2d>(32, 64, 3);
-  fc1 = std::make_shared<nn::Linear>(64 * pooled * pooled, 128);
-  fc2 = std::make_shared<nn::Linear>(128, s.classes);
-  push_back("conv1", conv1);                              // [N, 32, 26, 26]
-  push_back("relu1", std::make_shared<nn::ReLU>());       //
-  push_back("conv2", conv2);                              // [N, 64, 24, 24]
-  push_back("relu2", std::make_shared<nn::ReLU>());       //
-  push_back("pool", std::make_shared<nn::MaxPool2d>(2));  // [N, 64, 12, 12]
-  push_back("flatten", std::make_shared<nn::Flatten>());  // [N, 9216]
-  push_back("fc1", fc1);
-  push_back("relu3", std::make_shared<nn::ReLU>());
-  push_back("fc2", fc2);
-}
-
-Mlp::Mlp(const ModelShape& s) : nn::Sequential("Mlp") {
-  fc1 = std::make_shared<nn::Linear>(s.channels * s.image_size * s.image_size, 256);
-  fc2 = std::make_shared<nn::Linear>(256, 128);
-  fc3 = std::make_shared<nn::Linear>(128, s.classes);
-  push_back("flatten", std::make_shared<nn::Flatten>());
-  push_back("fc1", fc1);
-  push_back("relu1", std::make_shared<nn::ReLU>());
-  push_back("fc2", fc2);
-  push_back("relu2", std::make_shared<nn::ReLU>());
-  push_back("fc3", fc3);
-}
-
-std::shared_ptr<nn::UnaryModule> make_model(const std::string& name, const ModelShape& shape) {
-  EMBER_CHECK(shape.channels >= 1 && shape.image_size >= 1 && shape.classes >= 1, "model",
-              "images need >= 1 channel, size and class, got ", shape.channels, " channels, size ",
-              shape.image_size, ", ", shape.classes, " classes");
-  if (name == "cnn") {
-    EMBER_CHECK(shape.image_size >= 6, "model", "the cnn needs images of at least 6x6 (two 3x3 ",
-                "convolutions and a 2x2 pooling), got ", shape.image_size, "x", shape.image_size,
-                " (--image-size)");
-    return std::make_shared<Cnn>(shape);
-  }
-  if (name == "mlp") return std::make_shared<Mlp>(shape);
-  EMBER_FAIL("model", "unknown model '", name, "' (expected cnn or mlp)");
-}
-
-std::string model_from_keys(const std::vector<std::string>& keys) {
-  auto has = [&](const char* k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); };
-  if (has("conv1.weight") && has("fc2.weight")) return "cnn";
-  if (has("fc1.weight") && has("fc3.weight")) return "mlp";
-  return "";
-}
 
 DatasetSpec dataset_spec(const std::string& name) {
   if (name == "fashion-mnist")
@@ -84,6 +30,7 @@ Tensor normalize_images(const Tensor& images_u8, const DatasetSpec& spec) {
 
 // ---- datasets ----
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>

@@ -1,52 +1,21 @@
-// The models and datasets the `ember` command trains (tools/README-free: see `ember train --help`).
-//   cnn: conv 1->32 3x3, relu, conv 32->64 3x3, relu, maxpool 2, flatten, fc 9216->128, relu,
-//        fc 128->10 (no padding: 28 -> 26 -> 24 -> 12), the Keras/PyTorch MNIST example net.
-//   mlp: 784-256-128-10 with ReLU.
-// Both take f32 [N, 1, 28, 28] and return logits [N, 10] for MNIST; for an image folder
-// (`ember train --data DIR`) they take [N, C, S, S] and return [N, classes] (ModelShape): the
-// cnn's fc1 then has 64 * ((S - 4) / 2)^2 inputs, the mlp's fc1 C * S * S.
+// The datasets the `ember` command trains on (tools/README-free: see `ember train --help`); the
+// models themselves (cnn, mlp) are the library's (ember/nn/models.h).
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "ember/data/dataset.h"
-#include "ember/nn/module.h"
-#include "ember/nn/modules/container.h"
-#include "ember/nn/modules/conv.h"
-#include "ember/nn/modules/linear.h"
+#include "ember/nn/models.h"
 #include "ember/tensor.h"
 
 namespace ember::tools {
 
-/// The input and output sizes of a model: images [N, channels, image_size, image_size] ->
-/// logits [N, classes]. The default is MNIST's.
-struct ModelShape {
-  int64_t channels = 1, image_size = 28, classes = 10;
-};
-
-// Both are Sequentials of named layers (their state_dict keys: conv1.weight, fc2.bias...), so
-// ember::onnx::save exports them as any Sequential.
-class Cnn : public nn::Sequential {
- public:
-  explicit Cnn(const ModelShape& shape = {});
-
-  std::shared_ptr<nn::Conv2d> conv1, conv2;
-  std::shared_ptr<nn::Linear> fc1, fc2;
-};
-
-class Mlp : public nn::Sequential {
- public:
-  explicit Mlp(const ModelShape& shape = {});
-
-  std::shared_ptr<nn::Linear> fc1, fc2, fc3;
-};
-
-/// "cnn" or "mlp" for `shape`, parameters on the default device. Throws ember::Error for another
-/// name, or a shape the model cannot take (cnn: image_size < 6; any: a size or count < 1).
-std::shared_ptr<nn::UnaryModule> make_model(const std::string& name, const ModelShape& shape = {});
-/// The model name whose parameter names `keys` are ("cnn" / "mlp"), or "" when neither.
-std::string model_from_keys(const std::vector<std::string>& keys);
+using nn::Cnn;
+using nn::make_model;
+using nn::Mlp;
+using nn::model_from_keys;
+using nn::ModelShape;
 
 /// A dataset the command knows: its name, default folder, normalization and class names.
 struct DatasetSpec {

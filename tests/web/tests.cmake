@@ -19,3 +19,14 @@ foreach(suite runtime optable)
   endif()
   set_tests_properties(web/webgpu_${suite} PROPERTIES TIMEOUT 600 LABELS "web")
 endforeach()
+
+# web/demo: the MNIST / Fashion-MNIST demo end to end on wasm and WebGPU (tests/web/demo_test.mjs).
+if(EMBER_NODE AND EMBER_CHROMIUM AND TARGET ember_cli)
+  add_test(NAME web/demo
+           COMMAND ${EMBER_NODE} --experimental-websocket ${CMAKE_SOURCE_DIR}/tests/web/demo_test.mjs
+                   --ember $<TARGET_FILE:ember_cli> --out ${CMAKE_CURRENT_BINARY_DIR}/web)
+else()
+  add_test(NAME web/demo COMMAND sh -c
+           "echo 'web/demo needs node (${EMBER_NODE}), chromium (${EMBER_CHROMIUM}) and the ember command (EMBER_BUILD_TOOLS=ON)' >&2; exit 1")
+endif()
+set_tests_properties(web/demo PROPERTIES TIMEOUT 900 PROCESSORS 2 LABELS web)

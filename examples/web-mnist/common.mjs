@@ -1,0 +1,91 @@
+// What both demo pages share: starting Ember on the chosen backend, loading the model, the
+// backend switch, the status line and the probability bars.
+import {Ember} from './ember.mjs';
+
+const params = new URLSearchParams(location.search);
+const status = document.getElementById('status');
+
+/** Shows a message in the status line (red for errors). */
+export function setStatus(text, error = false) {
+  status.textContent = text;
+  status.classList.toggle('error', error);
+}
+
+/** Reports an error on the page (never a blank page) and in the console. */
+export function showError(e) {
+  console.error(e);
+  setStatus(`Error: ${e?.message ?? e}`, true);
+}
+
+/**
+ * Starts Ember and loads the model (URL ?model= overrides `modelUrl`), again when the backend
+ * switch changes. onReady({ember, model}) runs after each start; the returned object holds the
+ * current ember/model (for tests) and `ready`, a promise of the first start.
+ */
+export function startDemo(modelUrl, onReady) {
+  const state = {ember: null, model: null, ready: null, backend: params.get('backend') ?? 'auto'};
+  const radios = document.querySelectorAll('input[name=backend]');
+  if (!('gpu' in navigator)) document.getElementById('use-webgpu').disabled = true;
+  async function start(backend) {
+    for (const r of radios) r.disabled = true;
+    setStatus(`loading Ember (${backend})...`);
+    try {
+      state.model?.dispose();
+      state.model = null;
+      const t0 = performance.now();
+      const [ember, bytes] = await Promise.all([
+        Ember.create({backend}),
+        fetch(params.get('model') ?? modelUrl).then((r) => {
+          if (!r.ok) throw new Error(`cannot fetch the model ${r.url}: HTTP ${r.status}`);
+          return r.arrayBuffer();
+        }),
+      ]);
+      state.ember = ember;
+      state.model = await ember.loadModel(bytes);
+      for (const r of radios) r.checked = r.value === ember.backend;
+      await onReady(state);
+      const m = state.model;
+      setStatus(`${m.name} trained on ${m.metadata.dataset ?? '?'} · ${ember.backend}: ${ember.info} · ` +
+                `ready in ${(performance.now() - t0).toFixed(0)} ms`);
+    } catch (e) {
+      showError(e);
+      throw e;
+    } finally {
+      for (const r of radios) r.disabled = r.id === 'use-webgpu' && !('gpu' in navigator);
+    }
+  }
+  for (const r of radios) r.addEventListener('change', () => {
+    state.ready = start(r.value).catch(() => {});
+  });
+  state.ready = start(state.backend);
+  return state;
+}
+
+/** Fills `el` with one bar per class: probs (Float32Array) of names, best highlighted. */
+export function renderBars(el, names, probs, truth = -1) {
+  if (el.children.length !== names.length) {
+    el.innerHTML = '';
+    for (const n of names) {
+      const row = document.createElement('div');
+      row.className = 'bar';
+      row.innerHTML = '<span class="name"></span><span class="track"><span class="fill"></span></span><span class="pct"></span>';
+      row.querySelector('.name').textContent = n;
+      el.appendChild(row);
+    }
+  }
+  let best = -1;
+  if (probs) for (let i = 0; i < probs.length; ++i) if (best < 0 || probs[i] > probs[best]) best = i;
+  names.forEach((_, i) => {
+    const row = el.children[i], p = probs ? probs[i] : 0;
+    row.classList.toggle('best', i === best);
+    row.classList.toggle('truth', i === truth);
+    row.querySelector('.fill').style.width = `${(100 * p).toFixed(1)}%`;
+    row.querySelector('.pct').textContent = probs ? `${(100 * p).toFixed(1)}%` : '';
+  });
+  return best;
+}
+
+/** The stats line: which backend ran and how long. */
+export function statsText(state, ms) {
+  return `${state.ember.backend} · ${ms.toFixed(1)} ms per inference`;
+}
