@@ -189,6 +189,12 @@ Tensor max_taps(const Tensor& cols, const Window& w) {
   return taps;
 }
 
+// Host doubles as a 1-d tensor of `dtype` on `device`, cast on the host (so devices without
+// f64, as WebGPU, take it).
+Tensor divisor_table(const std::vector<double>& v, DType dtype, const Device& device) {
+  return from_vector<double>(v, {int64_t(v.size())}, Device::ref()).to(dtype).to(device);
+}
+
 // The composite gradient of a pooling (the adjoint of im2col + max / sum over the kernel axis):
 // max routes each output's gradient to its first maximal tap, avg spreads grad / divisor.
 Tensor pool_grad(bool is_max, const Window& w, bool count_include_pad, const Tensor& x,
@@ -204,9 +210,9 @@ Tensor pool_grad(bool is_max, const Window& w, bool count_include_pad, const Ten
     cols = scatter(zeros({n, c, w.k, w.l}, TensorOptions(g.dtype(), g.device())), 2,
                    taps.unsqueeze(2), gl);
   } else {
-    Tensor div =
-        from_vector<double>(avg_divisors(w, count_include_pad, std::nullopt), {w.l}, g.device());
-    cols = (gl / ember::detail::cast(div, g.dtype())).expand({n, c, w.k, w.l});
+    const Tensor div =
+        divisor_table(avg_divisors(w, count_include_pad, std::nullopt), g.dtype(), g.device());
+    cols = (gl / div).expand({n, c, w.k, w.l});
   }
   return ops::col2im(cols.reshape({n, c * w.k, w.l}), c, w.in, w.kernel, w.stride, w.pad,
                      w.dilation, w.out);
@@ -310,7 +316,7 @@ Tensor avg_pool(const Tensor& input, int64_t nd, const std::vector<int64_t>& ker
   const DType ct = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
   Tensor cols = ops::im2col(x, w.kernel, w.stride, w.pad, w.dilation, w.out, 0);
   Tensor s = sum(ember::detail::cast(cols.view({n, c, w.k, w.l}), ct), {2});
-  Tensor y = s / from_vector<double>(div, {w.l}, x.device()).to(ct);
+  Tensor y = s / divisor_table(div, ct, x.device());
   return keep_format(ember::detail::cast(y, x.dtype()).reshape(os), x);
 }
 
