@@ -1,8 +1,9 @@
 // Element-wise kernels: f32 binary arithmetic (add sub mul div maximum minimum) and a few f32
-// unary ops, SIMD128 on unit-stride runs (an operand broadcast along the run reads one value),
-// scalar on other runs; copies between tensors of one dtype and fills, any dtype. Every result
-// is the reference kernel's, bit for bit: the same single f32 operation per element.
-#include <cmath>
+// unary ops (neg abs square sqrt relu), SIMD128 on unit-stride runs (an operand broadcast
+// along the run reads one value; other runs are gathered into blocks first); copies between
+// tensors of one dtype and fills, any dtype. Each result is what the reference kernel's source
+// computes, bit for bit: the same single f32 operation per element.
+#include <algorithm>
 #include <cstring>
 
 #include "backends/ref/dispatch.h"
@@ -25,43 +26,12 @@ bool overlaps(const Tensor& dst, const Tensor& src) {
   return dst.is_alias_of(src) && !(dst.offset() == src.offset() && dst.strides() == src.strides());
 }
 
+constexpr int64_t kBlock = 64;  // elements gathered from strided runs at a time
+
 bool all_f32(std::initializer_list<const Tensor*> ts) {
   for (const Tensor* t : ts)
     if (t->dtype() != DType::f32) return false;
   return true;
-}
-
-// The scalar forms, as ref::float_op and ref's unary (f32 in, f32 out).
-inline float scalar_binary(BinaryOp op, float a, float b) {
-  switch (op) {
-    case BinaryOp::add:
-      return a + b;
-    case BinaryOp::sub:
-      return a - b;
-    case BinaryOp::mul:
-      return a * b;
-    case BinaryOp::div:
-      return a / b;
-    case BinaryOp::minimum:
-      return (std::isnan(a) || std::isnan(b)) ? a + b : (b < a ? b : a);
-    default:  // maximum
-      return (std::isnan(a) || std::isnan(b)) ? a + b : (a < b ? b : a);
-  }
-}
-
-inline float scalar_unary(UnaryOp op, float x) {
-  switch (op) {
-    case UnaryOp::neg:
-      return -x;
-    case UnaryOp::abs:
-      return std::fabs(x);
-    case UnaryOp::square:
-      return x * x;
-    case UnaryOp::sqrt:
-      return std::sqrt(x);
-    default:  // relu: torch's clamp_min(x, 0): NaN and -0 pass through
-      return x < 0 ? 0.f : x;
-  }
 }
 
 #ifdef __wasm_simd128__
@@ -90,24 +60,38 @@ void binary_run(float* d, const float* a, const float* b, int64_t n, int64_t sa,
     const v128_t bv = sb ? wasm_v128_load(b + i) : bs;
     wasm_v128_store(d + i, simd_binary<Op>(av, bv));
   }
-  for (; i < n; ++i) d[i] = scalar_binary(Op, a[i * sa], b[i * sb]);
+  if (i == n) return;
+  // The tail through the same vector code (LLVM would turn a scalar `x < 0 ? 0 : x` into
+  // f32.max, which drops the sign of -0).
+  float ta[4] = {}, tb[4] = {}, td[4];
+  for (int64_t k = 0; k < n - i; ++k) {
+    ta[k] = a[(i + k) * sa];
+    tb[k] = b[(i + k) * sb];
+  }
+  wasm_v128_store(td, simd_binary<Op>(wasm_v128_load(ta), wasm_v128_load(tb)));
+  for (int64_t k = 0; k < n - i; ++k) d[i + k] = td[k];
+}
+
+template <UnaryOp Op>
+inline v128_t simd_unary(v128_t x) {
+  if constexpr (Op == UnaryOp::neg) return wasm_f32x4_neg(x);
+  if constexpr (Op == UnaryOp::abs) return wasm_f32x4_abs(x);
+  if constexpr (Op == UnaryOp::square) return wasm_f32x4_mul(x, x);
+  if constexpr (Op == UnaryOp::sqrt) return wasm_f32x4_sqrt(x);
+  // relu: torch's clamp_min(x, 0), x < 0 ? 0 : x: NaN and -0 pass through.
+  if constexpr (Op == UnaryOp::relu)
+    return wasm_v128_bitselect(wasm_f32x4_splat(0.f), x, wasm_f32x4_lt(x, wasm_f32x4_splat(0.f)));
 }
 
 template <UnaryOp Op>
 void unary_run(float* d, const float* s, int64_t n) {
   int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const v128_t x = wasm_v128_load(s + i);
-    v128_t y;
-    if constexpr (Op == UnaryOp::neg) y = wasm_f32x4_neg(x);
-    if constexpr (Op == UnaryOp::abs) y = wasm_f32x4_abs(x);
-    if constexpr (Op == UnaryOp::square) y = wasm_f32x4_mul(x, x);
-    if constexpr (Op == UnaryOp::sqrt) y = wasm_f32x4_sqrt(x);
-    if constexpr (Op == UnaryOp::relu)
-      y = wasm_v128_bitselect(wasm_f32x4_splat(0.f), x, wasm_f32x4_lt(x, wasm_f32x4_splat(0.f)));
-    wasm_v128_store(d + i, y);
-  }
-  for (; i < n; ++i) d[i] = scalar_unary(Op, s[i]);
+  for (; i + 4 <= n; i += 4) wasm_v128_store(d + i, simd_unary<Op>(wasm_v128_load(s + i)));
+  if (i == n) return;
+  float ts[4] = {}, td[4];
+  for (int64_t k = 0; k < n - i; ++k) ts[k] = s[i + k];
+  wasm_v128_store(td, simd_unary<Op>(wasm_v128_load(ts)));
+  for (int64_t k = 0; k < n - i; ++k) d[i + k] = td[k];
 }
 #endif
 
@@ -194,8 +178,7 @@ bool binary(const ir::Binary& op) {
   const float* ap = ref::ptr<float>(op.a);
   const float* bp = ref::ptr<float>(op.b);
   float* dp = ref::ptr<float>(op.dst);
-  const BinaryOp bop = op.op;
-  return with_binary_op(bop, [&](auto run) {
+  return with_binary_op(op.op, [&](auto run) {
     const auto m =
         merge_rows<3>(op.dst.shape(), {&op.dst.strides(), &op.a.strides(), &op.b.strides()});
     parallel_rows<3>(
@@ -205,8 +188,17 @@ bool binary(const ir::Binary& op) {
             run(dp + o[0], ap + o[1], bp + o[2], n, st[1], st[2]);
             return;
           }
-          for (int64_t i = 0; i < n; ++i)
-            dp[o[0] + i * st[0]] = scalar_binary(bop, ap[o[1] + i * st[1]], bp[o[2] + i * st[2]]);
+          // Other strides: blocks gathered, computed by the same vector code, scattered.
+          float ta[kBlock], tb[kBlock], td[kBlock];
+          for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+            const int64_t c = std::min(kBlock, n - i0);
+            for (int64_t k = 0; k < c; ++k) {
+              ta[k] = ap[o[1] + (i0 + k) * st[1]];
+              tb[k] = bp[o[2] + (i0 + k) * st[2]];
+            }
+            run(td, ta, tb, c, 1, 1);
+            for (int64_t k = 0; k < c; ++k) dp[o[0] + (i0 + k) * st[0]] = td[k];
+          }
         });
     return true;
   });
@@ -216,8 +208,7 @@ bool unary(const ir::Unary& op) {
   if (!all_f32({&op.src, &op.dst}) || overlaps(op.dst, op.src)) return false;
   const float* sp = ref::ptr<float>(op.src);
   float* dp = ref::ptr<float>(op.dst);
-  const UnaryOp uop = op.op;
-  return with_unary_op(uop, [&](auto run) {
+  return with_unary_op(op.op, [&](auto run) {
     const auto m = merge_rows<2>(op.dst.shape(), {&op.dst.strides(), &op.src.strides()});
     parallel_rows<2>(
         m, kGrainElementwise,
@@ -226,8 +217,13 @@ bool unary(const ir::Unary& op) {
             run(dp + o[0], sp + o[1], n);
             return;
           }
-          for (int64_t i = 0; i < n; ++i)
-            dp[o[0] + i * st[0]] = scalar_unary(uop, sp[o[1] + i * st[1]]);
+          float ts[kBlock], td[kBlock];
+          for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+            const int64_t c = std::min(kBlock, n - i0);
+            for (int64_t k = 0; k < c; ++k) ts[k] = sp[o[1] + (i0 + k) * st[1]];
+            run(td, ts, c);
+            for (int64_t k = 0; k < c; ++k) dp[o[0] + (i0 + k) * st[0]] = td[k];
+          }
         });
     return true;
   });
