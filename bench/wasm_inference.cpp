@@ -3,7 +3,8 @@
 // and batch 256 on the default cpu device: the cpu backend in a native build, the wasm backend
 // (SIMD128, threads in the pthreads flavour) in the WebAssembly build, where node runs it
 // (bench/wasm_inference.sh runs all three and prints the wasm/native ratios).
-//   bench_wasm_inference [--threads T] [--reps N] [--batch B]   (B: only that batch size)
+//   bench_wasm_inference [--threads T] [--reps N] [--batch B] [--device cpu|ref]
+//   (B: only that batch size; ref: the reference kernels, the wasm build's cpu before SIMD)
 // Prints one line per batch size: "batch B: X ms per batch, Y ms per digit (median of N)".
 #include <chrono>
 #include <cstdio>
@@ -35,6 +36,7 @@ std::shared_ptr<ember::nn::Sequential> mnist_cnn() {
 
 int main(int argc, char** argv) {
   int threads = 0, reps = 0, only = 0;
+  std::string device = "cpu";
   bench::parse_options(argc, argv, [&](const std::string& k, const std::string& v) {
     if (k == "--threads")
       threads = std::stoi(v);
@@ -42,22 +44,26 @@ int main(int argc, char** argv) {
       reps = std::stoi(v);
     else if (k == "--batch")
       only = std::stoi(v);
+    else if (k == "--device" && (v == "cpu" || v == "ref"))
+      device = v;
     else
       return false;
     return true;
   });
   if (threads > 0) ember::set_num_threads(threads);
   ember::manual_seed(1);
+  const ember::Device dev = device == "ref" ? ember::Device::ref() : ember::Device::cpu();
   auto net = mnist_cnn();
+  net->to(dev);
   net->eval();
   ember::NoGradGuard no_grad;
   for (const ember::DeviceInfo& d : ember::available_devices())
-    if (d.device == ember::Device::cpu())
+    if (d.device == dev)
       std::printf("device: %s (%s), %d threads\n", d.name.c_str(), d.details.c_str(),
                   ember::get_num_threads());
   for (int batch : {1, 256}) {
     if (only && batch != only) continue;
-    ember::Tensor x = ember::randn({batch, 1, 28, 28});
+    ember::Tensor x = ember::randn({batch, 1, 28, 28}).to(dev);
     const int n = reps > 0 ? reps : (batch == 1 ? 200 : 8);
     float sink = 0;
     for (int i = 0; i < 2; ++i) sink += (*net)(x).sum().item<float>();  // warm-up
