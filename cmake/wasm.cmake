@@ -84,6 +84,27 @@ if(EMBER_WEB_SOURCES)
   endif()
 endif()
 
+# bench/wasm_inference.cpp under node, one per flavour (bench/wasm_inference.sh runs them and the
+# native build's bench_wasm_inference). main() runs on a pthread in the threads flavour so the
+# pool's workers start while it runs.
+if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/bench/wasm_inference.cpp)
+  foreach(flavour IN ITEMS ember ember_threads)
+    if(NOT TARGET ${flavour})
+      continue()
+    endif()
+    string(REPLACE "ember" "bench_wasm_inference" bench ${flavour})
+    add_executable(${bench} ${CMAKE_CURRENT_SOURCE_DIR}/bench/wasm_inference.cpp)
+    target_link_libraries(${bench} PRIVATE ${flavour})
+    target_include_directories(${bench} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/bench)
+    target_link_options(${bench} PRIVATE -sALLOW_MEMORY_GROWTH=1 -sENVIRONMENT=node
+                        -sEXIT_RUNTIME=1 -sWASM_ASYNC_COMPILATION=0)
+    if(flavour STREQUAL "ember_threads")
+      target_link_options(${bench} PRIVATE -sPTHREAD_POOL_SIZE=8 -sPROXY_TO_PTHREAD=1)
+    endif()
+    set_target_properties(${bench} PROPERTIES SUFFIX ".js")
+  endforeach()
+endif()
+
 # Tests of the wasm build: tests/wasm (run by node through ctest in this folder) and
 # tests/web (modules the browser tests load; run by the native build's ctest, tests/web/*.mjs).
 if(EMBER_BUILD_TESTS)
