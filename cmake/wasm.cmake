@@ -44,6 +44,9 @@ function(ember_wasm_library name threads)
   target_compile_options(${name} PRIVATE -Wall -Wextra)
   target_compile_options(${name} PUBLIC ${EMBER_WASM_FLAGS})
   target_link_options(${name} PUBLIC -fexceptions)
+  # The WebGPU backend's JavaScript side, linked into everything that links the library.
+  target_link_options(${name} INTERFACE
+                      "SHELL:--js-library ${CMAKE_CURRENT_SOURCE_DIR}/web/webgpu_lib.js")
   target_compile_definitions(${name} PUBLIC EMBER_HAVE_WEBGPU=1)
   if(threads)
     target_compile_options(${name} PUBLIC -pthread)
@@ -64,8 +67,7 @@ file(GLOB EMBER_WEB_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/we
 set(EMBER_WEB_OUT ${CMAKE_CURRENT_BINARY_DIR}/web)
 set(EMBER_WEB_LINK -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createEmberModule
     -sALLOW_MEMORY_GROWTH=1 -sENVIRONMENT=web,worker,node -sFILESYSTEM=0
-    -sEXPORTED_RUNTIME_METHODS=[UTF8ToString,stringToUTF8,lengthBytesUTF8]
-    --js-library ${CMAKE_CURRENT_SOURCE_DIR}/web/webgpu_lib.js)
+    -sEXPORTED_RUNTIME_METHODS=[UTF8ToString,stringToUTF8,lengthBytesUTF8])
 function(ember_web_module target lib output)
   add_executable(${target} ${EMBER_WEB_SOURCES})
   target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)

@@ -11,7 +11,15 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 # scripts/main.sh compiled is reused. scripts/ctest.sh fails when it finds no tests.
 echo "== build and test (Release, with the Vulkan backend on lavapipe + validation layer)"
 scripts/build.sh release
+# The browser tests in build/'s ctest (web/*) load the WebAssembly build and the demo: build them
+# first. The demo's models: 1 epoch each (CI); runs/ models already there are used as they are.
+echo "== WebAssembly build (emscripten) and the web demo's assets"
+scripts/build-wasm.sh
+EMBER_DEMO_EPOCHS=${EMBER_DEMO_EPOCHS:-1} EMBER_DEMO_FASHION_LIMIT=${EMBER_DEMO_FASHION_LIMIT:-8000} \
+  scripts/web-demo.sh
 scripts/ctest.sh build
+echo "== the WebAssembly tests under node (both flavours: single-threaded and pthreads)"
+scripts/ctest.sh build-wasm
 
 echo "== build and test under AddressSanitizer + UndefinedBehaviorSanitizer (without Vulkan:"
 echo "   the Release stage runs it; Mesa's lavapipe under LSan is not checked yet)"

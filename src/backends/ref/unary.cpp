@@ -89,7 +89,11 @@ C float_op(UnaryOp op, C x, double p0, double p1, double p2) {
       if (std::isinf(x)) return x > 0 ? C(p1) : C(p2);
       return x;
     case UnaryOp::relu:  // torch's clamp_min(x, 0): NaN and -0 pass through
-      return x < 0 ? C(0) : x;
+      // std::isless: clang 14 turns `x < 0 ? 0 : x` into wasm's f32.max, which gives +0 for -0
+      if constexpr (std::is_floating_point_v<C>)
+        return std::isless(x, C(0)) ? C(0) : x;
+      else
+        return x < 0 ? C(0) : x;
     case UnaryOp::sigmoid:
       return C(1) / (C(1) + std::exp(-x));
     case UnaryOp::log_sigmoid:
