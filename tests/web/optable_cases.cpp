@@ -277,7 +277,6 @@ std::vector<Case> optable_cases() {
                // A known gap (docs/webgpu.md): reported, not failed.
                const std::string m = e.what();
                const bool gap =
-                   m.find("needs shaderFloat64") != std::string::npos ||
                    m.find("int64 is not supported on device webgpu") != std::string::npos ||
                    m.find("float64 is not supported on device webgpu") != std::string::npos;
                if (dev == Device::webgpu() && gap)
