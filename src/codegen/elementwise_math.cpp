@@ -1,10 +1,10 @@
 // The math of unary and binary kernels: one kir expression per op and dtype, with the ref
 // backend's semantics (src/backends/ref/{unary,binary}.cpp). Floats compute in f32 (f16/bf16
 // too) or f64; f64 math GLSL lacks comes from the kir library (kir_lib.h); float ops GLSL lacks
-// (erf, erfinv, pow, atan2, hypot) are computed in f64 when the device has it.
+// (erf, erfinv, pow, atan2, hypot) are computed in f64 when the device has it, else by the
+// library's f32 versions.
 #include "codegen/elementwise_internal.h"
 #include "codegen/kir_lib.h"
-#include "ember/error.h"
 
 namespace ember::codegen {
 
@@ -30,23 +30,23 @@ Expr lib(kir::Kernel& k, const std::string& name, std::vector<Expr> args) {
   return kir::library_call(k, name, std::move(args));
 }
 
-Expr fn_value(kir::Kernel& k, const std::string& n, DType t, Expr x, const Caps& caps, UnaryOp op);
+Expr fn_value(kir::Kernel& k, const std::string& n, DType t, Expr x, const Caps& caps);
 
 // A float function in compute type: f64 from the library; f32 from the built-ins where the
 // dialect has the function, else through f64 (when the device has it) or the float library.
 // The odd functions (and expm1, log1p) give x itself at +-0: lavapipe's sinh/asinh/atanh/atan/
 // erf and several of the f64 library's series lose the sign of -0 (ref, as C and torch:
-// f(-0) = -0). `op` names the public op in errors.
-Expr fn(kir::Kernel& k, const char* name, DType t, Expr x, const Caps& caps, UnaryOp op) {
+// f(-0) = -0).
+Expr fn(kir::Kernel& k, const char* name, DType t, Expr x, const Caps& caps) {
   const std::string n = name;
   static const char* kKeepsZero[] = {"sin",   "tan",   "asin", "atan",   "sinh",  "tanh",
                                      "asinh", "atanh", "erf",  "erfinv", "expm1", "log1p"};
   for (const char* z : kKeepsZero)
-    if (n == z) return select(x == 0, x, fn_value(k, n, t, x, caps, op));
-  return fn_value(k, n, t, x, caps, op);
+    if (n == z) return select(x == 0, x, fn_value(k, n, t, x, caps));
+  return fn_value(k, n, t, x, caps);
 }
 
-Expr fn_value(kir::Kernel& k, const std::string& n, DType t, Expr x, const Caps& caps, UnaryOp op) {
+Expr fn_value(kir::Kernel& k, const std::string& n, DType t, Expr x, const Caps& caps) {
   if (t == DType::f64) return lib(k, "ember_" + n + "_f64", {x});
   auto via_f64 = [&] {
     return kir::cast(Type::f32, lib(k, "ember_" + n + "_f64", {kir::cast(Type::f64, x)}));
@@ -67,10 +67,8 @@ Expr fn_value(kir::Kernel& k, const std::string& n, DType t, Expr x, const Caps&
     if (n == b.name) return kir::call(b.fn, {x});
   if (n == "expm1" || n == "log1p") return lib(k, "ember_" + n + "_f32", {x});
   if (n == "log10") return kir::call(Fn::log, {x}) * 0.4342944819;
-  if (!caps.f64)
-    EMBER_FAIL(ir::user_name(op), dtype_name(t), " needs shaderFloat64 on this backend (for ", n,
-               ")");
-  return via_f64();
+  // erf, erfinv: f64 where the device has it (as before), else the f32 library (kir_lib_f32)
+  return caps.f64 ? via_f64() : lib(k, "ember_" + n + "_f32", {x});
 }
 
 Expr param(DType t, uint32_t pbase, int i) {
@@ -81,7 +79,7 @@ Expr param(DType t, uint32_t pbase, int i) {
 Expr float_unary(kir::Kernel& k, UnaryOp op, DType t, Expr x, uint32_t pb, const Caps& caps) {
   const Type T = kir::compute_of(t);
   auto K = [&](double v) { return kir::lit(T, v); };
-  auto F = [&](const char* n, Expr a) { return fn(k, n, t, a, caps, op); };
+  auto F = [&](const char* n, Expr a) { return fn(k, n, t, a, caps); };
   auto P = [&](int i) { return param(t, pb, i); };
   switch (op) {
     case UnaryOp::neg:
@@ -285,13 +283,11 @@ Expr compare_expr(BinaryOp op, DType t, Expr a, Expr b) {
 
 Expr float_binary(kir::Kernel& k, BinaryOp op, DType t, Expr a, Expr b, const Caps& caps) {
   const std::string sfx = t == DType::f64 ? "_f64" : "_f32";
-  // functions the f32 built-ins lack go through f64 when the device has it
+  // functions the f32 built-ins lack go through f64 when the device has it, else through the
+  // f32 library (pow, atan2, hypot; kir_lib_f32.cpp)
   auto via = [&](const char* n) {
     if (t == DType::f64) return lib(k, std::string("ember_") + n + "_f64", {a, b});
-    if (!caps.f64)
-      EMBER_FAIL(ir::user_name(op), *ir::user_variant(op) ? ir::user_variant(op) : "",
-                 *ir::user_variant(op) ? " " : "", "on ", dtype_name(t),
-                 " needs shaderFloat64 on this backend (for ", n, ")");
+    if (!caps.f64) return lib(k, std::string("ember_") + n + "_f32", {a, b});
     return kir::cast(Type::f32, lib(k, std::string("ember_") + n + "_f64",
                                     {kir::cast(Type::f64, a), kir::cast(Type::f64, b)}));
   };

@@ -5,6 +5,7 @@
 // positive series (|x| < 2.5) or the erfc continued fraction, and erfinv as the ref backend
 // (core/math.h) does. Special values follow C's <cmath>.
 #include "codegen/kir_lib.h"
+#include "codegen/kir_lib_internal.h"
 
 #include <cstdint>
 #include <functional>
@@ -17,43 +18,8 @@ namespace ember::codegen::kir {
 
 namespace {
 
-using Args = std::vector<Expr>;
+using namespace libdetail;
 constexpr Type F = Type::f64;
-
-struct Def {
-  Type ret;
-  std::vector<Type> params;
-  std::function<void(Kernel&, const Args&)> body;
-};
-using Lib = std::map<std::string, Def>;
-void def(Lib& m, const std::string& name, Type ret, std::vector<Type> params,
-         std::function<void(Kernel&, const Args&)> body) {
-  m[name] = Def{ret, std::move(params), std::move(body)};
-}
-
-Expr D(double v) { return lit(Type::f64, v); }
-Expr I(int64_t v) { return lit_int(Type::i32, v); }
-Expr U(uint64_t v) { return lit_uint(Type::u32, v); }
-Expr fma_(Expr a, Expr b, Expr c) { return call(Fn::fma, {a, b, c}); }
-Expr abs_(Expr a) { return call(Fn::abs, {a}); }
-Expr sqrt_(Expr a) { return call(Fn::sqrt, {a}); }
-Expr floor_(Expr a) { return call(Fn::floor, {a}); }
-Expr trunc_(Expr a) { return call(Fn::trunc, {a}); }
-Expr round_even(Expr a) { return call(Fn::round_even, {a}); }
-Expr isnan_(Expr a) { return call(Fn::isnan, {a}); }
-Expr isinf_(Expr a) { return call(Fn::isinf, {a}); }
-Expr lib(Kernel& k, const char* name, Args a) { return library_call(k, name, std::move(a)); }
-Expr neg_if(Expr c, Expr r) { return select(c, -r, r); }
-void ret_if(Kernel& k, Expr c, Expr v) {
-  k.if_(c, [&] { k.ret(v); });
-}
-
-// Horner evaluation of sum c[i] z^i.
-Expr horner(Expr z, const std::vector<double>& c) {
-  Expr s = lit(z.type(), c.back());
-  for (size_t i = c.size() - 1; i-- > 0;) s = fma_(s, z, lit(z.type(), c[i]));
-  return s;
-}
 
 std::vector<double> exp_coeffs(int n) {  // 1/k!, k = 0..n
   std::vector<double> c;
@@ -528,6 +494,7 @@ const Lib& library() {
     add_hyperbolic(m);
     add_special(m);
     add_float(m);
+    add_f32_math(m);
     add_int(m);
     return m;
   }();

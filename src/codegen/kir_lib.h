@@ -27,6 +27,10 @@
 //   ember_ldexp_f64(x, i32 k)       (ldexp in two steps so 2^1024 * tiny does not overflow early)
 // Float helpers GLSL lacks: ember_copysign_f32, ember_log1p_f32, ember_expm1_f32 (Kahan's
 //   exp/log correction), ember_fmod_f32 (exact while |a / b| < 2^24).
+// f32 versions of f64 functions for devices without f64 (kir_lib_f32.cpp): ember_erf_f32
+//   (Maclaurin series, Numerical Recipes' erfcc), ember_erfinv_f32 (Giles' single-precision
+//   approximation), ember_pow_f32 (2^(b log2|a|) with a split product), ember_atan2_f32 (atan
+//   series after reduction), ember_hypot_f32; C's special values, about 2e-7 relative (pow 2e-6).
 // Both float types: ember_floordiv_{f32,f64}, ember_remainder_{f32,f64} (the ref backend's
 //   float_floor_div / remainder, via fmod).
 // Integers: ember_ipow_{int,uint,i64,u64}(a, b): a^b by squaring, wrapping, as the ref backend's
