@@ -282,37 +282,27 @@ std::vector<Case> optable_cases() {
   for (const OpCase& c : op_cases())
     for (const Device dev : {Device::cpu(), Device::webgpu()}) {
       const std::string name = c.name + " on " + dev.str();
-      out.push_back(
-          {name, [c, dev, f16]() -> Finish {
-             if (c.needs_f16 && dev == Device::webgpu() && !f16)
-               return [](const std::string&) { return std::string("skipped: no shader-f16"); };
-             Outputs want = c.run(Device::ref()), got;
-             std::vector<Tensor> host;
-             try {
-               got = c.run(dev);
-               for (Tensor& t : got)
-                 host.push_back(dev == Device::webgpu() ? webgpu::request_host_copy(t) : t);
-             } catch (const Error& e) {
-               // A known gap (docs/webgpu.md): reported, not failed.
-               const std::string m = e.what();
-               const bool gap =
-                   m.find("int64 is not supported on device webgpu") != std::string::npos ||
-                   m.find("float64 is not supported on device webgpu") != std::string::npos;
-               if (dev == Device::webgpu() && gap)
-                 return [m](const std::string&) { return "gap: " + m; };
-               throw;
-             }
-             const double scale =
-                 dev == Device::webgpu() && c.gpu_scale > 0 ? c.gpu_scale : c.tol_scale;
-             return [want, host, scale](const std::string& err) {
-               expect(err.empty(), "settle rejected: " + err);
-               for (size_t i = 0; i < want.size(); ++i) {
-                 const std::string m = compare(want[i], host[i].to(Device::ref()), scale);
-                 expect(m.empty(), "output " + std::to_string(i) + ": " + m);
-               }
-               return std::to_string(want.size()) + " outputs";
-             };
-           }});
+      out.push_back({name, [c, dev, f16]() -> Finish {
+                       if (c.needs_f16 && dev == Device::webgpu() && !f16)
+                         return [](const std::string&) {
+                           return std::string("skipped: no shader-f16");
+                         };
+                       Outputs want = c.run(Device::ref()), got;
+                       std::vector<Tensor> host;
+                       got = c.run(dev);
+                       for (Tensor& t : got)
+                         host.push_back(dev == Device::webgpu() ? webgpu::request_host_copy(t) : t);
+                       const double scale =
+                           dev == Device::webgpu() && c.gpu_scale > 0 ? c.gpu_scale : c.tol_scale;
+                       return [want, host, scale](const std::string& err) {
+                         expect(err.empty(), "settle rejected: " + err);
+                         for (size_t i = 0; i < want.size(); ++i) {
+                           const std::string m = compare(want[i], host[i].to(Device::ref()), scale);
+                           expect(m.empty(), "output " + std::to_string(i) + ": " + m);
+                         }
+                         return std::to_string(want.size()) + " outputs";
+                       };
+                     }});
     }
   return out;
 }

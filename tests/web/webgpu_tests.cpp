@@ -211,15 +211,11 @@ EMSCRIPTEN_KEEPALIVE const char* wt_begin(int s, int i) {
   }
   return g_text.c_str();
 }
-/// Step 2, after settle(): "PASS note", "SKIP why", "GAP  why" (a known gap of the WGSL
-/// lowering) or "FAIL why".
+/// Step 2, after settle(): "PASS note", "SKIP why" or "FAIL why".
 EMSCRIPTEN_KEEPALIVE const char* wt_finish(const char* settle_error) {
   try {
     const std::string note = g_finish(settle_error);
-    g_text = (note.rfind("skipped", 0) == 0 ? "SKIP "
-              : note.rfind("gap", 0) == 0   ? "GAP  "
-                                            : "PASS ") +
-             note;
+    g_text = (note.rfind("skipped", 0) == 0 ? "SKIP " : "PASS ") + note;
   } catch (const std::exception& e) {
     failed(e);
   }
