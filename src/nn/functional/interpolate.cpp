@@ -62,7 +62,9 @@ Tensor interpolate(const Tensor& input, std::vector<int64_t> size, std::vector<d
   } else {
     EMBER_CHECK(scale_factor.size() == 1 || int64_t(scale_factor.size()) == nd, op,
                 "scale_factor must have 1 or ", nd, " values, got ", scale_factor.size());
-    if (scale_factor.size() == 1) scale_factor.assign(static_cast<size_t>(nd), scale_factor[0]);
+    // A copy: assign(n, v) with v inside the vector reads it after the reallocation (libc++ 13
+    // gave 0, so the WebAssembly build computed an empty output).
+    if (scale_factor.size() == 1) scale_factor = std::vector<double>(size_t(nd), scale_factor[0]);
     for (size_t i = 0; i < size_t(nd); ++i) {
       EMBER_CHECK(scale_factor[i] > 0 && std::isfinite(scale_factor[i]), op,
                   "scale_factor must be positive and finite, got ", scale_factor[i]);
