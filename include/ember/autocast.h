@@ -54,7 +54,7 @@ class autocast {
     bool enabled;
     DType dtype;
   };
-  State prev_[5];
+  State prev_[int(DeviceType::webgpu) + 1];  // one per DeviceType
 };
 
 }  // namespace ember

@@ -8,7 +8,7 @@ namespace ember {
 
 namespace {
 
-constexpr int kTypes = int(DeviceType::webgpu) + 1;  // one per DeviceType
+constexpr int kTypes = int(DeviceType::webgpu) + 1;  // one per DeviceType (as autocast::prev_)
 
 struct TypeState {
   bool enabled = false;
