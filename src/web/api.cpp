@@ -4,6 +4,7 @@
 // ember.mjs turns into a JavaScript Error.
 #include <emscripten/emscripten.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -17,6 +18,7 @@
 #include "ember/error.h"
 #include "ember/nn/functional/activation.h"
 #include "ember/nn/models.h"
+#include "ember/ops/layout.h"
 #include "ember/record/safetensors.h"
 #include "ember/tensor.h"
 #ifdef EMBER_HAVE_WEBGPU
@@ -247,16 +249,21 @@ EMSCRIPTEN_KEEPALIVE int ember_model_forward(int mh, int xh, int softmax, double
     EMBER_CHECK(x.dim() == 4 && Shape(x.shape().begin() + 1, x.shape().end()) == want,
                 "model.predict", "input ", shape_str(x.shape()), " is not [N, ", s.channels, ", ",
                 s.image_size, ", ", s.image_size, "] images");
-    if (x.dtype() == DType::u8) {
-      x = x.to(DType::f32) * (1.0 / 255.0);
-      x = (x - mean) * (1.0 / std);
-    }
-    EMBER_CHECK(x.dtype() == DType::f32, "model.predict", "input dtype ", dtype_name(x.dtype()),
-                " (expected f32 normalized images or u8 pixels)");
+    EMBER_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::u8, "model.predict", "input dtype ",
+                dtype_name(x.dtype()), " (expected f32 normalized images or u8 pixels)");
+    EMBER_CHECK(x.size(0) > 0, "model.predict", "no images (input ", shape_str(x.shape()), ")");
     NoGradGuard ng;
-    Tensor y = m.module->forward(x.to(Device::default_device()));
-    if (softmax) y = nn::functional::softmax(y, 1);
-    return keep(y);
+    // Chunks of kChunk images: any N runs in the memory of one chunk's activations (a batch
+    // of 100,000 at once needed more than wasm's 4 GiB, or WebGPU's maxBufferSize).
+    constexpr int64_t kChunk = 256;
+    std::vector<Tensor> outs;
+    for (int64_t i = 0; i < x.size(0); i += kChunk) {
+      Tensor c = x.narrow(0, i, std::min(kChunk, x.size(0) - i)).to(Device::default_device());
+      if (c.dtype() == DType::u8) c = (c.to(DType::f32) * (1.0 / 255.0) - mean) * (1.0 / std);
+      Tensor y = m.module->forward(c);
+      outs.push_back(softmax ? nn::functional::softmax(y, 1) : y);
+    }
+    return keep(outs.size() == 1 ? outs[0] : cat(outs, 0));
   });
 }
 

@@ -1,5 +1,6 @@
 #include "backends/ref/ref_backend.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -9,7 +10,12 @@
 namespace ember::ref {
 
 void* RefBackend::allocate(int64_t nbytes) {
-  // 64-byte alignment for SIMD; at least one byte so empty tensors still own a pointer.
+  // 64-byte alignment for SIMD; at least one byte so empty tensors still own a pointer. A size
+  // past the address space (4 GiB in WebAssembly) is refused before it wraps around size_t.
+  if (uint64_t(nbytes) > uint64_t(SIZE_MAX) - 63)
+    EMBER_FAIL("allocate", "out of host memory allocating ", nbytes,
+               " bytes: more than this build's address space (", uint64_t(SIZE_MAX),
+               " bytes); use a smaller batch");
   size_t n = size_t((nbytes + 63) / 64 * 64);
   if (n == 0) n = 64;
   void* p = std::aligned_alloc(64, n);
