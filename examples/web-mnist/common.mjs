@@ -25,39 +25,60 @@ export function showError(e) {
 export function startDemo(modelUrl, onReady) {
   const state = {ember: null, model: null, ready: null, backend: params.get('backend') ?? 'auto'};
   const radios = document.querySelectorAll('input[name=backend]');
-  if (!('gpu' in navigator)) document.getElementById('use-webgpu').disabled = true;
+  const webgpu = document.getElementById('use-webgpu');
+  let noGpu = 'gpu' in navigator ? '' : 'this browser has no WebGPU (navigator.gpu)';
+  // Marks the WebGPU option unavailable (disabled, the reason as its tooltip).
+  const markNoGpu = (why) => {
+    noGpu = why;
+    webgpu.closest('label').title = `WebGPU unavailable: ${why}`;
+  };
+  if (noGpu) markNoGpu(noGpu);
   async function start(backend) {
     for (const r of radios) r.disabled = true;
     setStatus(`loading Ember (${backend})...`);
     try {
+      // The previous instance goes first: its model, its WebGPU device, its module.
       state.model?.dispose();
-      state.model = null;
+      state.ember?.dispose();
+      state.model = state.ember = null;
       const t0 = performance.now();
-      const [ember, bytes] = await Promise.all([
-        Ember.create({backend}),
-        fetch(params.get('model') ?? modelUrl).then((r) => {
-          if (!r.ok) throw new Error(`cannot fetch the model ${r.url}: HTTP ${r.status}`);
-          return r.arrayBuffer();
-        }),
-      ]);
+      const bytes = fetch(params.get('model') ?? modelUrl).then((r) => {
+        if (!r.ok) throw new Error(`cannot fetch the model ${r.url}: HTTP ${r.status}`);
+        return r.arrayBuffer();
+      });
+      bytes.catch(() => {});  // awaited below; no unhandled rejection while Ember starts
+      let ember;
+      if (backend === 'webgpu' && noGpu) backend = 'wasm';
+      try {
+        ember = await Ember.create({backend});
+      } catch (e) {
+        if (backend !== 'webgpu' || !/WebGPU/.test(e.message)) throw e;
+        markNoGpu(e.message.replace(/^Ember.create: /, ''));  // no adapter or device: use wasm
+        ember = await Ember.create({backend: 'wasm'});
+      }
+      if (backend === 'auto' && ember.backend === 'wasm' && !noGpu) markNoGpu('the browser gives no WebGPU device');
       state.ember = ember;
-      state.model = await ember.loadModel(bytes);
+      state.model = await ember.loadModel(await bytes);
       for (const r of radios) r.checked = r.value === ember.backend;
       await onReady(state);
       const m = state.model;
       setStatus(`${m.name} trained on ${m.metadata.dataset ?? '?'} · ${ember.backend}: ${ember.info} · ` +
-                `ready in ${(performance.now() - t0).toFixed(0)} ms`);
+                `ready in ${(performance.now() - t0).toFixed(0)} ms${noGpu ? ` · WebGPU unavailable: ${noGpu}` : ''}`);
     } catch (e) {
       showError(e);
       throw e;
     } finally {
-      for (const r of radios) r.disabled = r.id === 'use-webgpu' && !('gpu' in navigator);
+      for (const r of radios) r.disabled = r === webgpu && !!noGpu;
     }
   }
-  for (const r of radios) r.addEventListener('change', () => {
-    state.ready = start(r.value).catch(() => {});
-  });
-  state.ready = start(state.backend);
+  // state.ready rejects when a start fails (the page shows the error); the no-op catch keeps
+  // that out of the console as an unhandled rejection.
+  const begin = (backend) => {
+    state.ready = start(backend);
+    state.ready.catch(() => {});
+  };
+  for (const r of radios) r.addEventListener('change', () => begin(r.value));
+  begin(state.backend);
   return state;
 }
 

@@ -150,11 +150,27 @@ EMSCRIPTEN_KEEPALIVE int ember_init(int want_webgpu) {
   });
 }
 
+/// Sets the wasm cpu backend's thread count (ember::set_num_threads: n <= 0 the default, capped
+/// by the backend; no effect in the single-threaded module) and returns the count now in use.
+EMSCRIPTEN_KEEPALIVE int ember_set_num_threads(int n) {
+  return guarded(-1, [&] {
+    set_num_threads(n);
+    return get_num_threads();
+  });
+}
+
+/// The thread count the wasm cpu backend's kernels use (1 in the single-threaded module).
+EMSCRIPTEN_KEEPALIVE int ember_get_num_threads() {
+  return guarded(-1, [&] { return get_num_threads(); });
+}
+
 /// A tensor of `ndim` sizes at `shape` holding a copy of `data` (dtype code, see above), on the
 /// default device. Returns its handle, 0 on failure.
 EMSCRIPTEN_KEEPALIVE int ember_tensor_new(const void* data, int dtype, const int32_t* shape,
                                           int ndim) {
   return guarded(0, [&] {
+    EMBER_CHECK(ndim >= 0 && ndim <= 8, "ember.tensor", "rank ", ndim,
+                " exceeds 8, the most ember.mjs passes");
     Shape s(shape, shape + ndim);
     for (int64_t d : s)
       EMBER_CHECK(d >= 0, "ember.tensor", "negative size in shape ", shape_str(s));

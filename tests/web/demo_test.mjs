@@ -227,6 +227,66 @@ try {
   const m = await missing.evaluate('demo.ready.catch(() => {}).then(() => document.getElementById("status").textContent)');
   check('a missing model: the page shows an error', /HTTP 404/.test(m), m);
 
+  // The API's argument checks (web/ember.mjs): clear Errors naming the argument, tensors kept to
+  // their instance, the real thread count in `info`, own-property dataset lookups.
+  const withDataset = (name) => {  // the digits model, its metadata's dataset renamed
+    const n = Number(good.readBigUInt64LE(0));
+    const h = JSON.parse(good.subarray(8, 8 + n).toString());
+    h.__metadata__['ember.dataset'] = name;
+    const hb = Buffer.from(JSON.stringify(h));
+    const hp = Buffer.concat([hb, Buffer.alloc((8 - hb.length % 8) % 8, 0x20)]);
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64LE(BigInt(hp.length));
+    return Buffer.concat([len, hp, good.subarray(8 + n)]).toString('base64');
+  };
+  const api = await page.evaluate(`(async () => {
+    const {Ember} = await import('./ember.mjs');
+    const err = async (f) => { try { await f(); return 'no error'; } catch (e) { return e.constructor.name + ': ' + e.message; } };
+    const e = demo.ember, m = demo.model, px = new Float32Array(784);
+    const out = {cores: navigator.hardwareConcurrency, info: e.info};
+    const other = await Ember.create({backend: 'wasm', threads: 1});
+    out.otherInfo = other.info;
+    const t = other.tensor(px, [1, 1, 28, 28]);
+    out.mixed = await err(() => m.predict(t));
+    other.dispose();
+    out.disposed = await err(() => t.data());
+    const two = await Ember.create({backend: 'wasm', threads: 2});
+    out.twoInfo = two.info;
+    two.dispose();
+    out.threads = [];
+    for (const th of [0, 2.5, '4', null]) out.threads.push(await err(() => Ember.create({backend: 'wasm', threads: th})));
+    out.shapes = [];
+    for (const s of [[2.5], [NaN], [Infinity], 'abc', undefined, [1, 1, 1, 1, 1, 1, 1, 1, 1]])
+      out.shapes.push(await err(() => e.tensor(new Float32Array(1), s)));
+    out.predictNull = await err(() => m.predict(px, null));
+    out.predictNoX = await err(() => m.predict(null));
+    out.createNull = await err(() => Ember.create(null));
+    out.datasets = [];
+    for (const b64 of ['${withDataset('__proto__')}', '${withDataset('constructor')}']) {
+      const dm = await e.loadModel(Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0)));
+      out.datasets.push({dataset: dm.dataset, u8: await err(() => dm.predict(new Uint8Array(784)))});
+      dm.dispose();
+    }
+    const nan = await m.predict(new Float32Array(784).fill(NaN));
+    out.nanClass = nan.classes[0];
+    return out;
+  })()`);
+  const want = (n) => `wasm simd128, ${n} thread${n === 1 ? '' : 's'}`;
+  check('api: info reports the threads in use (auto)', api.info === want(Math.min(api.cores, 8)), `${api.info} (${api.cores} cores)`);
+  check('api: info reports the threads in use (1, 2)', api.otherInfo === want(1) && api.twoInfo === want(Math.min(2, api.cores)),
+        `${api.otherInfo}; ${api.twoInfo}`);
+  check('api: a tensor of another instance is refused', /^Error: predict: .*belongs to another Ember instance/.test(api.mixed), api.mixed);
+  check('api: a disposed instance\'s tensor throws', /^Error: .*Ember instance was disposed/.test(api.disposed), api.disposed);
+  check('api: bad threads throw', api.threads.every((m) => /^Error: Ember.create: threads is/.test(m)), api.threads.join(' | '));
+  check('api: bad shapes throw', api.shapes.slice(0, 5).every((m) => /^Error: ember.tensor: shape/.test(m)) &&
+        /rank 9, which exceeds 8/.test(api.shapes[5]), api.shapes.join(' | '));
+  check('api: null arguments throw clear Errors', /^Error: predict: options/.test(api.predictNull) &&
+        /^Error: predict: x must be/.test(api.predictNoX) && /^Error: Ember.create: options/.test(api.createNull),
+        `${api.predictNull} | ${api.predictNoX} | ${api.createNull}`);
+  check('api: datasets __proto__ / constructor are unknown', api.datasets.every((d) => d.dataset === null &&
+        /^Error: predict: u8 pixels need/.test(d.u8)), JSON.stringify(api.datasets));
+  check('api: an image of NaN has class -1', api.nanClass === -1, `${api.nanClass}`);
+
   // Download sizes.
   const gz = (files) => files.reduce((n, f) => n + gzipSync(readFileSync(join(demo, f)), {level: 9}).length, 0);
   const code = ['wasm/ember.wasm', 'wasm/ember.mjs', 'ember.mjs', 'webgpu_device.mjs'].filter((f) => existsSync(join(demo, f)));
