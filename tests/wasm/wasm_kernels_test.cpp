@@ -29,6 +29,19 @@ TEST(WasmBackend, IsTheCpuDevice) {
   EXPECT_NE(info.details.find("SIMD128"), std::string::npos) << info.details;
 }
 
+// 8 GiB is past wasm32's address space: a clear error, not a size_t that wraps to a small
+// buffer (a batch of 100,000 MNIST images overran memory that way).
+TEST(WasmBackend, AllocationsPastTheAddressSpaceAreErrors) {
+  for (const Device& d : {kCpu, Device::ref()}) {
+    try {
+      (void)empty({int64_t(1) << 31, 4}, TensorOptions(DType::f32, d));
+      ADD_FAILURE() << "8 GiB allocated on " << d.str();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("address space"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // ---- matmul ----
 
 struct MatmulShape {
