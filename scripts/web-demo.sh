@@ -34,7 +34,7 @@ scripts/build.sh release ember_cli
 ember=./build/tools/ember
 
 if [ ! -f runs/mnist-cnn/model.safetensors ]; then
-  echo "---- training the digits model ($epochs epochs) ----"
+  echo "---- training the digits model (epochs: $epochs) ----"
   $ember train mnist --model cnn --epochs "$epochs" --out runs/mnist-cnn
 fi
 # The main job's model (scripts/main.sh) when it is there, else one of the demo's own.
@@ -42,7 +42,7 @@ fashion=runs/fashion-mnist-cnn
 if [ ! -f $fashion/model.safetensors ]; then
   fashion=runs/web-fashion-mnist-cnn
   if [ ! -f $fashion/model.safetensors ]; then
-    echo "---- training the Fashion-MNIST model ($epochs epochs) ----"
+    echo "---- training the Fashion-MNIST model (epochs: $epochs) ----"
     $ember train fashion-mnist --model cnn --epochs "$epochs" --limit-train "$fashion_limit" \
       --out $fashion
   fi
